@@ -56,6 +56,10 @@ struct ha_backend_ops {
     /* Block up to timeout_ms for a change of the view after `epoch` (watch); may return early.
        0 = maybe changed, -ETIMEDOUT, or -ENOSYS (elector then polls every retry period). */
     int (*wait_change)(void *state, uint64_t epoch, int timeout_ms);
+    /* Optional (NULL allowed): bound the following calls by timeout_ms instead of open's
+       timeout_ms, until called again. The elector uses it so that a renew never outlives the
+       leader's renew deadline. */
+    void (*set_timeout)(void *state, int timeout_ms);
 };
 
 extern const struct ha_backend_ops ha_redis_ops, ha_etcd_ops, ha_k8s_ops;
