@@ -1,2 +1,3 @@
 # Unit tests for common/.
 $(eval $(call unit_test,unit/common/test_cm_basic,tests/unit/common/test_cm_basic.c,$(BUILD)/lib/libcm.a,))
+$(eval $(call unit_test,unit/common/test_cm_ht,tests/unit/common/test_cm_ht.c,$(BUILD)/lib/libcm.a,))
