@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Integration tests for connection commands: PING, ECHO, HELLO (RESP2 via hiredis, RESP3 via raw
+ * bytes), AUTH with and without requirepass, SELECT, QUIT, RESET and the CLIENT subcommands. */
+#include "common/fmacros.h"
+
+#include "tests/integration/harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+TestSuite(connection, .init = it_setup, .fini = it_teardown, .timeout = 30);
+
+Test(connection, ping) {
+    IT_STATUS("PONG", it_c, "PING");
+    IT_STR("hello", it_c, "PING hello");
+    IT_STR("", it_c, "PING %s", "");
+    IT_ERR("ERR wrong number of arguments for 'ping' command", it_c, "PING a b");
+    IT_STATUS("PONG", it_c, "ping");
+}
+
+Test(connection, echo) {
+    IT_STR("x", it_c, "ECHO x");
+    IT_STR("a b", it_c, "ECHO %s", "a b");
+    redisReply *r = it_cmd(it_c, "ECHO %b", "a\0b\r\nc", (size_t)6);
+    IT_TYPE(r, REDIS_REPLY_STRING);
+    cr_assert_eq(r->len, 6);
+    cr_assert(memcmp(r->str, "a\0b\r\nc", 6) == 0);
+    IT_ERR("ERR wrong number of arguments for 'echo' command", it_c, "ECHO");
+    IT_ERR("ERR wrong number of arguments for 'echo' command", it_c, "ECHO a b");
+}
+
+static const redisReply *map_get(const redisReply *r, const char *key) {
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        if (r->element[i]->type == REDIS_REPLY_STRING && strcmp(r->element[i]->str, key) == 0) {
+            return r->element[i + 1];
+        }
+    }
+    return NULL;
+}
+
+Test(connection, hello_resp2_fields) {
+    redisReply *id = it_cmd(it_c, "CLIENT ID");
+    IT_TYPE(id, REDIS_REPLY_INTEGER);
+    redisReply *r = it_cmd(it_c, "HELLO 2");
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 14, "HELLO 2 returns 7 field/value pairs, got %zu elements",
+                 r->elements);
+    const char *keys[] = {"server", "version", "proto", "id", "mode", "role", "modules"};
+    for (size_t i = 0; i < 7; i++) {
+        cr_assert_not_null(map_get(r, keys[i]), "HELLO reply lacks field %s", keys[i]);
+    }
+    cr_assert_eq(map_get(r, "server")->type, REDIS_REPLY_STRING);
+    cr_assert_eq(map_get(r, "version")->type, REDIS_REPLY_STRING);
+    cr_assert_eq(map_get(r, "proto")->type, REDIS_REPLY_INTEGER);
+    cr_assert_eq(map_get(r, "proto")->integer, 2);
+    cr_assert_eq(map_get(r, "id")->type, REDIS_REPLY_INTEGER);
+    cr_assert_eq(map_get(r, "id")->integer, id->integer, "HELLO id equals CLIENT ID");
+    cr_assert_str_eq(map_get(r, "mode")->str, "standalone");
+    cr_assert_str_eq(map_get(r, "role")->str, "master");
+    cr_assert_eq(map_get(r, "modules")->type, REDIS_REPLY_ARRAY);
+    /* HELLO without a version reports the current protocol. */
+    r = it_cmd(it_c, "HELLO");
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    cr_assert_eq(map_get(r, "proto")->integer, 2);
+}
+
+Test(connection, hello_errors) {
+    IT_ERR("NOPROTO unsupported protocol version", it_c, "HELLO 4");
+    IT_ERR("NOPROTO unsupported protocol version", it_c, "HELLO 1");
+    IT_ERR("ERR Protocol version is not an integer or out of range", it_c, "HELLO x");
+    IT_ERR("WRONGPASS invalid username-password pair or user is disabled.", it_c,
+           "HELLO 3 AUTH nosuchuser pw");
+    /* The connection is still RESP2 after the failed HELLO 3. */
+    IT_STATUS("PONG", it_c, "PING");
+}
+
+Test(connection, hello_setname) {
+    redisReply *r = it_cmd(it_c, "HELLO 2 SETNAME myname");
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    IT_STR("myname", it_c, "CLIENT GETNAME");
+}
+
+static void raw_expect(int fd, const char *send, const char *want) {
+    it_raw_send(fd, send, strlen(send));
+    size_t len;
+    char *got = it_raw_read(fd, &len);
+    cr_assert(len == strlen(want) && memcmp(got, want, len) == 0, "raw %s: expected %s, got %s",
+              send, want, got);
+    free(got);
+}
+
+Test(connection, hello3_raw_resp3) {
+    int fd = it_raw_open(it_srv.port);
+    it_raw_send(fd, "HELLO 3\r\n", 9);
+    size_t len;
+    char *got = it_raw_read(fd, &len);
+    cr_assert(strncmp(got, "%7\r\n", 4) == 0, "HELLO 3 replies with a 7-entry map: %s", got);
+    cr_assert_not_null(strstr(got, "$6\r\nserver\r\n$"), "%s", got);
+    cr_assert_not_null(strstr(got, "$5\r\nproto\r\n:3\r\n"), "%s", got);
+    cr_assert_not_null(strstr(got, "$4\r\nmode\r\n$10\r\nstandalone\r\n"), "%s", got);
+    cr_assert_not_null(strstr(got, "$4\r\nrole\r\n$6\r\nmaster\r\n"), "%s", got);
+    cr_assert_not_null(strstr(got, "$7\r\nmodules\r\n*0\r\n"), "%s", got);
+    free(got);
+    raw_expect(fd, "PING\r\n", "+PONG\r\n");
+    raw_expect(fd, "GET nosuchkey\r\n", "_\r\n");
+    raw_expect(fd, "SET k v\r\n", "+OK\r\n");
+    raw_expect(fd, "GET k\r\n", "$1\r\nv\r\n");
+    raw_expect(fd, "INCRBYFLOAT f 1.5\r\n", "$3\r\n1.5\r\n");
+    raw_expect(fd, "MGET k nosuch\r\n", "*2\r\n$1\r\nv\r\n_\r\n");
+    raw_expect(fd, "HELLO 4\r\n", "-NOPROTO unsupported protocol version\r\n");
+    /* Back to RESP2: a null is $-1 again. */
+    it_raw_send(fd, "HELLO 2\r\n", 9);
+    got = it_raw_read(fd, &len);
+    cr_assert(strncmp(got, "*14\r\n", 5) == 0, "HELLO 2 replies with a flat array: %s", got);
+    free(got);
+    raw_expect(fd, "GET nosuchkey\r\n", "$-1\r\n");
+    close(fd);
+}
+
+Test(connection, auth_without_password) {
+    IT_ERR("ERR AUTH <password> called without any password configured for the default user. "
+           "Are you sure your configuration is correct?",
+           it_c, "AUTH x");
+    IT_ERR("WRONGPASS invalid username-password pair or user is disabled.", it_c, "AUTH a b");
+    IT_ERR("ERR wrong number of arguments for 'auth' command", it_c, "AUTH");
+    IT_ERR("ERR syntax error", it_c, "AUTH a b c");
+}
+
+Test(connection, auth_with_requirepass, .init = NULL) {
+    struct it_opts o = {.requirepass = "s3cret"};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+    IT_ERR("NOAUTH Authentication required.", it_c, "GET x");
+    IT_ERR("NOAUTH Authentication required.", it_c, "SET x 1");
+    IT_ERR("WRONGPASS invalid username-password pair or user is disabled.", it_c, "AUTH bad");
+    IT_ERR("WRONGPASS invalid username-password pair or user is disabled.", it_c,
+           "AUTH default bad");
+    IT_ERR("NOAUTH Authentication required.", it_c, "GET x");
+    IT_OK(it_c, "AUTH s3cret");
+    IT_NIL(it_c, "GET x");
+    /* A second connection authenticates with the two-argument form and with HELLO. */
+    redisContext *c2 = it_connect(&it_srv);
+    IT_ERR("NOAUTH Authentication required.", c2, "PING");
+    IT_OK(c2, "AUTH default s3cret");
+    IT_STATUS("PONG", c2, "PING");
+    redisFree(c2);
+    redisContext *c3 = it_connect(&it_srv);
+    IT_ERR("WRONGPASS invalid username-password pair or user is disabled.", c3,
+           "HELLO 2 AUTH default wrong");
+    redisReply *r = it_cmd(c3, "HELLO 2 AUTH default s3cret");
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    IT_STATUS("PONG", c3, "PING");
+    redisFree(c3);
+}
+
+Test(connection, select_db) {
+    IT_OK(it_c, "SELECT 0");
+    IT_ERR("ERR DB index is out of range", it_c, "SELECT -1");
+    IT_ERR("ERR DB index is out of range", it_c, "SELECT 100000");
+    IT_ERR("ERR value is not an integer or out of range", it_c, "SELECT x");
+    IT_ERR("ERR wrong number of arguments for 'select' command", it_c, "SELECT");
+    if (it_target_is_redis()) {
+        /* Redis has 16 databases; crescent has db 0 only (documented difference). */
+        IT_OK(it_c, "SELECT 15");
+        IT_ERR("ERR DB index is out of range", it_c, "SELECT 16");
+    } else {
+        IT_ERR("ERR DB index is out of range", it_c, "SELECT 1");
+    }
+}
+
+Test(connection, quit_closes) {
+    IT_OK(it_c, "QUIT");
+    redisReply *r = redisCommand(it_c, "PING");
+    cr_assert_null(r, "the connection is closed after QUIT");
+}
+
+Test(connection, reset) {
+    IT_OK(it_c, "CLIENT SETNAME before");
+    IT_OK(it_c, "MULTI");
+    IT_STATUS("RESET", it_c, "RESET");
+    IT_NIL(it_c, "CLIENT GETNAME");
+    IT_ERR("ERR EXEC without MULTI", it_c, "EXEC");
+    IT_STATUS("PONG", it_c, "PING");
+}
+
+Test(connection, client_id) {
+    redisReply *a = it_cmd(it_c, "CLIENT ID");
+    IT_TYPE(a, REDIS_REPLY_INTEGER);
+    cr_assert_gt(a->integer, 0);
+    redisContext *c2 = it_connect(&it_srv);
+    redisReply *b = it_cmd(c2, "CLIENT ID");
+    IT_TYPE(b, REDIS_REPLY_INTEGER);
+    cr_assert_gt(b->integer, a->integer, "client ids increase");
+    redisFree(c2);
+    IT_ERR("ERR wrong number of arguments for 'client|id' command", it_c, "CLIENT ID x");
+}
+
+Test(connection, client_names) {
+    IT_NIL(it_c, "CLIENT GETNAME");
+    IT_OK(it_c, "CLIENT SETNAME worker-1");
+    IT_STR("worker-1", it_c, "CLIENT GETNAME");
+    IT_ERR("ERR Client names cannot contain spaces, newlines or special characters.", it_c,
+           "CLIENT SETNAME %s", "a b");
+    IT_ERR("ERR Client names cannot contain spaces, newlines or special characters.", it_c,
+           "CLIENT SETNAME %s", "a\nb");
+    IT_STR("worker-1", it_c, "CLIENT GETNAME");
+    IT_OK(it_c, "CLIENT SETNAME %s", "");
+    IT_NIL(it_c, "CLIENT GETNAME");
+    IT_ERR("ERR wrong number of arguments for 'client|getname' command", it_c, "CLIENT GETNAME x");
+    IT_ERR("ERR wrong number of arguments for 'client|setname' command", it_c, "CLIENT SETNAME");
+    IT_ERR("ERR unknown subcommand 'foo'. Try CLIENT HELP.", it_c, "CLIENT foo");
+}
+
+Test(connection, client_list_and_info) {
+    redisReply *id = it_cmd(it_c, "CLIENT ID");
+    IT_OK(it_c, "CLIENT SETNAME lister");
+    redisContext *c2 = it_connect(&it_srv);
+    redisReply *id2 = it_cmd(c2, "CLIENT ID");
+    char want[64];
+    snprintf(want, sizeof(want), "id=%lld addr=127.0.0.1:", id->integer);
+    redisReply *info = it_cmd(it_c, "CLIENT INFO");
+    cr_assert_eq(info->type, REDIS_REPLY_STRING, "CLIENT INFO is a bulk string");
+    cr_assert(strncmp(info->str, want, strlen(want)) == 0, "CLIENT INFO: %s", info->str);
+    cr_assert_not_null(strstr(info->str, " name=lister "), "%s", info->str);
+    cr_assert_not_null(strstr(info->str, " cmd=client|info"), "%s", info->str);
+    cr_assert_eq(info->str[info->len - 1], '\n', "CLIENT INFO ends with a newline");
+    redisReply *list = it_cmd(it_c, "CLIENT LIST");
+    cr_assert_eq(list->type, REDIS_REPLY_STRING);
+    cr_assert_not_null(strstr(list->str, want), "%s", list->str);
+    snprintf(want, sizeof(want), "id=%lld addr=127.0.0.1:", id2->integer);
+    cr_assert_not_null(strstr(list->str, want), "%s", list->str);
+    int lines = 0;
+    for (const char *p = list->str; *p; p++) {
+        lines += *p == '\n';
+    }
+    cr_assert_eq(lines, 2, "two clients, two lines: %s", list->str);
+    redisReply *one = it_cmd(it_c, "CLIENT LIST ID %lld", id2->integer);
+    snprintf(want, sizeof(want), "id=%lld ", id2->integer);
+    cr_assert(strncmp(one->str, want, strlen(want)) == 0, "CLIENT LIST ID: %s", one->str);
+    cr_assert_null(strstr(one->str, "lister"), "only the requested client: %s", one->str);
+    redisFree(c2);
+}
+
+static char *client_addr(redisContext *c) {
+    redisReply *r = redisCommand(c, "CLIENT INFO");
+    cr_assert(r != NULL && r->type == REDIS_REPLY_STRING);
+    const char *a = strstr(r->str, "addr=");
+    cr_assert_not_null(a);
+    a += 5;
+    char *out = strndup(a, strcspn(a, " "));
+    freeReplyObject(r);
+    return out;
+}
+
+Test(connection, client_kill) {
+    redisContext *c2 = it_connect(&it_srv);
+    redisReply *id2 = it_cmd(c2, "CLIENT ID");
+    IT_INT(1, it_c, "CLIENT KILL ID %lld", id2->integer);
+    cr_assert_null(redisCommand(c2, "PING"), "killed client's connection is closed");
+    redisFree(c2);
+    IT_INT(0, it_c, "CLIENT KILL ID 999999");
+    IT_ERR("ERR client-id should be greater than 0", it_c, "CLIENT KILL ID x");
+
+    redisContext *c3 = it_connect(&it_srv);
+    char *addr = client_addr(c3);
+    IT_INT(1, it_c, "CLIENT KILL ADDR %s", addr);
+    cr_assert_null(redisCommand(c3, "PING"));
+    redisFree(c3);
+    IT_INT(0, it_c, "CLIENT KILL ADDR %s", addr);
+    free(addr);
+
+    redisContext *c4 = it_connect(&it_srv);
+    addr = client_addr(c4);
+    IT_OK(it_c, "CLIENT KILL %s", addr); /* old form: one address argument */
+    cr_assert_null(redisCommand(c4, "PING"));
+    redisFree(c4);
+    IT_ERR("ERR No such client", it_c, "CLIENT KILL %s", addr);
+    free(addr);
+    IT_STATUS("PONG", it_c, "PING");
+}
+
+Test(connection, client_setinfo) {
+    if (it_target_is_redis()) {
+        /* CLIENT SETINFO appeared in Redis 7.2; 7.0 rejects it. */
+        IT_ERR("ERR unknown subcommand 'setinfo'. Try CLIENT HELP.", it_c,
+               "CLIENT setinfo LIB-NAME mylib");
+        return;
+    }
+    IT_OK(it_c, "CLIENT SETINFO LIB-NAME mylib");
+    IT_OK(it_c, "CLIENT SETINFO LIB-VER 1.2.3");
+    redisReply *info = it_cmd(it_c, "CLIENT INFO");
+    cr_assert_not_null(strstr(info->str, "lib-name=mylib"), "%s", info->str);
+    cr_assert_not_null(strstr(info->str, "lib-ver=1.2.3"), "%s", info->str);
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Integration tests for server commands: COMMAND (COUNT/INFO/DOCS/LIST), CONFIG GET/SET/
+ * RESETSTAT, INFO sections, DBSIZE, FLUSHALL, FLUSHDB, TIME, MEMORY USAGE and OBJECT. */
+#include "common/fmacros.h"
+
+#include "tests/integration/harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+TestSuite(server, .init = it_setup, .fini = it_teardown, .timeout = 30);
+
+static const redisReply *pair_get(const redisReply *r, const char *key) {
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        if (r->element[i]->type == REDIS_REPLY_STRING && strcmp(r->element[i]->str, key) == 0) {
+            return r->element[i + 1];
+        }
+    }
+    return NULL;
+}
+
+static bool has_flag(const redisReply *flags, const char *f) {
+    for (size_t i = 0; i < flags->elements; i++) {
+        if (strcmp(flags->element[i]->str, f) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+Test(server, command_count_matches_command_and_list) {
+    redisReply *count = it_cmd(it_c, "COMMAND COUNT");
+    IT_TYPE(count, REDIS_REPLY_INTEGER);
+    cr_assert_gt(count->integer, 20, "a useful command table");
+    redisReply *all = it_cmd(it_c, "COMMAND");
+    IT_TYPE(all, REDIS_REPLY_ARRAY);
+    cr_assert_eq((long long)all->elements, count->integer, "COMMAND has COMMAND COUNT entries");
+    redisReply *list = it_cmd(it_c, "COMMAND LIST");
+    IT_TYPE(list, REDIS_REPLY_ARRAY);
+    long long top = 0;
+    bool saw_get = false, saw_set = false;
+    for (size_t i = 0; i < list->elements; i++) {
+        IT_TYPE(list->element[i], REDIS_REPLY_STRING);
+        top += strchr(list->element[i]->str, '|') == NULL;
+        saw_get |= strcmp(list->element[i]->str, "get") == 0;
+        saw_set |= strcmp(list->element[i]->str, "set") == 0;
+    }
+    cr_assert(saw_get && saw_set, "COMMAND LIST names get and set in lower case");
+    cr_assert_eq(top, count->integer, "COMMAND LIST has COMMAND COUNT top-level names");
+    IT_ERR("ERR wrong number of arguments for 'command|count' command", it_c, "COMMAND COUNT x");
+    IT_ERR("ERR unknown subcommand 'foo'. Try COMMAND HELP.", it_c, "COMMAND foo");
+}
+
+Test(server, command_info_shape) {
+    redisReply *r = it_cmd(it_c, "COMMAND INFO get set nosuchcommand");
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 3);
+    const redisReply *get = r->element[0];
+    IT_TYPE(get, REDIS_REPLY_ARRAY);
+    cr_assert_geq(get->elements, 10, "Redis 7 COMMAND INFO entries have 10 fields");
+    cr_assert_str_eq(get->element[0]->str, "get");
+    cr_assert_eq(get->element[1]->integer, 2, "get arity");
+    IT_TYPE(get->element[2], REDIS_REPLY_ARRAY);
+    cr_assert(has_flag(get->element[2], "readonly"), "get is readonly");
+    cr_assert_eq(get->element[3]->integer, 1, "first key");
+    cr_assert_eq(get->element[4]->integer, 1, "last key");
+    cr_assert_eq(get->element[5]->integer, 1, "key step");
+    IT_TYPE(get->element[6], REDIS_REPLY_ARRAY); /* ACL categories */
+    const redisReply *set = r->element[1];
+    cr_assert_str_eq(set->element[0]->str, "set");
+    cr_assert_eq(set->element[1]->integer, -3, "set arity");
+    cr_assert(has_flag(set->element[2], "write"), "set is a write command");
+    cr_assert_eq(r->element[2]->type, REDIS_REPLY_NIL, "unknown command gives a null entry");
+    r = it_cmd(it_c, "COMMAND INFO MGET");
+    cr_assert_eq(r->elements, 1);
+    cr_assert_str_eq(r->element[0]->element[0]->str, "mget");
+    cr_assert_eq(r->element[0]->element[4]->integer, -1, "mget last key is -1");
+}
+
+Test(server, command_docs_shape) {
+    redisReply *r = it_cmd(it_c, "COMMAND DOCS get");
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 2, "one name/doc pair");
+    cr_assert_str_eq(r->element[0]->str, "get");
+    const redisReply *doc = r->element[1];
+    IT_TYPE(doc, REDIS_REPLY_ARRAY);
+    const redisReply *summary = pair_get(doc, "summary");
+    cr_assert_not_null(summary, "COMMAND DOCS has a summary");
+    cr_assert_eq(summary->type, REDIS_REPLY_STRING);
+    cr_assert_gt(summary->len, 0);
+    const redisReply *group = pair_get(doc, "group");
+    cr_assert_not_null(group);
+    cr_assert_str_eq(group->str, "string");
+    cr_assert_not_null(pair_get(doc, "since"));
+    r = it_cmd(it_c, "COMMAND DOCS nosuchcommand");
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 0, "unknown commands are left out of COMMAND DOCS");
+}
+
+Test(server, config_get_set) {
+    redisReply *r = it_cmd(it_c, "CONFIG GET maxclients");
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 2);
+    cr_assert_str_eq(r->element[0]->str, "maxclients");
+    cr_assert_str_eq(r->element[1]->str, "10000");
+    IT_OK(it_c, "CONFIG SET maxclients 500");
+    r = it_cmd(it_c, "CONFIG GET maxclients");
+    cr_assert_str_eq(r->element[1]->str, "500");
+    IT_OK(it_c, "CONFIG SET timeout 7");
+    r = it_cmd(it_c, "CONFIG GET timeout");
+    cr_assert_eq(r->elements, 2);
+    cr_assert_str_eq(r->element[1]->str, "7");
+    IT_OK(it_c, "CONFIG SET timeout 0 maxclients 600"); /* Redis 7 multi-parameter form */
+    r = it_cmd(it_c, "CONFIG GET timeout maxclients");
+    cr_assert_eq(r->elements, 4);
+    cr_assert_str_eq(pair_get(r, "timeout")->str, "0");
+    cr_assert_str_eq(pair_get(r, "maxclients")->str, "600");
+    r = it_cmd(it_c, "CONFIG GET nosuchoption");
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 0);
+    r = it_cmd(it_c, "CONFIG GET maxclien*");
+    cr_assert_eq(r->elements, 2, "glob patterns match option names");
+}
+
+Test(server, config_errors) {
+    IT_ERR("ERR Unknown option or number of arguments for CONFIG SET - 'nosuchoption'", it_c,
+           "CONFIG SET nosuchoption 1");
+    IT_ERR("ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument "
+           "couldn't be parsed into an integer",
+           it_c, "CONFIG SET maxclients x");
+    IT_ERR("ERR CONFIG SET failed (possibly related to argument 'timeout') - argument must be "
+           "between 0 and 2147483647 inclusive",
+           it_c, "CONFIG SET timeout -1");
+    IT_ERR("ERR wrong number of arguments for 'config|set' command", it_c, "CONFIG SET timeout");
+    IT_ERR("ERR wrong number of arguments for 'config|get' command", it_c, "CONFIG GET");
+    IT_ERR("ERR unknown subcommand 'foo'. Try CONFIG HELP.", it_c, "CONFIG foo");
+}
+
+static long long info_field(redisContext *c, const char *section, const char *field) {
+    redisReply *r = it_cmd(c, "INFO %s", section);
+    IT_TYPE(r, REDIS_REPLY_STRING);
+    char pat[128];
+    snprintf(pat, sizeof(pat), "\r\n%s:", field);
+    const char *p = strstr(r->str, pat);
+    cr_assert_not_null(p, "INFO %s has %s: %s", section, field, r->str);
+    return strtoll(p + strlen(pat), NULL, 10);
+}
+
+Test(server, config_resetstat) {
+    IT_OK(it_c, "SET k v");
+    IT_STR("v", it_c, "GET k");
+    IT_NIL(it_c, "GET missing");
+    cr_assert_geq(info_field(it_c, "stats", "keyspace_hits"), 1);
+    cr_assert_geq(info_field(it_c, "stats", "keyspace_misses"), 1);
+    IT_OK(it_c, "CONFIG RESETSTAT");
+    cr_assert_eq(info_field(it_c, "stats", "keyspace_hits"), 0);
+    cr_assert_eq(info_field(it_c, "stats", "keyspace_misses"), 0);
+    IT_STR("v", it_c, "GET k");
+    cr_assert_eq(info_field(it_c, "stats", "keyspace_hits"), 1);
+}
+
+Test(server, info_sections) {
+    redisReply *r = it_cmd(it_c, "INFO");
+    IT_TYPE(r, REDIS_REPLY_STRING);
+    const char *sections[] = {"# Server\r\n", "# Clients\r\n", "# Memory\r\n", "# Stats\r\n",
+                              "# Keyspace\r\n"};
+    for (size_t i = 0; i < 5; i++) {
+        cr_assert_not_null(strstr(r->str, sections[i]), "INFO has %s", sections[i]);
+    }
+    r = it_cmd(it_c, "INFO server");
+    cr_assert(strncmp(r->str, "# Server\r\n", 10) == 0, "%s", r->str);
+    cr_assert_not_null(strstr(r->str, "\r\nredis_version:"), "tools read redis_version");
+    cr_assert_null(strstr(r->str, "# Clients"), "only the requested section");
+    char tcp[64];
+    snprintf(tcp, sizeof(tcp), "\r\ntcp_port:%d\r\n", it_srv.port);
+    cr_assert_not_null(strstr(r->str, tcp), "INFO server has %s", tcp + 2);
+    cr_assert_eq(info_field(it_c, "clients", "connected_clients"), 1);
+    redisContext *c2 = it_connect(&it_srv);
+    IT_STATUS("PONG", c2, "PING");
+    cr_assert_eq(info_field(it_c, "clients", "connected_clients"), 2);
+    redisFree(c2);
+    cr_assert_gt(info_field(it_c, "memory", "used_memory"), 0);
+    cr_assert_gt(info_field(it_c, "stats", "total_commands_processed"), 0);
+    cr_assert_gt(info_field(it_c, "stats", "total_connections_received"), 0);
+    r = it_cmd(it_c, "INFO server clients");
+    cr_assert_not_null(strstr(r->str, "# Server\r\n"));
+    cr_assert_not_null(strstr(r->str, "# Clients\r\n"));
+    cr_assert_null(strstr(r->str, "# Memory"));
+    r = it_cmd(it_c, "INFO nosuchsection");
+    IT_TYPE(r, REDIS_REPLY_STRING);
+    cr_assert_eq(r->len, 0, "unknown section gives an empty string: %s", r->str);
+}
+
+Test(server, info_keyspace) {
+    redisReply *r = it_cmd(it_c, "INFO keyspace");
+    IT_TYPE(r, REDIS_REPLY_STRING);
+    cr_assert_str_eq(r->str, "# Keyspace\r\n", "empty keyspace lists no db");
+    IT_OK(it_c, "SET a 1");
+    IT_OK(it_c, "SET b 2");
+    IT_OK(it_c, "SET c 3 EX 100");
+    r = it_cmd(it_c, "INFO keyspace");
+    const char *want = "# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=";
+    cr_assert(strncmp(r->str, want, strlen(want)) == 0, "%s", r->str);
+    const char *p = r->str + strlen(want);
+    while (*p >= '0' && *p <= '9') {
+        p++;
+    }
+    cr_assert_str_eq(p, "\r\n", "avg_ttl is a number ending the line: %s", r->str);
+}
+
+Test(server, dbsize_flush) {
+    IT_INT(0, it_c, "DBSIZE");
+    IT_OK(it_c, "MSET a 1 b 2 c 3");
+    IT_INT(3, it_c, "DBSIZE");
+    IT_OK(it_c, "FLUSHDB");
+    IT_INT(0, it_c, "DBSIZE");
+    IT_OK(it_c, "MSET a 1 b 2");
+    IT_OK(it_c, "FLUSHALL");
+    IT_INT(0, it_c, "DBSIZE");
+    IT_NIL(it_c, "GET a");
+    IT_OK(it_c, "SET a 1");
+    IT_OK(it_c, "FLUSHALL ASYNC");
+    IT_INT(0, it_c, "DBSIZE");
+    IT_OK(it_c, "SET a 1");
+    IT_OK(it_c, "FLUSHDB SYNC");
+    IT_INT(0, it_c, "DBSIZE");
+    IT_ERR("ERR syntax error", it_c, "FLUSHDB x");
+    IT_ERR("ERR syntax error", it_c, "FLUSHALL x");
+    IT_ERR("ERR wrong number of arguments for 'dbsize' command", it_c, "DBSIZE x");
+}
+
+Test(server, time) {
+    redisReply *r = it_cmd(it_c, "TIME");
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 2);
+    IT_TYPE(r->element[0], REDIS_REPLY_STRING);
+    IT_TYPE(r->element[1], REDIS_REPLY_STRING);
+    long long secs = atoll(r->element[0]->str);
+    long long usec = atoll(r->element[1]->str);
+    long long now = (long long)time(NULL);
+    cr_assert(secs >= now - 2 && secs <= now + 2, "TIME seconds %lld vs %lld", secs, now);
+    cr_assert(usec >= 0 && usec < 1000000, "microseconds %lld", usec);
+    IT_ERR("ERR wrong number of arguments for 'time' command", it_c, "TIME x");
+}
+
+Test(server, memory_usage) {
+    IT_OK(it_c, "SET small v");
+    char big[10000];
+    memset(big, 'x', sizeof(big));
+    IT_OK(it_c, "SET big %b", big, sizeof(big));
+    redisReply *s = it_cmd(it_c, "MEMORY USAGE small");
+    IT_TYPE(s, REDIS_REPLY_INTEGER);
+    cr_assert_gt(s->integer, 0);
+    redisReply *b = it_cmd(it_c, "MEMORY USAGE big SAMPLES 0");
+    IT_TYPE(b, REDIS_REPLY_INTEGER);
+    cr_assert_geq(b->integer, 10000, "usage covers the value");
+    cr_assert_gt(b->integer, s->integer);
+    IT_NIL(it_c, "MEMORY USAGE missing");
+    IT_ERR("ERR value is not an integer or out of range", it_c, "MEMORY USAGE small SAMPLES x");
+    IT_ERR("ERR unknown subcommand 'foo'. Try MEMORY HELP.", it_c, "MEMORY foo");
+}
+
+Test(server, object_encoding_refcount) {
+    IT_OK(it_c, "SET i 12345");
+    IT_OK(it_c, "SET s hello");
+    IT_OK(it_c, "SET r %s", "0123456789012345678901234567890123456789012345"); /* 46 bytes */
+    IT_STR("int", it_c, "OBJECT ENCODING i");
+    IT_STR("embstr", it_c, "OBJECT ENCODING s");
+    IT_STR("raw", it_c, "OBJECT ENCODING r");
+    IT_NIL(it_c, "OBJECT ENCODING missing");
+    redisReply *rc = it_cmd(it_c, "OBJECT REFCOUNT s");
+    IT_TYPE(rc, REDIS_REPLY_INTEGER);
+    cr_assert_geq(rc->integer, 1);
+    IT_NIL(it_c, "OBJECT REFCOUNT missing");
+    IT_ERR("ERR unknown subcommand 'foo'. Try OBJECT HELP.", it_c, "OBJECT foo");
+}
