@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Batches: task slots, submission to transports, completion, status, wait.
+ *
+ * DESIGN
+ *   Each task moves PENDING -> terminal exactly once through a compare-and-swap, either by its
+ *   transport (xfer__task_done) or by the deadline sweep (TIMEOUT), whichever comes first; the
+ *   loser's result is dropped. The batch is reference-counted: one reference for its owner and
+ *   one per task a transport holds, so xfer_batch_free never waits and a late completion never
+ *   touches freed memory. n_done (under the batch lock) counts terminal tasks; waiters sleep on
+ *   the batch condition variable until n_done == n or a deadline passes.
+ */
+#include "common/fmacros.h"
+
+#include "transfer/core/xfer_engine_int.h"
+
+#include "common/cm_errno.h"
+#include "common/cm_mem.h"
+#include "common/cm_time.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+/* Allocates a batch; see xfer.h. */
+int xfer_batch_alloc(struct xfer_engine *eng, size_t capacity, struct xfer_batch **out) {
+    *out = NULL;
+    if (capacity == 0 || capacity > (1u << 20))
+        return -EINVAL;
+    struct xfer_batch *b = cm_try_calloc(1, sizeof(*b) + capacity * sizeof(struct xfer_task));
+    if (!b)
+        return -ENOMEM;
+    b->eng = eng;
+    b->cap = capacity;
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&b->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&b->refs, 1);
+    *out = b;
+    return 0;
+}
+
+static void batch_unref(struct xfer_batch *b) {
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    pthread_cond_destroy(&b->cond);
+    pthread_mutex_destroy(&b->lock);
+    cm_free(b);
+}
+
+/* Frees a batch, deferred until its last in-flight task completes; see xfer.h. */
+void xfer_batch_free(struct xfer_batch *b) {
+    if (b)
+        batch_unref(b);
+}
+
+/* Moves t from PENDING to status st; returns 1 when this call did it. Batch lock not held. */
+static int task_finish(struct xfer_task *t, int st, int err, uint64_t bytes) {
+    struct xfer_batch *b = t->batch;
+    pthread_mutex_lock(&b->lock);
+    int expected = XFER_STATUS_PENDING;
+    int won = atomic_compare_exchange_strong(&t->status, &expected, st);
+    if (won) {
+        t->error = err;
+        t->bytes = bytes;
+        b->n_done++;
+        if (b->n_done == b->n)
+            pthread_cond_broadcast(&b->cond);
+    }
+    pthread_mutex_unlock(&b->lock);
+    return won;
+}
+
+/* Completes a task taken by a transport; see xfer_int.h. */
+void xfer__task_done(struct xfer_task *t, int err, uint64_t bytes) {
+    struct xfer_batch *b = t->batch;
+    struct xfer_segment *seg = t->seg;
+    if (err == 0 && (t->fault_flags & XFER_FAULT_F_CORRUPT))
+        err = -EIO;
+    int st = err == 0            ? XFER_STATUS_COMPLETED
+             : err == -ETIMEDOUT ? XFER_STATUS_TIMEOUT
+                                 : XFER_STATUS_FAILED;
+    if (err == 0 && cm_mono_ns() > t->deadline_ns)
+        st = XFER_STATUS_TIMEOUT, err = -ETIMEDOUT; /* finished, but too late to count */
+    task_finish(t, st, err, err == 0 ? bytes : 0);
+    xfer__segment_unref(seg);
+    batch_unref(b);
+}
+
+/* Copies within this process for a segment opened from our own descriptor. */
+static int local_copy(struct xfer_task *t) {
+    if (t->op == XFER_OP_WRITE)
+        memmove((void *)(uintptr_t)t->remote, t->local, t->len);
+    else
+        memmove(t->local, (const void *)(uintptr_t)t->remote, t->len);
+    return 0;
+}
+
+/* Fills and validates task t from request r; returns 0 or the INVALID error code. */
+static int task_prepare(struct xfer_batch *b, struct xfer_task *t, const struct xfer_request *r,
+                        uint64_t now) {
+    memset(t, 0, sizeof(*t));
+    t->batch = b;
+    t->op = r->op;
+    t->local = r->local;
+    t->remote = r->remote_offset;
+    t->len = r->length;
+    t->seg = r->seg;
+    t->submit_ns = now;
+    t->deadline_ns = now + (uint64_t)b->eng->timeout_ms * 1000000ull;
+    atomic_init(&t->status, XFER_STATUS_PENDING);
+    if (!r->seg || (r->op != XFER_OP_READ && r->op != XFER_OP_WRITE) || (!r->local && r->length))
+        return -CM_EINVALID_PARAMS;
+    if ((uint64_t)(uintptr_t)r->local + r->length < (uint64_t)(uintptr_t)r->local)
+        return -CM_EINVALID_PARAMS;
+    t->rbuf_index = xfer_desc_find_buf(r->seg->desc, t->remote, t->len);
+    if (t->rbuf_index < 0)
+        return -CM_EINVALID_PARAMS;
+    t->rbuf = &r->seg->desc->buf[t->rbuf_index];
+    t->tp_seg = r->seg->tp_seg;
+    t->lmr = r->length ? xfer__mr_find(b->eng, r->local, r->length) : NULL;
+    return 0;
+}
+
+/* Hands tasks[0..n) (all for transport tp) to it, failing them when it refuses. */
+static void dispatch(struct xfer_transport *tp, struct xfer_task **tasks, size_t n) {
+    int rc = tp->ops->submit(tp, tasks, n);
+    if (rc < 0)
+        for (size_t i = 0; i < n; i++)
+            xfer__task_done(tasks[i], rc, 0);
+}
+
+#define SUBMIT_CHUNK 256
+
+/* Submits requests; see xfer.h. */
+int xfer_batch_submit(struct xfer_batch *b, const struct xfer_request *reqs, size_t n,
+                      size_t *first_id) {
+    pthread_mutex_lock(&b->lock);
+    if (n > b->cap - b->n) {
+        pthread_mutex_unlock(&b->lock);
+        return -ENOSPC;
+    }
+    size_t first = b->n;
+    b->n += n;
+    pthread_mutex_unlock(&b->lock);
+    if (first_id)
+        *first_id = first;
+
+    uint64_t now = cm_mono_ns();
+    struct xfer_task *group[SUBMIT_CHUNK];
+    struct xfer_transport *gtp = NULL;
+    size_t gn = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct xfer_task *t = &b->tasks[first + i];
+        t->id = (uint32_t)(first + i);
+        int rc = task_prepare(b, t, &reqs[i], now);
+        if (rc < 0) {
+            t->seg = NULL;
+            task_finish(t, XFER_STATUS_INVALID, rc, 0);
+            continue;
+        }
+        atomic_fetch_add_explicit(&t->seg->refs, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+        if (t->len == 0 || t->seg->local) {
+            xfer__task_done(t, local_copy(t), t->len);
+            continue;
+        }
+        struct xfer_transport *tp = t->seg->tp;
+        if (gn && (tp != gtp || gn == SUBMIT_CHUNK)) {
+            dispatch(gtp, group, gn);
+            gn = 0;
+        }
+        gtp = tp;
+        group[gn++] = t;
+    }
+    if (gn)
+        dispatch(gtp, group, gn);
+    return 0;
+}
+
+/* Marks pending tasks past their deadline as TIMEOUT; returns the earliest pending deadline. */
+static uint64_t sweep(struct xfer_batch *b, size_t n) {
+    uint64_t now = cm_mono_ns(), next = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        struct xfer_task *t = &b->tasks[i];
+        if (atomic_load(&t->status) != XFER_STATUS_PENDING)
+            continue;
+        if (t->deadline_ns <= now)
+            task_finish(t, XFER_STATUS_TIMEOUT, -ETIMEDOUT, 0);
+        else if (t->deadline_ns < next)
+            next = t->deadline_ns;
+    }
+    return next;
+}
+
+/* Reads a task's status; see xfer.h. */
+int xfer_batch_status(struct xfer_batch *b, size_t id, struct xfer_task_status *st) {
+    pthread_mutex_lock(&b->lock);
+    size_t n = b->n;
+    pthread_mutex_unlock(&b->lock);
+    if (id >= n)
+        return -EINVAL;
+    struct xfer_task *t = &b->tasks[id];
+    if (atomic_load(&t->status) == XFER_STATUS_PENDING && cm_mono_ns() >= t->deadline_ns)
+        task_finish(t, XFER_STATUS_TIMEOUT, -ETIMEDOUT, 0);
+    pthread_mutex_lock(&b->lock);
+    st->status = atomic_load(&t->status);
+    st->transferred = t->bytes;
+    st->error = t->error;
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+}
+
+/* Number of tasks submitted; see xfer.h. */
+size_t xfer_batch_count(const struct xfer_batch *b) {
+    struct xfer_batch *mb = (struct xfer_batch *)b;
+    pthread_mutex_lock(&mb->lock);
+    size_t n = mb->n;
+    pthread_mutex_unlock(&mb->lock);
+    return n;
+}
+
+/* Waits for every task to be terminal; see xfer.h. */
+int xfer_batch_wait(struct xfer_batch *b, int timeout_ms, size_t *failed_ids, size_t max_failed,
+                    size_t *n_failed) {
+    uint64_t until = timeout_ms < 0 ? UINT64_MAX : cm_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+    pthread_mutex_lock(&b->lock);
+    for (;;) {
+        size_t n = b->n;
+        if (b->n_done == n)
+            break;
+        pthread_mutex_unlock(&b->lock);
+        uint64_t next = sweep(b, n);
+        pthread_mutex_lock(&b->lock);
+        if (b->n_done == b->n)
+            break;
+        uint64_t now = cm_mono_ns();
+        if (now >= until) {
+            pthread_mutex_unlock(&b->lock);
+            return -ETIMEDOUT;
+        }
+        uint64_t wake = next < until ? next : until;
+        if (wake - now > 100000000ull)
+            wake = now + 100000000ull; /* re-check at least every 100 ms */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t abs_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (wake - now);
+        ts.tv_sec = (time_t)(abs_ns / 1000000000ull);
+        ts.tv_nsec = (long)(abs_ns % 1000000000ull);
+        pthread_cond_timedwait(&b->cond, &b->lock, &ts);
+    }
+    size_t nf = 0, n = b->n;
+    for (size_t i = 0; i < n; i++)
+        if (atomic_load(&b->tasks[i].status) != XFER_STATUS_COMPLETED) {
+            if (failed_ids && nf < max_failed)
+                failed_ids[nf] = i;
+            nf++;
+        }
+    pthread_mutex_unlock(&b->lock);
+    if (n_failed)
+        *n_failed = nf;
+    return nf ? -CM_ETRANSFER_FAIL : 0;
+}
+
+/* Name of a status; see xfer.h. */
+const char *xfer_status_name(int status) {
+    static const char *const names[] = {"WAITING",   "PENDING", "INVALID", "CANCELED",
+                                        "COMPLETED", "TIMEOUT", "FAILED"};
+    return status >= 0 && status <= XFER_STATUS_FAILED ? names[status] : "UNKNOWN";
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Engine and batch structures private to transfer/core/ (transports use xfer_int.h only). */
+#ifndef CRESCENT_TRANSFER_CORE_XFER_ENGINE_INT_H
+#define CRESCENT_TRANSFER_CORE_XFER_ENGINE_INT_H
+
+#include "transfer/xfer_int.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct xfer_listener;
+
+/* A memfd-backed allocation from xfer_engine_alloc_shared. */
+struct xfer_shared {
+    void *addr;
+    size_t len;
+    int fd;
+    struct xfer_shared *next;
+};
+
+struct xfer_engine {
+    char name[XFER_LNAME_MAX];
+    char addr[XFER_HOSTPORT_MAX]; /* advertised listener "host:port", "" when none */
+    uint32_t timeout_ms;
+    uint8_t host_id[XFER_HOST_ID_LEN];
+    uint64_t instance;
+
+    pthread_mutex_t lock; /* recursive: transports, segments, shared allocations */
+    struct xfer_transport *tp[XFER_MAX_TRANSPORTS];
+    struct xfer_segment *segs;
+    struct xfer_shared *shared;
+
+    pthread_rwlock_t mr_lock; /* writer-preferring; guards mrs */
+    struct xfer_mr **mrs;     /* sorted by addr */
+    size_t n_mr, cap_mr;
+    uint32_t next_mr_id;
+
+    struct xfer_listener *lis;
+};
+
+struct xfer_batch {
+    struct xfer_engine *eng;
+    size_t cap;
+    size_t n;      /* tasks submitted (under lock) */
+    size_t n_done; /* tasks terminal (under lock) */
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* signalled when a task becomes terminal */
+    atomic_long refs;    /* 1 for the owner + 1 per task held by a transport */
+    struct xfer_task tasks[];
+};
+
+/* Listener (xfer_listen.c). */
+int xfer__listener_start(struct xfer_engine *eng, const char *listen);
+void xfer__listener_stop(struct xfer_engine *eng);
+
+/* Segment reference counting (xfer_engine.c). */
+void xfer__segment_unref(struct xfer_segment *seg);
+
+#endif

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Engine listener: one TCP socket per engine, one thread per accepted connection. Serves
+ * descriptor fetches (Mooncake's P2PHANDSHAKE) and routes other opcodes to the transports that
+ * claimed them (tcp READ/WRITE, rdma/fabric connection setup). xfer_fetch_desc is the client.
+ *
+ * Idle connections wait for the next header without a deadline; once a header arrived, every
+ * payload read and reply write is bounded by the engine's transfer timeout. Stopping the
+ * listener shuts every connection down and waits for its thread.
+ */
+#include "common/fmacros.h"
+
+#include "transfer/core/xfer_engine_int.h"
+
+#include "common/cm_errno.h"
+#include "common/cm_log.h"
+#include "common/cm_mem.h"
+#include "common/cm_time.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct lconn {
+    int fd;
+    pthread_t thr;
+    struct xfer_listener *lis;
+    struct lconn *next;
+};
+
+struct handler {
+    xfer_serve_cb *cb;
+    struct xfer_transport *tp;
+};
+
+struct xfer_listener {
+    struct xfer_engine *eng;
+    int fd;
+    int wake[2]; /* pipe: stop signal for the accept thread */
+    pthread_t thr;
+    pthread_mutex_t lock; /* conns, n_conns, stopping */
+    pthread_cond_t cond;
+    struct lconn *conns;
+    int n_conns;
+    int stopping;
+    pthread_rwlock_t hlock; /* handlers; handlers run under the read lock */
+    struct handler h[XFER_WIRE_OP_MAX + 1];
+};
+
+/* Replies with a header carrying status and optional payload. */
+static int reply(int fd, const struct xfer_wire_hdr *req, int32_t status, const void *payload,
+                 uint64_t len, uint64_t deadline) {
+    struct xfer_wire_hdr h = {.op = req->op,
+                              .flags = XFER_WIRE_F_REPLY,
+                              .status = status,
+                              .id = req->id,
+                              .addr = req->addr,
+                              .len = len};
+    uint8_t hb[XFER_WIRE_HDR_LEN];
+    xfer_wire_encode(&h, hb);
+    struct iovec v[2] = {{hb, sizeof(hb)}, {(void *)payload, (size_t)len}};
+    return xfer__sock_writev(fd, v, payload && len ? 2 : 1, deadline);
+}
+
+static int serve_desc(struct xfer_engine *eng, int fd, const struct xfer_wire_hdr *h,
+                      uint64_t deadline) {
+    ssize_t n = xfer_engine_export_desc(eng, NULL, 0);
+    void *buf = n > 0 ? cm_try_malloc((size_t)n) : NULL;
+    if (buf)
+        n = xfer_engine_export_desc(eng, buf, (size_t)n);
+    int rc = n < 0 || !buf ? reply(fd, h, n < 0 ? (int32_t)n : -ENOMEM, NULL, 0, deadline)
+                           : reply(fd, h, 0, buf, (uint64_t)n, deadline);
+    cm_free(buf);
+    return rc;
+}
+
+/* Serves one request after its header arrived. Returns 0 to keep the connection. */
+static int serve_one(struct xfer_listener *lis, int fd, const struct xfer_wire_hdr *h) {
+    struct xfer_engine *eng = lis->eng;
+    uint64_t deadline = cm_mono_ns() + (uint64_t)eng->timeout_ms * 1000000ull;
+    if (h->flags & XFER_WIRE_F_REPLY)
+        return -CM_EPROTOCOL;
+    if (h->op == XFER_WIRE_DESC_GET)
+        return h->len ? -CM_EPROTOCOL : serve_desc(eng, fd, h, deadline);
+    if (h->op == XFER_WIRE_PING)
+        return h->len ? -CM_EPROTOCOL : reply(fd, h, 0, NULL, 0, deadline);
+    pthread_rwlock_rdlock(&lis->hlock);
+    struct handler hd = lis->h[h->op];
+    int rc;
+    if (hd.cb) {
+        rc = hd.cb(hd.tp, fd, h);
+    } else {
+        cm_log_sparse(1000, CM_LOG_VERBOSE, "xfer", "listener: opcode %u not served", h->op);
+        reply(fd, h, -CM_ENOT_SUPPORTED, NULL, 0, deadline);
+        rc = -CM_ENOT_SUPPORTED; /* a payload may follow: drop the connection */
+    }
+    pthread_rwlock_unlock(&lis->hlock);
+    return rc;
+}
+
+static void *conn_main(void *arg) {
+    struct lconn *c = arg;
+    struct xfer_listener *lis = c->lis;
+    for (;;) {
+        uint8_t hb[XFER_WIRE_HDR_LEN];
+        struct iovec v = {hb, sizeof(hb)};
+        if (xfer__sock_readv(c->fd, &v, 1, 0) < 0)
+            break;
+        struct xfer_wire_hdr h;
+        int rc = xfer_wire_decode(hb, sizeof(hb), &h);
+        if (rc < 0) {
+            cm_log_sparse(1000, CM_LOG_VERBOSE, "xfer", "listener: bad header: %s",
+                          cm_strerror(rc));
+            break;
+        }
+        if (serve_one(lis, c->fd, &h) < 0)
+            break;
+    }
+    pthread_mutex_lock(&lis->lock);
+    shutdown(c->fd, SHUT_RDWR);
+    if (!lis->stopping) {
+        /* Unlink and free ourselves; stop() joins the ones still listed. */
+        for (struct lconn **pp = &lis->conns; *pp; pp = &(*pp)->next)
+            if (*pp == c) {
+                *pp = c->next;
+                break;
+            }
+        close(c->fd);
+        pthread_detach(c->thr);
+        cm_free(c);
+    }
+    lis->n_conns--;
+    pthread_cond_broadcast(&lis->cond);
+    pthread_mutex_unlock(&lis->lock);
+    return NULL;
+}
+
+static void *accept_main(void *arg) {
+    struct xfer_listener *lis = arg;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = lis->fd, .events = POLLIN},
+                              {.fd = lis->wake[0], .events = POLLIN}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[1].revents)
+            break;
+        int fd = accept4(lis->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE)
+                cm_sleep_ms(10);
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        struct lconn *c = cm_try_calloc(1, sizeof(*c));
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->fd = fd;
+        c->lis = lis;
+        pthread_mutex_lock(&lis->lock);
+        if (lis->stopping) {
+            pthread_mutex_unlock(&lis->lock);
+            close(fd);
+            cm_free(c);
+            break;
+        }
+        c->next = lis->conns;
+        lis->conns = c;
+        lis->n_conns++;
+        if (pthread_create(&c->thr, NULL, conn_main, c) != 0) {
+            lis->conns = c->next;
+            lis->n_conns--;
+            close(fd);
+            cm_free(c);
+        }
+        pthread_mutex_unlock(&lis->lock);
+    }
+    return NULL;
+}
+
+static int bind_listen(const char *spec, char *adv, size_t advlen) {
+    char host[256], port[8];
+    uint16_t p;
+    if (xfer__split_hostport(spec, host, sizeof(host), &p) < 0)
+        return -EINVAL;
+    snprintf(port, sizeof(port), "%u", p);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                    *ai = NULL;
+    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
+        return -EINVAL;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int rc = fd < 0 ? -errno : 0, one = 1;
+    if (rc == 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 512) < 0)
+            rc = -errno;
+    }
+    freeaddrinfo(ai);
+    if (rc < 0) {
+        if (fd >= 0)
+            close(fd);
+        return rc;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    uint16_t bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                    : ((struct sockaddr_in *)&ss)->sin_port);
+    const char *ah = host;
+    char hn[256];
+    if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0) {
+        if (gethostname(hn, sizeof(hn)) == 0)
+            ah = hn;
+    }
+    snprintf(adv, advlen, strchr(ah, ':') ? "[%s]:%u" : "%s:%u", ah, bound);
+    return fd;
+}
+
+/* Starts the engine listener on spec ("host:port"). Returns 0 or a negative code. */
+int xfer__listener_start(struct xfer_engine *eng, const char *spec) {
+    struct xfer_listener *lis = cm_try_calloc(1, sizeof(*lis));
+    if (!lis)
+        return -ENOMEM;
+    lis->eng = eng;
+    lis->wake[0] = lis->wake[1] = -1;
+    int fd = bind_listen(spec, eng->addr, sizeof(eng->addr));
+    if (fd < 0) {
+        cm_free(lis);
+        eng->addr[0] = '\0';
+        return fd;
+    }
+    lis->fd = fd;
+    if (pipe2(lis->wake, O_CLOEXEC) < 0) {
+        int e = -errno;
+        close(fd);
+        cm_free(lis);
+        return e;
+    }
+    pthread_mutex_init(&lis->lock, NULL);
+    pthread_cond_init(&lis->cond, NULL);
+    pthread_rwlock_init(&lis->hlock, NULL);
+    if (pthread_create(&lis->thr, NULL, accept_main, lis) != 0) {
+        close(fd);
+        close(lis->wake[0]);
+        close(lis->wake[1]);
+        cm_free(lis);
+        return -EAGAIN;
+    }
+    eng->lis = lis;
+    return 0;
+}
+
+/* Stops the listener: no new connections, every open one shut down and joined. */
+void xfer__listener_stop(struct xfer_engine *eng) {
+    struct xfer_listener *lis = eng->lis;
+    if (!lis)
+        return;
+    ssize_t w = write(lis->wake[1], "x", 1);
+    (void)w;
+    pthread_join(lis->thr, NULL);
+    pthread_mutex_lock(&lis->lock);
+    lis->stopping = 1;
+    for (struct lconn *c = lis->conns; c; c = c->next)
+        shutdown(c->fd, SHUT_RDWR);
+    while (lis->n_conns > 0)
+        pthread_cond_wait(&lis->cond, &lis->lock);
+    pthread_mutex_unlock(&lis->lock);
+    while (lis->conns) {
+        struct lconn *c = lis->conns;
+        lis->conns = c->next;
+        pthread_join(c->thr, NULL);
+        close(c->fd);
+        cm_free(c);
+    }
+    close(lis->fd);
+    close(lis->wake[0]);
+    close(lis->wake[1]);
+    pthread_rwlock_destroy(&lis->hlock);
+    pthread_cond_destroy(&lis->cond);
+    pthread_mutex_destroy(&lis->lock);
+    cm_free(lis);
+    eng->lis = NULL;
+}
+
+/* Routes opcodes [first, last] to cb; see xfer_int.h. */
+int xfer__listener_handle(struct xfer_engine *eng, uint8_t first, uint8_t last, xfer_serve_cb *cb,
+                          struct xfer_transport *tp) {
+    struct xfer_listener *lis = eng->lis;
+    if (!lis)
+        return -ENOTCONN;
+    if (first > last || last > XFER_WIRE_OP_MAX || first < 16)
+        return -EINVAL;
+    pthread_rwlock_wrlock(&lis->hlock);
+    for (int op = first; op <= last; op++)
+        if (lis->h[op].cb) {
+            pthread_rwlock_unlock(&lis->hlock);
+            return -EBUSY;
+        }
+    for (int op = first; op <= last; op++)
+        lis->h[op] = (struct handler){cb, tp};
+    pthread_rwlock_unlock(&lis->hlock);
+    return 0;
+}
+
+/* Removes the routes for [first, last]; waits for handlers running on them to return. */
+void xfer__listener_unhandle(struct xfer_engine *eng, uint8_t first, uint8_t last) {
+    struct xfer_listener *lis = eng->lis;
+    if (!lis)
+        return;
+    pthread_rwlock_wrlock(&lis->hlock);
+    for (int op = first; op <= last && op <= XFER_WIRE_OP_MAX; op++)
+        lis->h[op] = (struct handler){NULL, NULL};
+    pthread_rwlock_unlock(&lis->hlock);
+}
+
+/* Fetches a peer's descriptor from its listener; see xfer.h. */
+int xfer_fetch_desc(const char *hostport, uint32_t timeout_ms, void **desc, size_t *desc_len) {
+    if (!timeout_ms)
+        timeout_ms = XFER_DEFAULT_TIMEOUT_MS;
+    uint64_t now = cm_mono_ns();
+    uint64_t deadline = now + (uint64_t)timeout_ms * 1000000ull;
+    uint64_t cdead = now + (uint64_t)(timeout_ms < 5000 ? timeout_ms : 5000) * 1000000ull;
+    *desc = NULL;
+    *desc_len = 0;
+    int fd = xfer__sock_connect(hostport, cdead);
+    if (fd < 0)
+        return fd;
+    struct xfer_wire_hdr h = {.op = XFER_WIRE_DESC_GET, .id = 1};
+    uint8_t hb[XFER_WIRE_HDR_LEN];
+    xfer_wire_encode(&h, hb);
+    struct iovec v = {hb, sizeof(hb)};
+    int rc = xfer__sock_writev(fd, &v, 1, deadline);
+    if (rc == 0) {
+        v = (struct iovec){hb, sizeof(hb)};
+        rc = xfer__sock_readv(fd, &v, 1, deadline);
+    }
+    if (rc == 0)
+        rc = xfer_wire_decode(hb, sizeof(hb), &h);
+    if (rc >= 0) {
+        if (!(h.flags & XFER_WIRE_F_REPLY) || h.op != XFER_WIRE_DESC_GET || h.id != 1)
+            rc = -CM_EPROTOCOL;
+        else if (h.status < 0)
+            rc = h.status;
+        else if (h.len == 0 || h.len > XFER_DESC_MAX)
+            rc = -CM_EPROTOCOL;
+        else
+            rc = 0;
+    }
+    void *buf = NULL;
+    if (rc == 0) {
+        buf = cm_try_malloc((size_t)h.len);
+        rc = buf ? 0 : -ENOMEM;
+    }
+    if (rc == 0) {
+        v = (struct iovec){buf, (size_t)h.len};
+        rc = xfer__sock_readv(fd, &v, 1, deadline);
+    }
+    close(fd);
+    if (rc < 0) {
+        cm_free(buf);
+        return rc == -ECONNRESET ? -CM_EPROTOCOL : rc;
+    }
+    *desc = buf;
+    *desc_len = (size_t)h.len;
+    return 0;
+}

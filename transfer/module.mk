@@ -1,0 +1,76 @@
+# transfer/: transfer engine library (prefix xfer_), its transports, crescent-bench, and the
+# libcrescent shared/static library (transfer + common objects for now).
+#
+# Every transfer/core/*.c is compiled (including xfb's xfer_cuda*.c / xfer_pinned*.c), plus
+# transfer/efa/*.c when libfabric is found and transfer/verbs/*.c when libibverbs is found;
+# those set XFER_HAVE_FABRIC / XFER_HAVE_VERBS for transfer/core/xfer_registry.c.
+
+XFER_HAVE_FABRIC := $(shell pkg-config --exists libfabric 2>/dev/null && echo 1)
+XFER_HAVE_VERBS  := $(shell pkg-config --exists libibverbs 2>/dev/null && \
+                      test -f /usr/include/infiniband/verbs.h && echo 1)
+
+XFER_SRCS := $(sort $(wildcard transfer/core/*.c transfer/tcp/*.c transfer/shm/*.c \
+                               transfer/fault/*.c))
+XFER_DEFS :=
+XFER_LIBS :=
+ifeq ($(XFER_HAVE_FABRIC),1)
+XFER_SRCS += $(sort $(wildcard transfer/efa/*.c))
+XFER_DEFS += -DXFER_HAVE_FABRIC $(shell pkg-config --cflags libfabric)
+XFER_LIBS += $(shell pkg-config --libs libfabric)
+endif
+ifeq ($(XFER_HAVE_VERBS),1)
+XFER_SRCS += $(sort $(wildcard transfer/verbs/*.c))
+XFER_DEFS += -DXFER_HAVE_VERBS $(shell pkg-config --cflags libibverbs)
+XFER_LIBS += $(shell pkg-config --libs libibverbs)
+endif
+# xfer_cuda.c (xfb) provides xfer__mem_location; the default in xfer_memloc.c then compiles out.
+ifneq ($(wildcard transfer/core/xfer_cuda.c),)
+XFER_DEFS += -DXFER_HAVE_CUDA_MEMLOC
+endif
+ifeq ($(HAVE_CUDA),1)
+XFER_DEFS += -DXFER_HAVE_CUDA -I$(CUDA_HOME)/include
+XFER_LIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
+endif
+XFER_LIBS += -ldl
+
+XFER_OBJS := $(call objs,$(XFER_SRCS))
+ALL_SRCS  += $(XFER_SRCS)
+LIBS_OUT  += $(BUILD)/lib/libxfer.a
+
+# The exported libcrescent API is the only default-visibility code (CRESCENT_API).
+$(XFER_OBJS): MOD_CFLAGS += $(XFER_DEFS) -fvisibility=hidden
+
+$(BUILD)/lib/libxfer.a: $(XFER_OBJS)
+	@mkdir -p $(dir $@)
+	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
+
+# ---- libcrescent: transfer + common objects, soname libcrescent.so.0 ----
+CRESCENT_SO_OBJS := $(XFER_OBJS) $(COMMON_OBJS)
+LIBS_OUT += $(BUILD)/lib/libcrescent.so $(BUILD)/lib/libcrescent.a
+
+$(BUILD)/lib/libcrescent.so.0: $(CRESCENT_SO_OBJS) client/libcrescent.map
+	$(LINK) -shared -Wl,-soname,libcrescent.so.0 -Wl,--version-script=client/libcrescent.map \
+	    -Wl,-z,defs $(CRESCENT_SO_OBJS) $(XFER_LIBS)
+
+$(BUILD)/lib/libcrescent.so: $(BUILD)/lib/libcrescent.so.0
+	@ln -sf libcrescent.so.0 $@
+
+$(BUILD)/lib/libcrescent.a: $(CRESCENT_SO_OBJS)
+	@mkdir -p $(dir $@)
+	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
+
+# ---- crescent-bench: subcommand dispatcher (transfer/bench/) ----
+XFER_BENCH_SRCS := $(sort $(wildcard transfer/bench/*.c))
+ALL_SRCS += $(XFER_BENCH_SRCS)
+BINS     += $(BUILD)/bin/crescent-bench
+$(call objs,$(XFER_BENCH_SRCS)): MOD_CFLAGS += $(XFER_DEFS)
+
+$(BUILD)/bin/crescent-bench: $(call objs,$(XFER_BENCH_SRCS)) $(BUILD)/lib/libxfer.a \
+                             $(BUILD)/lib/libcm.a
+	$(LINK) $^ $(XFER_LIBS) -lm
+
+.PHONY: bench-transfer bench-transfer-deps
+# Other modules add prerequisites with `bench-transfer-deps: <binary>` (e.g. raw_fi_write).
+bench-transfer-deps:
+bench-transfer: $(BUILD)/bin/crescent-bench bench-transfer-deps
+	@CRESCENT_BUILD=$(abspath $(BUILD)) tests/bench/bench-transfer.sh
