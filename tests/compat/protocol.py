@@ -1,0 +1,351 @@
+# SPDX-License-Identifier: Apache-2.0
+# Raw-socket RESP robustness: malformed requests get Redis 7.0's exact protocol error and the
+# connection is closed, while the server keeps serving new connections; inline commands, empty
+# lines, quoting, fragmented and pipelined requests, large arguments and RESP3 framing work.
+# Usage: protocol.py PORT [PORT_WITH_PASSWORD PASSWORD]. Exits 0 only if every check holds.
+import random
+import socket
+import sys
+import time
+
+PORT = 0
+TIMEOUT = 20.0  # generous: sanitizer builds are slow
+
+
+def fail(msg):
+    raise AssertionError(msg)
+
+
+def connect(port=None):
+    s = socket.create_connection(("127.0.0.1", port or PORT), timeout=TIMEOUT)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def read_until_close(s):
+    """Reads until the peer closes; fails if it stays open for TIMEOUT seconds."""
+    out = b""
+    deadline = time.time() + TIMEOUT
+    while True:
+        s.settimeout(max(0.1, deadline - time.time()))
+        try:
+            d = s.recv(65536)
+        except socket.timeout:
+            fail(f"connection still open after {TIMEOUT}s; received {out[:200]!r}")
+        except ConnectionResetError:
+            return out, True
+        if not d:
+            return out, False
+        out += d
+
+
+def read_exact(s, n):
+    out = b""
+    while len(out) < n:
+        d = s.recv(n - len(out))
+        if not d:
+            fail(f"connection closed after {len(out)} of {n} bytes: {out[:200]!r}")
+        out += d
+    return out
+
+
+def read_line(s):
+    out = b""
+    while not out.endswith(b"\r\n"):
+        d = s.recv(1)
+        if not d:
+            fail(f"connection closed mid-line: {out!r}")
+        out += d
+    return out
+
+
+def read_reply(s):
+    """Reads one RESP2/RESP3 reply and returns its raw bytes."""
+    line = read_line(s)
+    t = line[:1]
+    if t in (b"+", b"-", b":", b"_", b",", b"#", b"("):
+        return line
+    if t in (b"$", b"=", b"!"):
+        n = int(line[1:-2])
+        return line if n < 0 else line + read_exact(s, n + 2)
+    if t in (b"*", b"~", b">", b"%", b"|"):
+        n = int(line[1:-2])
+        if n < 0:
+            return line
+        if t in (b"%", b"|"):
+            n *= 2
+        return line + b"".join(read_reply(s) for _ in range(n))
+    fail(f"unexpected reply type: {line!r}")
+
+
+def assert_no_more(s, wait=0.3):
+    s.settimeout(wait)
+    try:
+        d = s.recv(65536)
+    except socket.timeout:
+        return
+    finally:
+        s.settimeout(TIMEOUT)
+    fail(f"unexpected extra bytes or close: {d[:200]!r}")
+
+
+def check_alive(port=None):
+    s = connect(port)
+    s.sendall(b"*1\r\n$4\r\nPING\r\n")
+    got = read_reply(s)
+    s.close()
+    if got not in (b"+PONG\r\n", b"-NOAUTH Authentication required.\r\n"):
+        fail(f"server not serving after a protocol error: PING gave {got!r}")
+
+
+def expect_error_close(name, data, expected, port=None, prefix=b""):
+    """Sends data; the reply must be prefix + expected error line, then the server closes."""
+    s = connect(port)
+    try:
+        s.sendall(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server may close before taking everything (big requests)
+    got, reset = read_until_close(s)
+    s.close()
+    want = prefix + expected + b"\r\n"
+    if got != want:
+        fail(f"{name}: expected {want!r} then close, got {got[:300]!r}")
+    check_alive(port)
+    print(f"ok   {name}{' (reset)' if reset else ''}")
+
+
+def expect_replies(name, data, expected, chunks=None):
+    """Sends data (optionally in pieces) and compares the replies byte for byte."""
+    s = connect()
+    if chunks:
+        for piece in chunks(data):
+            s.sendall(piece)
+    else:
+        s.sendall(data)
+    got = read_exact(s, len(expected))
+    if got != expected:
+        fail(f"{name}: expected {expected[:300]!r}, got {got[:300]!r}")
+    assert_no_more(s)
+    s.close()
+    print(f"ok   {name}")
+
+
+def cmd(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def bulk(v):
+    return b"$%d\r\n%s\r\n" % (len(v), v)
+
+
+def test_errors():
+    pe = b"-ERR Protocol error: "
+    expect_error_close("negative bulk length", b"*1\r\n$-5\r\n", pe + b"invalid bulk length")
+    expect_error_close("bulk length $-1 in a request",
+                       b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$-1\r\n", pe + b"invalid bulk length")
+    expect_error_close("empty bulk length", b"*1\r\n$\r\n", pe + b"invalid bulk length")
+    expect_error_close("bulk length with sign", b"*1\r\n$+5\r\n", pe + b"invalid bulk length")
+    expect_error_close("bulk length with space", b"*1\r\n$ 4\r\nPING\r\n",
+                       pe + b"invalid bulk length")
+    expect_error_close("bulk length over 512 MB", b"*1\r\n$536870913\r\n",
+                       pe + b"invalid bulk length")
+    expect_error_close("non-numeric multibulk length", b"*abc\r\n",
+                       pe + b"invalid multibulk length")
+    expect_error_close("empty multibulk length", b"*\r\n", pe + b"invalid multibulk length")
+    expect_error_close("multibulk length with sign", b"*+1\r\n$4\r\nPING\r\n",
+                       pe + b"invalid multibulk length")
+    expect_error_close("multibulk length with leading zero", b"*01\r\n$4\r\nPING\r\n",
+                       pe + b"invalid multibulk length")
+    expect_error_close("multibulk length over INT_MAX", b"*2147483648\r\n",
+                       pe + b"invalid multibulk length")
+    expect_error_close("expected $", b"*1\r\nx\r\n", pe + b"expected '$', got 'x'")
+    expect_error_close("nested array in request", b"*1\r\n*1\r\n", pe + b"expected '$', got '*'")
+    expect_error_close("unbalanced double quotes", b'SET "a b\r\n',
+                       pe + b"unbalanced quotes in request")
+    expect_error_close("unbalanced single quotes", b"SET 'a b\r\n",
+                       pe + b"unbalanced quotes in request")
+    expect_error_close("closing quote followed by a char", b'SET k "a"b\r\n',
+                       pe + b"unbalanced quotes in request")
+    expect_error_close("inline request over 64 KB without newline", b"A" * 70000,
+                       pe + b"too big inline request")
+    expect_error_close("multibulk count line over 64 KB", b"*" + b"1" * 70000,
+                       pe + b"too big mbulk count string")
+    expect_error_close("bulk count line over 64 KB", b"*1\r\n$" + b"1" * 70000,
+                       pe + b"too big bulk count string")
+    # Replies to earlier pipelined commands are delivered before the error.
+    expect_error_close("error after pipelined commands", b"PING\r\n" * 3 + b"*abc\r\n",
+                       pe + b"invalid multibulk length", prefix=b"+PONG\r\n" * 3)
+    expect_error_close("error after a complete SET",
+                       cmd("SET", "pe:k", "v") + b"*1\r\n$-7\r\n", pe + b"invalid bulk length",
+                       prefix=b"+OK\r\n")
+    # Limits that are still valid: the server waits for more data instead of failing.
+    for name, data in (("bulk length of exactly 512 MB", b"*1\r\n$536870912\r\n"),
+                       ("multibulk length INT_MAX", b"*2147483647\r\n"),
+                       ("multibulk header without the bulk line", b"*1\r\nx")):
+        s = connect()
+        s.sendall(data)
+        assert_no_more(s, 0.5)
+        s.close()
+        print(f"ok   {name} waits for more")
+    check_alive()
+
+
+def test_auth_limits(port, password):
+    pe = b"-ERR Protocol error: "
+    expect_error_close("unauthenticated multibulk length", b"*11\r\n",
+                       pe + b"unauthenticated multibulk length", port)
+    expect_error_close("unauthenticated bulk length", b"*1\r\n$16385\r\n",
+                       pe + b"unauthenticated bulk length", port)
+    s = connect(port)
+    s.sendall(cmd("GET", "x"))
+    got = read_reply(s)
+    if got != b"-NOAUTH Authentication required.\r\n":
+        fail(f"GET before AUTH: {got!r}")
+    s.sendall(cmd("AUTH", password) + cmd("MSET", *[f"a{i}" for i in range(20)]))
+    got = read_reply(s) + read_reply(s)
+    if got != b"+OK\r\n+OK\r\n":
+        fail(f"AUTH then 21-argument MSET: {got!r}")
+    s.close()
+    print("ok   limits lifted after AUTH")
+
+
+def test_inline():
+    expect_replies("inline PING", b"PING\r\n", b"+PONG\r\n")
+    expect_replies("inline PING with LF only", b"PING\n", b"+PONG\r\n")
+    expect_replies("inline with spaces around", b"   PING   \r\n", b"+PONG\r\n")
+    expect_replies("empty lines ignored", b"\r\n\r\n\n\nPING\r\n\r\nPING\r\n",
+                   b"+PONG\r\n+PONG\r\n")
+    expect_replies("empty multibulks ignored", b"*0\r\n*-1\r\n" + cmd("PING"), b"+PONG\r\n")
+    expect_replies("inline quoted SET/GET", b'SET inl:k "a b c"\r\nGET inl:k\r\n',
+                   b"+OK\r\n" + bulk(b"a b c"))
+    expect_replies("inline escapes", b'SET inl:e "x\\x41\\n\\t\\"y"\r\nGET inl:e\r\n',
+                   b"+OK\r\n" + bulk(b'xA\n\t"y'))
+    expect_replies("inline single quotes", b"SET inl:s 'it\\'s'\r\nGET inl:s\r\n",
+                   b"+OK\r\n" + bulk(b"it's"))
+    expect_replies("inline empty string arg", b'SET inl:z ""\r\nSTRLEN inl:z\r\n',
+                   b"+OK\r\n:0\r\n")
+    expect_replies("inline mixed with multibulk",
+                   b"SET inl:m 1\r\n" + cmd("INCR", "inl:m") + b"GET inl:m\r\n",
+                   b"+OK\r\n:2\r\n" + bulk(b"2"))
+    expect_replies("inline unknown command",
+                   b"NOSUCHCMD a\r\nPING\r\n",
+                   b"-ERR unknown command 'NOSUCHCMD', with args beginning with: 'a' \r\n"
+                   b"+PONG\r\n")
+    expect_replies("multibulk arity error", cmd("GET") + cmd("PING"),
+                   b"-ERR wrong number of arguments for 'get' command\r\n+PONG\r\n")
+
+
+def test_framing():
+    rnd = random.Random(7)
+
+    def one_byte(data):
+        return [data[i:i + 1] for i in range(len(data))]
+
+    def random_pieces(data):
+        out, i = [], 0
+        while i < len(data):
+            n = rnd.randint(1, 97)
+            out.append(data[i:i + n])
+            i += n
+        return out
+
+    req = cmd("SET", "fr:k", b"hello\r\nworld") + cmd("GET", "fr:k")
+    expect_replies("one byte per send", req, b"+OK\r\n" + bulk(b"hello\r\nworld"),
+                   chunks=one_byte)
+    n = 2000
+    req = b"".join(cmd("SET", f"fr:{i}", f"v{i}") for i in range(n))
+    req += b"".join(cmd("GET", f"fr:{i}") for i in range(n))
+    want = b"+OK\r\n" * n + b"".join(bulk(f"v{i}".encode()) for i in range(n))
+    expect_replies(f"{2 * n} pipelined commands in random pieces", req, want,
+                   chunks=random_pieces)
+    big = bytes(rnd.getrandbits(8) for _ in range(1 << 20))
+    expect_replies("1 MiB argument in random pieces",
+                   cmd("SET", "fr:big", big) + cmd("GET", "fr:big") + cmd("STRLEN", "fr:big"),
+                   b"+OK\r\n" + bulk(big) + b":%d\r\n" % len(big), chunks=random_pieces)
+    args = []
+    for i in range(5000):
+        args += [f"mk{i}", f"mv{i}"]
+    expect_replies("MSET with 10,001 arguments",
+                   cmd("MSET", *args) + cmd("MGET", "mk0", "mk4999", "nokey"),
+                   b"+OK\r\n*3\r\n" + bulk(b"mv0") + bulk(b"mv4999") + b"$-1\r\n")
+
+
+def test_resp3():
+    s = connect()
+    s.sendall(cmd("HELLO", "4"))
+    got = read_reply(s)
+    if got != b"-NOPROTO unsupported protocol version\r\n":
+        fail(f"HELLO 4: {got!r}")
+    s.sendall(cmd("HELLO", "3"))
+    got = read_reply(s)
+    if not got.startswith(b"%7\r\n$6\r\nserver\r\n"):
+        fail(f"HELLO 3: not a 7-entry map starting with server: {got[:100]!r}")
+    if b"$5\r\nproto\r\n:3\r\n" not in got:
+        fail(f"HELLO 3: no proto 3: {got!r}")
+    s.sendall(cmd("GET", "r3:nokey") + cmd("SET", "r3:k", "v") + cmd("GET", "r3:k") +
+              cmd("MGET", "r3:k", "r3:nokey"))
+    want = b"_\r\n+OK\r\n$1\r\nv\r\n*2\r\n$1\r\nv\r\n_\r\n"
+    got = read_exact(s, len(want))
+    if got != want:
+        fail(f"RESP3 replies: expected {want!r}, got {got!r}")
+    s.sendall(cmd("HELLO", "2") + cmd("GET", "r3:nokey"))
+    got = read_reply(s)
+    if not got.startswith(b"*14\r\n$6\r\nserver\r\n") or b"$5\r\nproto\r\n:2\r\n" not in got:
+        fail(f"HELLO 2: {got[:120]!r}")
+    got = read_reply(s)
+    if got != b"$-1\r\n":
+        fail(f"RESP2 nil after HELLO 2: {got!r}")
+    s.close()
+    print("ok   RESP3 HELLO and reply types")
+
+
+def test_quit_and_half_close():
+    s = connect()
+    s.sendall(cmd("SET", "q:k", "v") + cmd("QUIT") + cmd("SET", "q:k", "after-quit"))
+    got, _ = read_until_close(s)
+    if got != b"+OK\r\n+OK\r\n":
+        fail(f"QUIT: expected +OK +OK then close, got {got!r}")
+    s.close()
+    # A client that shuts down its write side still receives its replies.
+    s = connect()
+    s.sendall(cmd("GET", "q:k"))
+    s.shutdown(socket.SHUT_WR)
+    got = read_reply(s)
+    if got != bulk(b"v"):
+        fail(f"GET then SHUT_WR: {got!r} (command after QUIT must not run)")
+    s.close()
+    # Abrupt disconnects mid-request leave the server healthy.
+    for _ in range(50):
+        s = connect()
+        s.sendall(b"*3\r\n$3\r\nSET\r\n$4\r\nq:ab\r\n$100\r\npartial")
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        s.close()  # RST
+    check_alive()
+    s = connect()
+    s.sendall(cmd("EXISTS", "q:ab"))
+    if read_reply(s) != b":0\r\n":
+        fail("a partial SET from a reset connection was executed")
+    s.close()
+    print("ok   QUIT, half-close, reset mid-request")
+
+
+def main():
+    global PORT
+    PORT = int(sys.argv[1])
+    test_errors()
+    test_inline()
+    test_framing()
+    test_resp3()
+    test_quit_and_half_close()
+    if len(sys.argv) > 3:
+        test_auth_limits(int(sys.argv[2]), sys.argv[3])
+    check_alive()
+    print("protocol: all checks passed")
+
+
+if __name__ == "__main__":
+    main()
