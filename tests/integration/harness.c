@@ -596,34 +596,35 @@ static long resp_value_len(const char *buf, size_t len) {
 }
 
 /* Reads exactly one complete RESP value from fd (5 s timeout) and returns its raw bytes,
- * NUL-terminated, registered to be freed at teardown is NOT done: the caller frees with free().
- * *len receives the byte count. Fails the test on timeout, EOF or malformed data. Bytes after
- * the value are discarded, so send one command at a time. */
+ * NUL-terminated; *len receives the byte count and the caller frees the buffer with free().
+ * Bytes after the value stay in the socket for the next call (it peeks, then consumes exactly
+ * the value). Fails the test on timeout, EOF or malformed data. */
 char *it_raw_read(int fd, size_t *len) {
-    size_t cap = 4096, have = 0;
+    size_t cap = 4096;
     char *buf = malloc(cap);
     cr_assert(buf != NULL);
     long long deadline = it_now_ms() + 5000;
     for (;;) {
-        long l = resp_value_len(buf, have);
-        cr_assert(l >= 0, "malformed RESP from server: %.*s", (int)have, buf);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        long long left = deadline - it_now_ms();
+        cr_assert(left > 0 && poll(&p, 1, (int)left) == 1, "raw read timed out");
+        ssize_t n = recv(fd, buf, cap - 1, MSG_PEEK);
+        cr_assert(n > 0, "raw read: EOF or error");
+        long l = resp_value_len(buf, (size_t)n);
+        cr_assert(l >= 0, "malformed RESP from server: %.*s", (int)n, buf);
         if (l > 0) {
+            cr_assert_eq(recv(fd, buf, (size_t)l, MSG_WAITALL), l);
             buf[l] = '\0';
             *len = (size_t)l;
             return buf;
         }
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        long long left = deadline - it_now_ms();
-        cr_assert(left > 0 && poll(&p, 1, (int)left) == 1, "raw read timed out after: %.*s",
-                  (int)have, buf);
-        if (have + 1024 >= cap) {
+        if ((size_t)n == cap - 1) {
             cap *= 2;
             buf = realloc(buf, cap);
             cr_assert(buf != NULL);
+        } else {
+            it_sleep_ms(1);
         }
-        ssize_t n = read(fd, buf + have, cap - have - 1);
-        cr_assert(n > 0, "raw read: EOF or error after: %.*s", (int)have, buf);
-        have += (size_t)n;
     }
 }
 
