@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# 1,000 concurrent connections with checked SET/GET/APPEND/INCR replies, then --maxclients:
+# a server limited to 50 clients serves exactly 50 and rejects the rest with Redis's error.
+set -u
+. "$(dirname "$0")/../lib/server.sh"
+
+prog="$CRESCENT_BUILD/tests/stress/clients_1000"
+[ -x "$prog" ] || fail "$prog not built (make all)"
+# 1,000 client sockets here and 1,000 accepted ones in the server, plus slack.
+[ "$(ulimit -n)" -ge 4096 ] || ulimit -n 4096 || fail "cannot raise ulimit -n to 4096"
+
+start_server --memory 64mb
+timeout 300 "$prog" 127.0.0.1 "$SERVER_PORT" -n 1000 || fail "clients_1000 -n 1000 failed"
+assert_server_alive
+
+start_server --memory 64mb --maxclients 50
+timeout 300 "$prog" 127.0.0.1 "$SERVER_PORT" -n 60 -m 50 || fail "clients_1000 -m 50 failed"
+assert_server_alive
