@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Leader-election tests for one backend (argument: redis or etcd), against a real server on
+free loopback ports, with crescent-elect processes at short timings (lease 1000 ms, renew
+deadline 600 ms, retry 200 ms): one winner, growing epochs, hand-off after release, three
+simultaneous candidates, prompt loss on stop, kill -9 (expired lease reads as no holder,
+standby leads within lease + retry), backend outage (leader steps down by its renew deadline),
+SIGSTOP of the leader (no overlap after SIGCONT). Exit 0 pass, 1 fail, 77 skip."""
+import os
+import shutil
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ha_harness as H  # noqa: E402
+
+LEASE, RENEW, RETRY = 1000, 600, 200
+TIMINGS = ["--lease-ms", str(LEASE), "--renew-ms", str(RENEW), "--retry-ms", str(RETRY),
+           "--timeout-ms", "300", "--verbose"]
+SLACK = 400  # scheduling slack on a loaded 2-core machine, ms
+
+failures = []
+all_elects = []
+
+
+def check(cond, msg):
+    if cond:
+        print("  ok   %s" % msg)
+    else:
+        print("  FAIL %s" % msg)
+        failures.append(msg)
+    return cond
+
+
+class Ctx:
+    def __init__(self, backend, tmp):
+        self.backend = backend
+        self.tmp = tmp
+        self.n = 0
+
+    def elect(self, cluster, identity, extra=()):
+        self.n += 1
+        e = H.Elect(self.tmp, self.backend, cluster, identity, TIMINGS, extra,
+                    name="%02d-%s" % (self.n, identity))
+        all_elects.append((cluster, e))
+        return e
+
+    def observe_once(self, cluster):
+        """The holder as a fresh observer reads it: (holder, epoch)."""
+        e = self.elect(cluster, "observer", ["--observe"]).start()
+        ln = e.wait_for("HOLDER", 3000)
+        e.term()
+        return (ln[2]["leader"], int(ln[2]["epoch"])) if ln else (None, None)
+
+
+def test_one_winner_and_epochs(c):
+    print("one candidate wins; epochs grow; hand-off after release; stop => prompt loss")
+    a = c.elect("c1", "a:1").start()
+    la = a.wait_for("LEADER", 3000)
+    if not check(la is not None, "a leads"):
+        return
+    holder, epoch = c.observe_once("c1")
+    check(holder == "a:1" and epoch == int(la[2]["epoch"]),
+          "observer reads holder a:1 epoch %s (got %s %s)" % (la[2]["epoch"], holder, epoch))
+    b = c.elect("c1", "b:1").start()
+    fb = b.wait_for("FOLLOWER", 3000)
+    check(fb is not None and fb[2]["leader"] == "a:1", "b follows a:1")
+    t_stop = H.mono_ms()
+    rc = a.term()
+    check(rc == 0, "a exits 0 on SIGTERM (rc=%s)" % rc)
+    sd = a.wait_for("STEPPED_DOWN", 1000)
+    check(sd is not None and sd[2].get("reason") == "stop" and sd[0] - t_stop < SLACK,
+          "a steps down (reason=stop) promptly: %s" % (sd and sd[0] - t_stop))
+    lb = b.wait_for("LEADER", 3000, after_ms=t_stop)
+    check(lb is not None and lb[0] - t_stop < LEASE,
+          "b leads after the release, sooner than a lease: %s ms" % (lb and lb[0] - t_stop))
+    check(lb is not None and int(lb[2]["epoch"]) > int(la[2]["epoch"]),
+          "epoch grows: %s -> %s" % (la[2]["epoch"], lb and lb[2]["epoch"]))
+    t_stop = H.mono_ms()
+    b.term()
+    a2 = c.elect("c1", "a:1").start()
+    la2 = a2.wait_for("LEADER", 3000)
+    check(la2 is not None and lb is not None and int(la2[2]["epoch"]) > int(lb[2]["epoch"]),
+          "epoch grows again on the third election: %s" % (la2 and la2[2]["epoch"]))
+    a2.term()
+
+
+def test_three_candidates(c):
+    print("three simultaneous candidates => exactly one winner")
+    es = [c.elect("c3", "n%d:1" % i) for i in range(3)]
+    for e in es:
+        e.start()
+    time.sleep((LEASE + SLACK) / 1000.0)
+    leaders = [e for e in es if any(ln[1] == "LEADER" for ln in e.lines())]
+    check(len(leaders) == 1, "exactly one LEADER among 3 (got %d)" % len(leaders))
+    if len(leaders) == 1:
+        win = leaders[0].identity
+        others = [e for e in es if e is not leaders[0]]
+        check(all(any(ln[1] == "FOLLOWER" and ln[2]["leader"] == win for ln in e.lines())
+                  for e in others), "both others report FOLLOWER leader=%s" % win)
+    for e in es:
+        e.term()
+
+
+def test_kill9(c):
+    print("leader kill -9: expired lease reads as no holder; standby leads within lease+retry")
+    a = c.elect("c4", "a:1").start()
+    if not check(a.wait_for("LEADER", 3000) is not None, "a leads"):
+        return
+    a.kill9()
+    # etcd revokes expired leases in a sweep every 500 ms, so its key can outlive the lease
+    # by that much; Redis expires keys exactly.
+    lag = 600 if c.backend.kind == "etcd" else 0
+    time.sleep((LEASE + 100 + lag) / 1000.0)
+    holder, _ = c.observe_once("c4")
+    check(holder == "-", "after the lease the holder reads as none (got %s)" % holder)
+    a = c.elect("c4", "a:2").start()
+    if not check(a.wait_for("LEADER", 3000) is not None, "a:2 leads at once"):
+        return
+    b = c.elect("c4", "b:2").start()
+    check(b.wait_for("FOLLOWER", 3000) is not None, "b:2 follows")
+    time.sleep(0.3)
+    t_kill = H.mono_ms()
+    a.kill9()
+    lb = b.wait_for("LEADER", LEASE + RETRY + 2 * SLACK, after_ms=t_kill)
+    took = lb[0] - t_kill if lb else None
+    lag = 500 if c.backend.kind == "etcd" else 0
+    check(lb is not None and took <= LEASE + RETRY + lag + SLACK,
+          "standby leads %s ms after kill -9 (bound %d + slack)" % (took, LEASE + RETRY + lag))
+    b.term()
+
+
+def test_backend_down(c):
+    print("backend down => the leader steps down by its renew deadline")
+    a = c.elect("c5", "a:1").start()
+    if not check(a.wait_for("LEADER", 3000) is not None, "a leads"):
+        return
+    time.sleep(0.3)
+    t_down = H.mono_ms()
+    c.backend.pause()
+    sd = a.wait_for("STEPPED_DOWN", RENEW + 2 * SLACK, after_ms=t_down)
+    c.backend.resume()
+    if not check(sd is not None, "a steps down while the backend is down"):
+        return
+    until = max(int(ln[2]["until"]) for ln in a.lines()
+                if ln[1] in ("LEADER", "RENEWED") and ln[0] <= sd[0])
+    check(sd[2].get("reason") == "renew_deadline", "reason=renew_deadline")
+    check(sd[0] <= until + 50, "stepped down at %d, by its until %d (+50 ms)" % (sd[0], until))
+    check(sd[0] - t_down <= RENEW + 50, "within the renew deadline of the outage: %d ms"
+          % (sd[0] - t_down))
+    la = a.wait_for("LEADER", 3 * LEASE + SLACK, after_ms=sd[0])
+    check(la is not None, "a leads again once the backend is back")
+    check(la is not None and not any(ln[1] == "RENEWED" and sd[0] < ln[0] < la[0]
+                                     for ln in a.lines()),
+          "no renew reported between stepping down and the next term")
+    a.term()
+
+
+def test_sigstop(c):
+    print("leader SIGSTOPped longer than the lease: a new leader; no overlap after SIGCONT")
+    a = c.elect("c6", "a:1").start()
+    b = c.elect("c6", "b:1").start()
+    if not check(a.wait_for("LEADER", 3000) is not None, "a leads"):
+        return
+    check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
+    time.sleep(0.3)
+    t_stop = H.mono_ms()
+    a.signal(signal.SIGSTOP)
+    lb = b.wait_for("LEADER", LEASE + RETRY + 2 * SLACK, after_ms=t_stop)
+    check(lb is not None, "b leads while a is stopped (%s ms)" % (lb and lb[0] - t_stop))
+    time.sleep(0.5)
+    t_cont = H.mono_ms()
+    a.signal(signal.SIGCONT)
+    sd = a.wait_for("STEPPED_DOWN", 2000, after_ms=t_stop)
+    check(sd is not None and sd[2].get("reason") in ("renew_deadline", "lease_lost")
+          and sd[0] - t_cont < SLACK,
+          "a steps down %s ms after SIGCONT (%s)" % (sd and sd[0] - t_cont, sd and sd[2]))
+    check(not any(ln[1] == "RENEWED" and ln[0] >= t_cont for ln in a.lines()),
+          "a never renews after SIGCONT")
+    time.sleep(0.3)
+    a.term()
+    b.term()
+
+
+def check_no_overlap():
+    by_cluster = {}
+    for cluster, e in all_elects:
+        by_cluster.setdefault(cluster, []).extend(H.intervals(e.lines(), e.name))
+    total = sum(len(v) for v in by_cluster.values())
+    bad = [p for v in by_cluster.values() for p in H.check_overlap(v, 0)]
+    check(not bad, "no overlapping leader intervals across %d terms %s" % (total, bad[:3]))
+
+
+def main():
+    kind = sys.argv[1] if len(sys.argv) > 1 else "redis"
+    tool = {"redis": "redis-server", "etcd": "etcd"}[kind]
+    if not shutil.which(tool):
+        print("skip: %s not installed" % tool)
+        return 77
+    if not os.access(H.ELECT, os.X_OK):
+        print("missing %s" % H.ELECT)
+        return 1
+    tmp = H.TempDir("crescent-ha-%s." % kind)
+    backend = H.make_backend(kind, tmp.path)
+    ok = False
+    try:
+        backend.start()
+        c = Ctx(backend, tmp.path)
+        t0 = time.time()
+        for t in (test_one_winner_and_epochs, test_three_candidates, test_kill9,
+                  test_sigstop, test_backend_down):
+            t(c)
+        check_no_overlap()
+        print("%s: %d failures in %.1f s" % (kind, len(failures), time.time() - t0))
+        ok = not failures
+    finally:
+        H.cleanup()
+        backend.stop()
+        if not ok:
+            for _, e in all_elects:
+                print("---- %s" % e.name)
+                print(e.raw(), end="")
+        tmp.remove()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
