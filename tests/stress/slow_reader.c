@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A reply in flight survives overwrite, DEL, FLUSHALL and eviction. A 64 MiB value with a
+ * position-derived pattern is SET; two clients with small receive buffers GET it, one reading
+ * slowly (64 KiB, then a pause) and one stalling completely; meanwhile another client
+ * overwrites the key, deletes it, flushes the database and writes far more than the memory
+ * limit so eviction runs. Both readers must then receive exactly the original bytes and the
+ * CRLF, and their connections (and the server) must keep working.
+ * Usage: slow_reader HOST PORT [-s VALUE_MIB] [-f FILLER_MIB] */
+#include "common/fmacros.h"
+
+#include "tests/stress/st_util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SEED_ORIG   0x0123456789ABCDEFull
+#define SEED_OTHER  0xFEDCBA9876543210ull
+#define SEED_FILLER 0x5555AAAA5555AAAAull
+#define KEY         "sr:big"
+#define CHUNK       (64 * 1024)
+
+struct reader {
+    const char *name;
+    int fd;
+    int stall;          /* 1: read the first chunk, then nothing until mutation ends */
+    size_t size;        /* expected payload size */
+    atomic_size_t got;  /* payload bytes received so far */
+    atomic_int started; /* the header and first chunk arrived */
+    const char *error;  /* set by the thread on failure */
+    char detail[256];
+};
+
+static atomic_int mutating = 1;
+static const char *host;
+static int port;
+
+static void sleep_ms(int ms) {
+    usleep((useconds_t)ms * 1000);
+}
+
+/* Reads exactly len bytes; returns 0 or -1 (closed or error). */
+static int read_full(int fd, uint8_t *buf, size_t len) {
+    while (len > 0) {
+        ssize_t n = read(fd, buf, len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return -1;
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static void *reader_main(void *arg) {
+    struct reader *r = arg;
+    char hdr[64], want[64];
+    size_t h = 0;
+    uint8_t *buf = malloc(CHUNK);
+    snprintf(want, sizeof(want), "$%zu\r\n", r->size);
+    /* The bulk header, byte by byte so nothing of the payload is consumed. */
+    while (h < sizeof(hdr) - 1) {
+        if (read_full(r->fd, (uint8_t *)hdr + h, 1) != 0) {
+            r->error = "connection closed while reading the bulk header";
+            goto out;
+        }
+        h++;
+        if (h >= 2 && hdr[h - 2] == '\r' && hdr[h - 1] == '\n') {
+            break;
+        }
+    }
+    hdr[h] = '\0';
+    if (strcmp(hdr, want) != 0) {
+        snprintf(r->detail, sizeof(r->detail), "expected header %s got %.60s", want, hdr);
+        r->error = "wrong bulk header";
+        goto out;
+    }
+    size_t off = 0;
+    while (off < r->size) {
+        size_t n = r->size - off < CHUNK ? r->size - off : CHUNK;
+        if (read_full(r->fd, buf, n) != 0) {
+            snprintf(r->detail, sizeof(r->detail), "after %zu of %zu payload bytes", off, r->size);
+            r->error = "connection closed mid-payload";
+            goto out;
+        }
+        int64_t bad = st_pattern_check(buf, n, off, SEED_ORIG);
+        if (bad >= 0) {
+            uint8_t exp[1];
+            st_pattern_fill(exp, 1, off + (uint64_t)bad, SEED_ORIG);
+            int other = 0;
+            uint8_t alt[1];
+            st_pattern_fill(alt, 1, off + (uint64_t)bad, SEED_OTHER);
+            other = alt[0] == buf[bad];
+            snprintf(r->detail, sizeof(r->detail),
+                     "payload byte %zu: expected 0x%02x, got 0x%02x%s", off + (size_t)bad, exp[0],
+                     buf[bad], other ? " (matches the overwriting value)" : "");
+            r->error = "corrupted payload";
+            goto out;
+        }
+        off += n;
+        atomic_store(&r->got, off);
+        atomic_store(&r->started, 1);
+        if (atomic_load(&mutating)) {
+            if (r->stall) {
+                while (atomic_load(&mutating)) {
+                    sleep_ms(10);
+                }
+            } else {
+                sleep_ms(5);
+            }
+        }
+    }
+    uint8_t crlf[2];
+    if (read_full(r->fd, crlf, 2) != 0 || crlf[0] != '\r' || crlf[1] != '\n') {
+        r->error = "payload not followed by CRLF";
+        goto out;
+    }
+    /* The same connection still works. */
+    st_write_all(r->fd, "*1\r\n$4\r\nPING\r\n", 14);
+    uint8_t pong[7];
+    if (read_full(r->fd, pong, 7) != 0 || memcmp(pong, "+PONG\r\n", 7) != 0) {
+        r->error = "PING on the reader connection after the reply did not give +PONG";
+        goto out;
+    }
+out:
+    atomic_store(&r->started, 1);
+    free(buf);
+    return NULL;
+}
+
+static void expect_int(redisContext *c, long long want, const char *fmt, const char *key) {
+    redisReply *r = st_command(c, fmt, key);
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != want) {
+        st_die("%s %s: expected %lld, got type %d '%s' %lld", fmt, key, want, r->type,
+               r->str ? r->str : "", r->integer);
+    }
+    freeReplyObject(r);
+}
+
+static void set_value(redisContext *c, const char *key, const uint8_t *v, size_t len) {
+    redisReply *r = st_command(c, "SET %s %b", key, v, len);
+    if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "OK") != 0) {
+        st_die("SET %s (%zu bytes): expected OK, got type %d '%s'", key, len, r->type,
+               r->str ? r->str : "");
+    }
+    freeReplyObject(r);
+}
+
+static void check_value(redisContext *c, const char *key, size_t len, uint64_t seed) {
+    redisReply *r = st_command(c, "GET %s", key);
+    if (r->type != REDIS_REPLY_STRING || (size_t)r->len != len) {
+        st_die("GET %s: expected %zu bytes, got type %d len %zu", key, len, r->type,
+               (size_t)r->len);
+    }
+    int64_t bad = st_pattern_check((const uint8_t *)r->str, len, 0, seed);
+    if (bad >= 0) {
+        st_die("GET %s: byte %lld differs from what was SET", key, (long long)bad);
+    }
+    freeReplyObject(r);
+}
+
+static void mutate(redisContext *c, size_t size, size_t filler_mib) {
+    uint8_t *other = malloc(size);
+    st_pattern_fill(other, size, 0, SEED_OTHER);
+    set_value(c, KEY, other, size);
+    check_value(c, KEY, size, SEED_OTHER);
+    expect_int(c, 1, "DEL %s", KEY);
+    expect_int(c, 0, "EXISTS %s", KEY);
+    set_value(c, KEY, other, size);
+    st_expect_status(c, "OK", "FLUSHALL");
+    expect_int(c, 0, "EXISTS %s", KEY);
+    free(other);
+
+    /* Filler: 1 MiB values, pipelined 8 at a time, far beyond the memory limit. */
+    size_t mib = 1 << 20;
+    uint8_t *fill = malloc(mib);
+    st_pattern_fill(fill, mib, 0, SEED_FILLER);
+    for (size_t i = 0; i < filler_mib; i += 8) {
+        size_t batch = filler_mib - i < 8 ? filler_mib - i : 8;
+        for (size_t j = 0; j < batch; j++) {
+            char key[64];
+            snprintf(key, sizeof(key), "sr:fill:%zu", i + j);
+            redisAppendCommand(c, "SET %s %b", key, fill, mib);
+        }
+        for (size_t j = 0; j < batch; j++) {
+            void *rep;
+            if (redisGetReply(c, &rep) != REDIS_OK) {
+                st_die("filler SET: connection error %s", c->errstr);
+            }
+            redisReply *r = rep;
+            if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "OK") != 0) {
+                st_die("filler SET sr:fill:%zu (1 MiB, %zu MiB written so far): expected OK, "
+                       "got type %d '%s'",
+                       i + j, i, r->type, r->str ? r->str : "");
+            }
+            freeReplyObject(r);
+        }
+    }
+    free(fill);
+    char last[64];
+    snprintf(last, sizeof(last), "sr:fill:%zu", filler_mib - 1);
+    check_value(c, last, mib, SEED_FILLER);
+}
+
+int main(int argc, char **argv) {
+    size_t size_mib = 64, filler_mib = 512;
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s HOST PORT [-s VALUE_MIB] [-f FILLER_MIB]\n", argv[0]);
+        return 2;
+    }
+    host = argv[1];
+    port = atoi(argv[2]);
+    for (int i = 3; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "-s") == 0) {
+            size_mib = (size_t)atol(argv[i + 1]);
+        } else if (strcmp(argv[i], "-f") == 0) {
+            filler_mib = (size_t)atol(argv[i + 1]);
+        }
+    }
+    size_t size = size_mib << 20;
+    uint64_t t0 = st_now_ms();
+    redisContext *c = st_connect(host, port);
+    uint8_t *orig = malloc(size);
+    st_pattern_fill(orig, size, 0, SEED_ORIG);
+    set_value(c, KEY, orig, size);
+    free(orig);
+    expect_int(c, (long long)size, "STRLEN %s", KEY);
+    long long evicted0 = st_info_field(c, "stats", "evicted_keys");
+
+    struct reader rd[2] = {{.name = "slow reader", .stall = 0},
+                           {.name = "stalled reader", .stall = 1}};
+    pthread_t th[2];
+    const char *get = "*2\r\n$3\r\nGET\r\n$6\r\n" KEY "\r\n";
+    for (int i = 0; i < 2; i++) {
+        rd[i].size = size;
+        rd[i].fd = st_connect_raw(host, port, 16 * 1024);
+        st_write_all(rd[i].fd, get, strlen(get));
+        pthread_create(&th[i], NULL, reader_main, &rd[i]);
+    }
+    /* Mutate only once both replies are on their way. */
+    for (int i = 0; i < 2; i++) {
+        while (!atomic_load(&rd[i].started)) {
+            sleep_ms(1);
+        }
+        if (rd[i].error != NULL) {
+            st_die("%s: %s %s", rd[i].name, rd[i].error, rd[i].detail);
+        }
+    }
+    uint64_t t1 = st_now_ms();
+    mutate(c, size, filler_mib);
+    size_t got_slow = atomic_load(&rd[0].got), got_stalled = atomic_load(&rd[1].got);
+    atomic_store(&mutating, 0);
+    uint64_t t2 = st_now_ms();
+    long long evicted = st_info_field(c, "stats", "evicted_keys") - evicted0;
+    printf("mutations (overwrite, DEL, FLUSHALL, %zu MiB filler) took %llu ms; readers had %zu "
+           "and %zu of %zu bytes; evicted_keys +%lld\n",
+           filler_mib, (unsigned long long)(t2 - t1), got_slow, got_stalled, size, evicted);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        if (rd[i].error != NULL) {
+            st_die("%s: %s %s", rd[i].name, rd[i].error, rd[i].detail);
+        }
+        close(rd[i].fd);
+    }
+    if (got_stalled >= size) {
+        st_die("the stalled reader had its whole reply before the mutations ended; the test "
+               "proves nothing (socket buffers too large?)");
+    }
+    if (evicted <= 0) {
+        st_die("INFO stats evicted_keys did not grow while writing %zu MiB of filler", filler_mib);
+    }
+    expect_int(c, 0, "EXISTS %s", KEY);
+    redisReply *r = st_command(c, "DBSIZE");
+    if (r->type != REDIS_REPLY_INTEGER || r->integer <= 0) {
+        st_die("DBSIZE after filler: expected > 0, got %lld", r->integer);
+    }
+    freeReplyObject(r);
+    st_expect_status(c, "PONG", "PING");
+    redisFree(c);
+    printf("slow_reader: both readers got all %zu bytes intact; total %llu ms\n", size,
+           (unsigned long long)(st_now_ms() - t0));
+    return 0;
+}
