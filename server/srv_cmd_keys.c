@@ -1,0 +1,561 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Keyspace commands: DEL/UNLINK/REMOVE, EXISTS, TYPE, TOUCH, the EXPIRE and TTL families,
+ * PERSIST, KEYS, SCAN, RANDOMKEY, RENAME/RENAMENX, COPY, DBSIZE, FLUSHALL/FLUSHDB,
+ * MEMORY USAGE and OBJECT.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_client.h"
+#include "server/srv_cmd.h"
+#include "server/srv_db.h"
+#include "server/srv_reply.h"
+#include "server/srv_server.h"
+
+#include "common/cm_atomic.h"
+#include "common/cm_glob.h"
+#include "common/cm_mem.h"
+#include "common/cm_util.h"
+#include "redis-compat/resp_write.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- DEL, EXISTS, TYPE, TOUCH */
+
+/* Deletes key; returns 1 if it existed. */
+static int srv_delete_key(const struct srv_arg *k, int64_t now) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, k->p, k->len);
+    struct srv_obj *o = srv_db_peek(&r, now);
+    if (o)
+        srv_db_unlink(&r, o);
+    srv_db_unlock(&r);
+    return o != NULL;
+}
+
+void rc_del_command(struct srv_client *c) {
+    int64_t now = srv_now_ms();
+    long long n = 0;
+    for (int i = 1; i < c->argc; i++)
+        n += srv_delete_key(&c->argv[i], now);
+    resp_add_int(&c->out, n);
+}
+
+void rc_unlink_command(struct srv_client *c) {
+    rc_del_command(c);
+}
+
+void rc_remove_command(struct srv_client *c) {
+    rc_del_command(c);
+}
+
+/* Counts keys among argv[1..] that exist; touch = 1 also refreshes their LRU clock. */
+static long long srv_count_existing(struct srv_client *c, int touch) {
+    int64_t now = srv_now_ms();
+    long long n = 0;
+    for (int i = 1; i < c->argc; i++) {
+        struct srv_db_ref r;
+        srv_db_lock(&r, c->argv[i].p, c->argv[i].len);
+        n += (touch ? srv_db_find(&r, now) : srv_db_peek(&r, now)) != NULL;
+        srv_db_unlock(&r);
+    }
+    return n;
+}
+
+void rc_exists_command(struct srv_client *c) {
+    resp_add_int(&c->out, srv_count_existing(c, 0));
+}
+
+void rc_touch_command(struct srv_client *c) {
+    resp_add_int(&c->out, srv_count_existing(c, 1));
+}
+
+void rc_type_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
+    struct srv_obj *o = srv_db_peek(&r, srv_now_ms());
+    srv_db_unlock(&r);
+    resp_add_simple(&c->out, o ? "string" : "none");
+}
+
+/* ---------------------------------------------------------------- EXPIRE family */
+
+#define SRV_EXP_NX 1
+#define SRV_EXP_XX 2
+#define SRV_EXP_GT 4
+#define SRV_EXP_LT 8
+
+static int srv_parse_expire_flags(struct srv_client *c, int *flags) {
+    *flags = 0;
+    for (int j = 3; j < c->argc; j++) {
+        if (srv_arg_is(c, j, "nx"))
+            *flags |= SRV_EXP_NX;
+        else if (srv_arg_is(c, j, "xx"))
+            *flags |= SRV_EXP_XX;
+        else if (srv_arg_is(c, j, "gt"))
+            *flags |= SRV_EXP_GT;
+        else if (srv_arg_is(c, j, "lt"))
+            *flags |= SRV_EXP_LT;
+        else {
+            srv_reply_errorf(c, "ERR Unsupported option %.*s", (int)c->argv[j].len, c->argv[j].p);
+            return -1;
+        }
+    }
+    if ((*flags & SRV_EXP_NX) && (*flags & (SRV_EXP_XX | SRV_EXP_GT | SRV_EXP_LT))) {
+        srv_reply_error(c, "ERR NX and XX, GT or LT options at the same time are not compatible");
+        return -1;
+    }
+    if ((*flags & SRV_EXP_GT) && (*flags & SRV_EXP_LT)) {
+        srv_reply_error(c, "ERR GT and LT options at the same time are not compatible");
+        return -1;
+    }
+    return 0;
+}
+
+/* EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT: base is now (relative) or 0 (absolute). */
+static void srv_expire_generic(struct srv_client *c, int64_t base, int seconds, const char *name) {
+    long long when;
+    int flags;
+    if (srv_arg_ll(c, 2, &when, NULL) < 0 || srv_parse_expire_flags(c, &flags) < 0)
+        return;
+    if (seconds) {
+        if (when > LLONG_MAX / 1000 || when < LLONG_MIN / 1000) {
+            srv_reply_errorf(c, "ERR invalid expire time in '%s' command", name);
+            return;
+        }
+        when *= 1000;
+    }
+    if (when > LLONG_MAX - base) {
+        srv_reply_errorf(c, "ERR invalid expire time in '%s' command", name);
+        return;
+    }
+    when += base;
+    struct srv_db_ref r;
+    int64_t now = srv_now_ms();
+    srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
+    struct srv_obj *o = srv_db_find(&r, now);
+    int ok = o != NULL;
+    if (o && flags) {
+        int64_t cur = cm_atomic_load_relaxed(&o->expire_ms);
+        if ((flags & SRV_EXP_NX) && cur)
+            ok = 0;
+        if ((flags & SRV_EXP_XX) && !cur)
+            ok = 0;
+        if ((flags & SRV_EXP_GT) && (!cur || when <= cur))
+            ok = 0;
+        if ((flags & SRV_EXP_LT) && cur && when >= cur)
+            ok = 0;
+    }
+    if (ok) {
+        if (when <= now)
+            srv_db_unlink(&r, o);
+        else
+            srv_db_set_expire(&r, o, when);
+    }
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, ok);
+}
+
+void rc_expire_command(struct srv_client *c) {
+    srv_expire_generic(c, srv_now_ms(), 1, "expire");
+}
+
+void rc_pexpire_command(struct srv_client *c) {
+    srv_expire_generic(c, srv_now_ms(), 0, "pexpire");
+}
+
+void rc_expireat_command(struct srv_client *c) {
+    srv_expire_generic(c, 0, 1, "expireat");
+}
+
+void rc_pexpireat_command(struct srv_client *c) {
+    srv_expire_generic(c, 0, 0, "pexpireat");
+}
+
+/* TTL (ms = 0, rel = 1), PTTL (1, 1), EXPIRETIME (0, 0), PEXPIRETIME (1, 0). */
+static void srv_ttl_generic(struct srv_client *c, int ms, int rel) {
+    struct srv_db_ref r;
+    int64_t now = srv_now_ms();
+    srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
+    struct srv_obj *o = srv_db_peek(&r, now);
+    int64_t e = o ? cm_atomic_load_relaxed(&o->expire_ms) : 0;
+    srv_db_unlock(&r);
+    if (!o) {
+        resp_add_int(&c->out, -2);
+    } else if (!e) {
+        resp_add_int(&c->out, -1);
+    } else if (rel) {
+        int64_t ttl = e - now;
+        if (ttl < 0)
+            ttl = 0;
+        resp_add_int(&c->out, ms ? ttl : (ttl + 500) / 1000);
+    } else {
+        resp_add_int(&c->out, ms ? e : e / 1000);
+    }
+}
+
+void rc_ttl_command(struct srv_client *c) {
+    srv_ttl_generic(c, 0, 1);
+}
+
+void rc_pttl_command(struct srv_client *c) {
+    srv_ttl_generic(c, 1, 1);
+}
+
+void rc_expiretime_command(struct srv_client *c) {
+    srv_ttl_generic(c, 0, 0);
+}
+
+void rc_pexpiretime_command(struct srv_client *c) {
+    srv_ttl_generic(c, 1, 0);
+}
+
+void rc_persist_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    int done = o && cm_atomic_load_relaxed(&o->expire_ms) != 0;
+    if (done)
+        srv_db_set_expire(&r, o, 0);
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, done);
+}
+
+/* ---------------------------------------------------------------- KEYS, SCAN, RANDOMKEY */
+
+struct srv_keys_ctx {
+    struct cm_buf *keys; /* RESP bulk strings appended here */
+    long count;
+    const char *pat;
+    size_t plen;
+    int all;
+    int type_ok;
+};
+
+static void srv_keys_visit(struct srv_obj *o, void *arg) {
+    struct srv_keys_ctx *k = arg;
+    if (!k->type_ok)
+        return;
+    if (!k->all && !cm_glob_match(k->pat, k->plen, o->key, o->klen, 0))
+        return;
+    resp_add_bulk(k->keys, o->key, o->klen);
+    k->count++;
+}
+
+void rc_keys_command(struct srv_client *c) {
+    struct cm_buf keys;
+    cm_buf_init(&keys);
+    struct srv_keys_ctx k = {&keys, 0, c->argv[1].p, c->argv[1].len, 0, 1};
+    k.all = c->argv[1].len == 1 && c->argv[1].p[0] == '*';
+    uint64_t cursor = 0;
+    int64_t now = srv_now_ms();
+    do {
+        cursor = srv_db_scan(cursor, 4096, now, srv_keys_visit, &k);
+    } while (cursor != 0);
+    resp_add_array_hdr(&c->out, k.count);
+    cm_buf_append(&c->out, keys.data, keys.len);
+    cm_buf_fini(&keys);
+}
+
+void rc_scan_command(struct srv_client *c) {
+    unsigned long long cursor;
+    char *end;
+    char tmp[32];
+    if (c->argv[1].len == 0 || c->argv[1].len >= sizeof(tmp)) {
+        srv_reply_error(c, "ERR invalid cursor");
+        return;
+    }
+    memcpy(tmp, c->argv[1].p, c->argv[1].len);
+    tmp[c->argv[1].len] = '\0';
+    errno = 0;
+    cursor = strtoull(tmp, &end, 10);
+    if (*end != '\0' || errno == ERANGE || tmp[0] == '-' || tmp[0] == ' ') {
+        srv_reply_error(c, "ERR invalid cursor");
+        return;
+    }
+    long long count = 10;
+    struct srv_keys_ctx k = {NULL, 0, NULL, 0, 1, 1};
+    for (int j = 2; j < c->argc; j += 2) {
+        if (j + 1 >= c->argc) {
+            srv_reply_syntax_error(c);
+            return;
+        }
+        if (srv_arg_is(c, j, "count")) {
+            if (srv_arg_ll(c, j + 1, &count, NULL) < 0)
+                return;
+            if (count < 1) {
+                srv_reply_syntax_error(c);
+                return;
+            }
+        } else if (srv_arg_is(c, j, "match")) {
+            k.pat = c->argv[j + 1].p;
+            k.plen = c->argv[j + 1].len;
+            k.all = k.plen == 1 && k.pat[0] == '*';
+        } else if (srv_arg_is(c, j, "type")) {
+            k.type_ok = srv_arg_is(c, j + 1, "string");
+        } else {
+            srv_reply_syntax_error(c);
+            return;
+        }
+    }
+    struct cm_buf keys;
+    cm_buf_init(&keys);
+    k.keys = &keys;
+    uint64_t next = srv_db_scan(cursor, (size_t)count, srv_now_ms(), srv_keys_visit, &k);
+    resp_add_array_hdr(&c->out, 2);
+    char num[24];
+    int n = cm_ll2str(num, sizeof(num), (long long)next);
+    if (next > LLONG_MAX)
+        n = snprintf(num, sizeof(num), "%llu", (unsigned long long)next);
+    resp_add_bulk(&c->out, num, (size_t)n);
+    resp_add_array_hdr(&c->out, k.count);
+    cm_buf_append(&c->out, keys.data, keys.len);
+    cm_buf_fini(&keys);
+}
+
+void rc_randomkey_command(struct srv_client *c) {
+    size_t klen;
+    char *k = srv_db_random_key(srv_now_ms(), &klen);
+    if (!k) {
+        resp_add_null(&c->out, c->proto);
+        return;
+    }
+    resp_add_bulk(&c->out, k, klen);
+    cm_free(k);
+}
+
+/* ---------------------------------------------------------------- RENAME, COPY */
+
+/* Unlinks key and returns its object with one reference owned by the caller, or NULL. */
+static struct srv_obj *srv_take_key(const struct srv_arg *k, int64_t now) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, k->p, k->len);
+    struct srv_obj *o = srv_db_peek(&r, now);
+    if (o) {
+        srv_obj_ref(o);
+        srv_db_unlink(&r, o);
+    }
+    srv_db_unlock(&r);
+    return o;
+}
+
+/* Stores a copy of src's value under dst (replace = 1 overwrites). Returns 1, 0, or -1. */
+static int srv_store_copy(struct srv_client *c, const struct srv_arg *dst, struct srv_obj *src,
+                          int replace) {
+    struct srv_obj *n;
+    int rc = srv_obj_create(dst->p, dst->len, src->vlen, src->vlen, &n);
+    if (rc < 0) {
+        srv_reply_alloc_error(c, rc);
+        return -1;
+    }
+    memcpy(n->val, src->val, src->vlen);
+    cm_atomic_store_relaxed(&n->expire_ms, cm_atomic_load_relaxed(&src->expire_ms));
+    struct srv_db_ref r;
+    srv_db_lock(&r, dst->p, dst->len);
+    struct srv_obj *old = srv_db_peek(&r, srv_now_ms());
+    int done = 1;
+    if (old && !replace)
+        done = 0;
+    else if (old)
+        srv_db_replace(&r, old, n);
+    else
+        srv_db_insert(&r, n);
+    srv_db_unlock(&r);
+    if (!done)
+        srv_obj_unref(n);
+    return done;
+}
+
+static int srv_key_exists(const struct srv_arg *k, int64_t now) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, k->p, k->len);
+    int e = srv_db_peek(&r, now) != NULL;
+    srv_db_unlock(&r);
+    return e;
+}
+
+static void srv_rename_generic(struct srv_client *c, int nx) {
+    const struct srv_arg *src = &c->argv[1], *dst = &c->argv[2];
+    int64_t now = srv_now_ms();
+    if (!srv_key_exists(src, now)) {
+        srv_reply_error(c, "ERR no such key");
+        return;
+    }
+    int same = src->len == dst->len && memcmp(src->p, dst->p, src->len) == 0;
+    if (same) {
+        if (nx)
+            resp_add_int(&c->out, 0);
+        else
+            srv_reply_ok(c);
+        return;
+    }
+    if (nx && srv_key_exists(dst, now)) {
+        resp_add_int(&c->out, 0);
+        return;
+    }
+    /* Exclusive lock held: nothing else runs, so the copy-then-unlink is atomic. */
+    struct srv_db_ref r;
+    srv_db_lock(&r, src->p, src->len);
+    struct srv_obj *o = srv_db_peek(&r, now);
+    srv_obj_ref(o);
+    srv_db_unlock(&r);
+    int rc = srv_store_copy(c, dst, o, 1);
+    srv_obj_unref(o);
+    if (rc < 0)
+        return;
+    struct srv_obj *gone = srv_take_key(src, now);
+    if (gone)
+        srv_obj_unref(gone);
+    if (nx)
+        resp_add_int(&c->out, 1);
+    else
+        srv_reply_ok(c);
+}
+
+void rc_rename_command(struct srv_client *c) {
+    srv_rename_generic(c, 0);
+}
+
+void rc_renamenx_command(struct srv_client *c) {
+    srv_rename_generic(c, 1);
+}
+
+void rc_copy_command(struct srv_client *c) {
+    int replace = 0;
+    for (int j = 3; j < c->argc; j++) {
+        if (srv_arg_is(c, j, "replace")) {
+            replace = 1;
+        } else if (srv_arg_is(c, j, "db") && j + 1 < c->argc) {
+            long long db;
+            if (srv_arg_ll(c, ++j, &db, NULL) < 0)
+                return;
+            if (db != 0) {
+                srv_reply_error(c, "ERR DB index is out of range");
+                return;
+            }
+        } else {
+            srv_reply_syntax_error(c);
+            return;
+        }
+    }
+    const struct srv_arg *src = &c->argv[1], *dst = &c->argv[2];
+    if (src->len == dst->len && memcmp(src->p, dst->p, src->len) == 0) {
+        srv_reply_error(c, "ERR source and destination objects are the same");
+        return;
+    }
+    struct srv_db_ref r;
+    srv_db_lock(&r, src->p, src->len);
+    struct srv_obj *o = srv_db_peek(&r, srv_now_ms());
+    if (o)
+        srv_obj_ref(o);
+    srv_db_unlock(&r);
+    if (!o) {
+        resp_add_int(&c->out, 0);
+        return;
+    }
+    int rc = srv_store_copy(c, dst, o, replace);
+    srv_obj_unref(o);
+    if (rc >= 0)
+        resp_add_int(&c->out, rc);
+}
+
+/* ---------------------------------------------------------------- DBSIZE, FLUSH* */
+
+void rc_dbsize_command(struct srv_client *c) {
+    resp_add_int(&c->out, (long long)srv_db_size());
+}
+
+static void srv_flush_generic(struct srv_client *c) {
+    if (c->argc > 2 || (c->argc == 2 && !srv_arg_is(c, 1, "async") && !srv_arg_is(c, 1, "sync"))) {
+        srv_reply_syntax_error(c);
+        return;
+    }
+    srv_db_flush();
+    srv_reply_ok(c);
+}
+
+void rc_flushall_command(struct srv_client *c) {
+    srv_flush_generic(c);
+}
+
+void rc_flushdb_command(struct srv_client *c) {
+    srv_flush_generic(c);
+}
+
+/* ---------------------------------------------------------------- MEMORY, OBJECT */
+
+void rc_memory_command(struct srv_client *c) {
+    if (srv_arg_is(c, 1, "usage")) {
+        if (c->argc != 3 && !(c->argc == 5 && srv_arg_is(c, 3, "samples"))) {
+            if (c->argc < 3)
+                srv_reply_wrong_arity(c, "memory|usage");
+            else
+                srv_reply_syntax_error(c);
+            return;
+        }
+        struct srv_db_ref r;
+        srv_db_lock(&r, c->argv[2].p, c->argv[2].len);
+        struct srv_obj *o = srv_db_peek(&r, srv_now_ms());
+        long long bytes = o ? (long long)(sizeof(*o) + o->klen + srv_obj_capacity(o) + 8) : 0;
+        srv_db_unlock(&r);
+        if (o)
+            resp_add_int(&c->out, bytes);
+        else
+            resp_add_null(&c->out, c->proto);
+    } else if (srv_arg_is(c, 1, "help")) {
+        resp_add_array_hdr(&c->out, 2);
+        resp_add_simple(&c->out, "MEMORY USAGE <key> [SAMPLES <count>]");
+        resp_add_simple(&c->out, "    Return memory in bytes used by <key> and its value.");
+    } else {
+        srv_reply_errorf(c, "ERR unknown subcommand '%.128s'. Try MEMORY HELP.", c->argv[1].p);
+    }
+}
+
+static const char *srv_encoding_of(const struct srv_obj *o) {
+    long long v;
+    if (o->vlen <= 20 && cm_str2ll(o->val, o->vlen, &v) == 0)
+        return "int";
+    return o->vlen <= 44 ? "embstr" : "raw";
+}
+
+void rc_object_command(struct srv_client *c) {
+    if (srv_arg_is(c, 1, "help")) {
+        resp_add_array_hdr(&c->out, 3);
+        resp_add_simple(&c->out, "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+        resp_add_simple(&c->out, "ENCODING <key>");
+        resp_add_simple(&c->out, "REFCOUNT <key>");
+        return;
+    }
+    int known = srv_arg_is(c, 1, "encoding") || srv_arg_is(c, 1, "refcount") ||
+                srv_arg_is(c, 1, "idletime") || srv_arg_is(c, 1, "freq");
+    if (!known) {
+        srv_reply_errorf(c, "ERR unknown subcommand '%.128s'. Try OBJECT HELP.", c->argv[1].p);
+        return;
+    }
+    if (c->argc != 3) {
+        srv_reply_errorf(c, "ERR wrong number of arguments for 'object|%.*s' command",
+                         (int)c->argv[1].len, c->argv[1].p);
+        return;
+    }
+    struct srv_db_ref r;
+    srv_db_lock(&r, c->argv[2].p, c->argv[2].len);
+    struct srv_obj *o = srv_db_peek(&r, srv_now_ms());
+    if (!o) {
+        resp_add_null(&c->out, c->proto);
+    } else if (srv_arg_is(c, 1, "encoding")) {
+        resp_add_bulk_cstr(&c->out, srv_encoding_of(o));
+    } else if (srv_arg_is(c, 1, "refcount")) {
+        resp_add_int(&c->out, 1);
+    } else if (srv_arg_is(c, 1, "idletime")) {
+        uint32_t age = srv_lru_clock() - cm_atomic_load_relaxed(&o->lru);
+        resp_add_int(&c->out, (long long)age * 16 / 1000);
+    } else {
+        srv_reply_error(c, "ERR An LFU maxmemory policy is not selected, access frequency not "
+                           "tracked. Please note that when switching between policies at "
+                           "runtime LRU and LFU data will take some time to adjust.");
+    }
+    srv_db_unlock(&r);
+}

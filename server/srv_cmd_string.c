@@ -1,0 +1,586 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * String commands: SET and its variants, GET variants, MGET/MSET, APPEND, GETRANGE/SETRANGE,
+ * INCR/DECR families, plus the product's PUT (= SET key value). Values are allocated in the
+ * segment before the shard lock is taken; read-modify-write commands modify in place when no
+ * reader holds the value, else build a new value and swap it in if the key did not change.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_client.h"
+#include "server/srv_cmd.h"
+#include "server/srv_db.h"
+#include "server/srv_reply.h"
+#include "server/srv_server.h"
+
+#include "common/cm_atomic.h"
+#include "common/cm_util.h"
+#include "redis-compat/resp_write.h"
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#define SRV_SET_NX      0x01u
+#define SRV_SET_XX      0x02u
+#define SRV_SET_GET     0x04u
+#define SRV_SET_KEEPTTL 0x08u
+#define SRV_SET_EX      0x10u
+#define SRV_SET_PX      0x20u
+#define SRV_SET_EXAT    0x40u
+#define SRV_SET_PXAT    0x80u
+#define SRV_SET_PERSIST 0x100u
+#define SRV_SET_EXPIRES (SRV_SET_EX | SRV_SET_PX | SRV_SET_EXAT | SRV_SET_PXAT)
+
+/* ---------------------------------------------------------------- option parsing */
+
+/* Parses SET (is_set) or GETEX options from argument first on. Returns 0 or -1 (replied). */
+static int srv_parse_set_opts(struct srv_client *c, int first, int is_set, unsigned *flags,
+                              int *expire_arg) {
+    *flags = 0;
+    *expire_arg = -1;
+    for (int j = first; j < c->argc; j++) {
+        int has_next = j + 1 < c->argc;
+        unsigned f = *flags;
+        if (is_set && srv_arg_is(c, j, "nx") && !(f & SRV_SET_XX)) {
+            *flags |= SRV_SET_NX;
+        } else if (is_set && srv_arg_is(c, j, "xx") && !(f & SRV_SET_NX)) {
+            *flags |= SRV_SET_XX;
+        } else if (is_set && srv_arg_is(c, j, "get")) {
+            *flags |= SRV_SET_GET;
+        } else if (is_set && srv_arg_is(c, j, "keepttl") && !(f & (SRV_SET_EXPIRES))) {
+            *flags |= SRV_SET_KEEPTTL;
+        } else if (!is_set && srv_arg_is(c, j, "persist") && !(f & SRV_SET_EXPIRES)) {
+            *flags |= SRV_SET_PERSIST;
+        } else if (has_next && !(f & (SRV_SET_EXPIRES | SRV_SET_KEEPTTL | SRV_SET_PERSIST)) &&
+                   (srv_arg_is(c, j, "ex") || srv_arg_is(c, j, "px") || srv_arg_is(c, j, "exat") ||
+                    srv_arg_is(c, j, "pxat"))) {
+            *flags |= srv_arg_is(c, j, "ex")     ? SRV_SET_EX
+                      : srv_arg_is(c, j, "px")   ? SRV_SET_PX
+                      : srv_arg_is(c, j, "exat") ? SRV_SET_EXAT
+                                                 : SRV_SET_PXAT;
+            *expire_arg = ++j;
+        } else {
+            srv_reply_syntax_error(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Converts the expire argument to absolute Unix milliseconds with Redis's checks.
+ * Returns 0 or -1 (replied).
+ */
+static int srv_expire_ms(struct srv_client *c, int arg, unsigned flags, const char *cmdname,
+                         int64_t *out) {
+    long long v;
+    if (srv_arg_ll(c, arg, &v, NULL) < 0)
+        return -1;
+    int seconds = (flags & (SRV_SET_EX | SRV_SET_EXAT)) != 0;
+    if (v <= 0 || (seconds && v > LLONG_MAX / 1000)) {
+        srv_reply_errorf(c, "ERR invalid expire time in '%s' command", cmdname);
+        return -1;
+    }
+    if (seconds)
+        v *= 1000;
+    if (flags & (SRV_SET_EX | SRV_SET_PX)) {
+        if (v > LLONG_MAX - srv_now_ms()) {
+            srv_reply_errorf(c, "ERR invalid expire time in '%s' command", cmdname);
+            return -1;
+        }
+        v += srv_now_ms();
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- SET family */
+
+/*
+ * Stores val under key with the SET flags. Replies unless reply is 0. Returns 1 when the key
+ * was set, 0 when NX/XX prevented it, -1 on error (replied).
+ */
+static int srv_set_generic(struct srv_client *c, const struct srv_arg *key,
+                           const struct srv_arg *val, unsigned flags, int64_t expire_at,
+                           int reply) {
+    struct srv_obj *o = srv_obj_from(c, key->p, key->len, val->p, val->len);
+    if (!o)
+        return -1;
+    struct srv_db_ref r;
+    srv_db_lock(&r, key->p, key->len);
+    struct srv_obj *old = srv_db_find(&r, srv_now_ms());
+    if (flags & SRV_SET_GET) {
+        if (old)
+            srv_reply_value(c, old);
+        else
+            resp_add_null(&c->out, c->proto);
+    }
+    if (((flags & SRV_SET_NX) && old) || ((flags & SRV_SET_XX) && !old)) {
+        srv_db_unlock(&r);
+        srv_obj_unref(o);
+        if (reply && !(flags & SRV_SET_GET))
+            resp_add_null(&c->out, c->proto);
+        return 0;
+    }
+    int64_t exp = expire_at;
+    if ((flags & SRV_SET_KEEPTTL) && old)
+        exp = cm_atomic_load_relaxed(&old->expire_ms);
+    cm_atomic_store_relaxed(&o->expire_ms, exp);
+    if (old)
+        srv_db_replace(&r, old, o);
+    else
+        srv_db_insert(&r, o);
+    srv_db_unlock(&r);
+    if (reply && !(flags & SRV_SET_GET))
+        srv_reply_ok(c);
+    return 1;
+}
+
+void rc_set_command(struct srv_client *c) {
+    unsigned flags;
+    int earg;
+    int64_t exp = 0;
+    if (srv_parse_set_opts(c, 3, 1, &flags, &earg) < 0)
+        return;
+    if (earg >= 0 && srv_expire_ms(c, earg, flags, "set", &exp) < 0)
+        return;
+    srv_set_generic(c, &c->argv[1], &c->argv[2], flags, exp, 1);
+}
+
+void rc_put_command(struct srv_client *c) {
+    srv_set_generic(c, &c->argv[1], &c->argv[2], 0, 0, 1);
+}
+
+void rc_setnx_command(struct srv_client *c) {
+    int rc = srv_set_generic(c, &c->argv[1], &c->argv[2], SRV_SET_NX, 0, 0);
+    if (rc >= 0)
+        resp_add_int(&c->out, rc);
+}
+
+static void srv_setex_generic(struct srv_client *c, unsigned unit, const char *name) {
+    int64_t exp;
+    if (srv_expire_ms(c, 2, unit, name, &exp) < 0)
+        return;
+    srv_set_generic(c, &c->argv[1], &c->argv[3], 0, exp, 1);
+}
+
+void rc_setex_command(struct srv_client *c) {
+    srv_setex_generic(c, SRV_SET_EX, "setex");
+}
+
+void rc_psetex_command(struct srv_client *c) {
+    srv_setex_generic(c, SRV_SET_PX, "psetex");
+}
+
+void rc_getset_command(struct srv_client *c) {
+    srv_set_generic(c, &c->argv[1], &c->argv[2], SRV_SET_GET, 0, 1);
+}
+
+void rc_mset_command(struct srv_client *c) {
+    if (c->argc % 2 == 0) {
+        srv_reply_wrong_arity(c, "mset");
+        return;
+    }
+    for (int i = 1; i < c->argc; i += 2)
+        if (srv_set_generic(c, &c->argv[i], &c->argv[i + 1], 0, 0, 0) < 0)
+            return;
+    srv_reply_ok(c);
+}
+
+void rc_msetnx_command(struct srv_client *c) {
+    if (c->argc % 2 == 0) {
+        srv_reply_wrong_arity(c, "msetnx");
+        return;
+    }
+    int64_t now = srv_now_ms();
+    for (int i = 1; i < c->argc; i += 2) {
+        struct srv_db_ref r;
+        srv_db_lock(&r, c->argv[i].p, c->argv[i].len);
+        int exists = srv_db_peek(&r, now) != NULL;
+        srv_db_unlock(&r);
+        if (exists) {
+            resp_add_int(&c->out, 0);
+            return;
+        }
+    }
+    for (int i = 1; i < c->argc; i += 2)
+        if (srv_set_generic(c, &c->argv[i], &c->argv[i + 1], 0, 0, 0) < 0)
+            return;
+    resp_add_int(&c->out, 1);
+}
+
+/* ---------------------------------------------------------------- GET family */
+
+void rc_get_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    if (o)
+        srv_reply_value(c, o);
+    else
+        resp_add_null(&c->out, c->proto);
+    srv_db_unlock(&r);
+    srv_db_count_hit(o != NULL);
+}
+
+void rc_mget_command(struct srv_client *c) {
+    int64_t now = srv_now_ms();
+    resp_add_array_hdr(&c->out, c->argc - 1);
+    for (int i = 1; i < c->argc; i++) {
+        struct srv_db_ref r;
+        srv_db_lock(&r, c->argv[i].p, c->argv[i].len);
+        struct srv_obj *o = srv_db_find(&r, now);
+        if (o)
+            srv_reply_value(c, o);
+        else
+            resp_add_null(&c->out, c->proto);
+        srv_db_unlock(&r);
+        srv_db_count_hit(o != NULL);
+    }
+}
+
+void rc_getdel_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    if (o) {
+        srv_reply_value(c, o);
+        srv_db_unlink(&r, o);
+    } else {
+        resp_add_null(&c->out, c->proto);
+    }
+    srv_db_unlock(&r);
+}
+
+void rc_getex_command(struct srv_client *c) {
+    unsigned flags;
+    int earg;
+    int64_t exp = 0;
+    if (srv_parse_set_opts(c, 2, 0, &flags, &earg) < 0)
+        return;
+    if (earg >= 0 && srv_expire_ms(c, earg, flags, "getex", &exp) < 0)
+        return;
+    struct srv_db_ref r;
+    srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    if (!o) {
+        resp_add_null(&c->out, c->proto);
+    } else {
+        srv_reply_value(c, o);
+        if (earg >= 0 && exp <= srv_now_ms())
+            srv_db_unlink(&r, o);
+        else if (earg >= 0)
+            srv_db_set_expire(&r, o, exp);
+        else if ((flags & SRV_SET_PERSIST) && cm_atomic_load_relaxed(&o->expire_ms))
+            srv_db_set_expire(&r, o, 0);
+    }
+    srv_db_unlock(&r);
+}
+
+void rc_strlen_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    resp_add_int(&c->out, o ? (long long)o->vlen : 0);
+    srv_db_unlock(&r);
+}
+
+void rc_getrange_command(struct srv_client *c) {
+    long long start, end;
+    if (srv_arg_ll(c, 2, &start, NULL) < 0 || srv_arg_ll(c, 3, &end, NULL) < 0)
+        return;
+    struct srv_db_ref r;
+    srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    long long len = o ? (long long)o->vlen : 0;
+    if (start < 0 && end < 0 && start > end) {
+        resp_add_bulk(&c->out, "", 0);
+    } else {
+        if (start < 0)
+            start += len;
+        if (end < 0)
+            end += len;
+        if (start < 0)
+            start = 0;
+        if (end < 0)
+            end = 0;
+        if (end >= len)
+            end = len - 1;
+        if (!o || start > end || len == 0)
+            resp_add_bulk(&c->out, "", 0);
+        else
+            resp_add_bulk(&c->out, o->val + start, (size_t)(end - start + 1));
+    }
+    srv_db_unlock(&r);
+}
+
+/* ---------------------------------------------------------------- read-modify-write */
+
+/*
+ * A read-modify-write: plan() computes the new length from the old value (exists = 0 when the
+ * key is absent) or returns -1 after replying an error, or -2 to leave the key untouched;
+ * build() writes the new value into dst (dst may equal old for an in-place update).
+ */
+struct srv_rmw {
+    long long (*plan)(struct srv_client *c, const char *old, size_t oldlen, int exists, void *arg);
+    void (*build)(char *dst, const char *old, size_t oldlen, size_t newlen, void *arg);
+    void *arg;
+    size_t slack; /* extra capacity for values that tend to grow (APPEND) */
+};
+
+/*
+ * Runs rmw on key. Returns the new length, -1 on error (replied), -2 when plan() left the key
+ * alone (the old length is then in *oldlen_out).
+ */
+static long long srv_rmw_run(struct srv_client *c, const struct srv_rmw *rmw, size_t *oldlen_out) {
+    const struct srv_arg *key = &c->argv[1];
+    for (int attempt = 0;; attempt++) {
+        struct srv_db_ref r;
+        srv_db_lock(&r, key->p, key->len);
+        struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+        size_t oldlen = o ? o->vlen : 0;
+        long long newlen = rmw->plan(c, o ? o->val : NULL, oldlen, o != NULL, rmw->arg);
+        if (newlen < 0) {
+            *oldlen_out = oldlen;
+            srv_db_unlock(&r);
+            return newlen;
+        }
+        if (o && cm_atomic_load_relaxed(&o->refs) == 1 && srv_obj_capacity(o) >= (uint64_t)newlen) {
+            rmw->build(o->val, o->val, oldlen, (size_t)newlen, rmw->arg);
+            o->vlen = (uint32_t)newlen;
+            srv_db_touch_version(o);
+            srv_db_unlock(&r);
+            return newlen;
+        }
+        uint64_t version = o ? o->version : 0;
+        if (o)
+            srv_obj_ref(o);
+        srv_db_unlock(&r);
+        struct srv_obj *n;
+        size_t cap = (size_t)newlen + (attempt == 0 ? rmw->slack : 0);
+        int rc = srv_obj_create(key->p, key->len, (size_t)newlen, cap, &n);
+        if (rc < 0) {
+            if (o)
+                srv_obj_unref(o);
+            srv_reply_alloc_error(c, rc);
+            return -1;
+        }
+        rmw->build(n->val, o ? o->val : NULL, oldlen, (size_t)newlen, rmw->arg);
+        srv_db_lock(&r, key->p, key->len);
+        struct srv_obj *cur = srv_db_find(&r, srv_now_ms());
+        int same = (cur == o) && (!cur || cur->version == version);
+        if (same) {
+            if (cur) {
+                cm_atomic_store_relaxed(&n->expire_ms, cm_atomic_load_relaxed(&cur->expire_ms));
+                srv_db_replace(&r, cur, n);
+            } else {
+                srv_db_insert(&r, n);
+            }
+        }
+        srv_db_unlock(&r);
+        if (o)
+            srv_obj_unref(o);
+        if (same)
+            return newlen;
+        srv_obj_unref(n); /* the key changed meanwhile: start over */
+    }
+}
+
+struct srv_append_arg {
+    const char *p;
+    size_t len;
+};
+
+static long long srv_append_plan(struct srv_client *c, const char *old, size_t oldlen, int exists,
+                                 void *arg) {
+    struct srv_append_arg *a = arg;
+    (void)old;
+    (void)exists;
+    if (oldlen + a->len > (size_t)srv_cfg.proto_max_bulk_len) {
+        srv_reply_error(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return -1;
+    }
+    return (long long)(oldlen + a->len);
+}
+
+static void srv_append_build(char *dst, const char *old, size_t oldlen, size_t newlen, void *arg) {
+    struct srv_append_arg *a = arg;
+    (void)newlen;
+    if (old && dst != old)
+        memcpy(dst, old, oldlen);
+    memcpy(dst + oldlen, a->p, a->len);
+}
+
+void rc_append_command(struct srv_client *c) {
+    struct srv_append_arg a = {c->argv[2].p, c->argv[2].len};
+    struct srv_rmw rmw = {srv_append_plan, srv_append_build, &a, 0};
+    size_t oldlen;
+    /* Values that get appended to usually grow again: leave room (like sds greedy growth). */
+    rmw.slack = a.len < (1u << 20) ? a.len + 64 : (1u << 20);
+    long long n = srv_rmw_run(c, &rmw, &oldlen);
+    if (n >= 0)
+        resp_add_int(&c->out, n);
+}
+
+struct srv_setrange_arg {
+    long long offset;
+    const char *p;
+    size_t len;
+};
+
+static long long srv_setrange_plan(struct srv_client *c, const char *old, size_t oldlen, int exists,
+                                   void *arg) {
+    struct srv_setrange_arg *a = arg;
+    (void)old;
+    (void)exists;
+    if ((unsigned long long)a->offset + a->len > (unsigned long long)srv_cfg.proto_max_bulk_len) {
+        srv_reply_error(c, "ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return -1;
+    }
+    size_t end = (size_t)a->offset + a->len;
+    return (long long)(end > oldlen ? end : oldlen);
+}
+
+static void srv_setrange_build(char *dst, const char *old, size_t oldlen, size_t newlen,
+                               void *arg) {
+    struct srv_setrange_arg *a = arg;
+    if (old && dst != old)
+        memcpy(dst, old, oldlen);
+    if ((size_t)a->offset > oldlen)
+        memset(dst + oldlen, 0, (size_t)a->offset - oldlen);
+    (void)newlen;
+    memcpy(dst + a->offset, a->p, a->len);
+}
+
+void rc_setrange_command(struct srv_client *c) {
+    struct srv_setrange_arg a = {0, c->argv[3].p, c->argv[3].len};
+    if (srv_arg_ll(c, 2, &a.offset, NULL) < 0)
+        return;
+    if (a.offset < 0) {
+        srv_reply_error(c, "ERR offset is out of range");
+        return;
+    }
+    if (a.len == 0) { /* no change: reply the current length (0 when absent) */
+        struct srv_db_ref r;
+        srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
+        struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+        resp_add_int(&c->out, o ? (long long)o->vlen : 0);
+        srv_db_unlock(&r);
+        return;
+    }
+    struct srv_rmw rmw = {srv_setrange_plan, srv_setrange_build, &a, 0};
+    size_t oldlen;
+    long long n = srv_rmw_run(c, &rmw, &oldlen);
+    if (n >= 0)
+        resp_add_int(&c->out, n);
+}
+
+/* ---------------------------------------------------------------- INCR family */
+
+struct srv_incr_arg {
+    long long incr;
+    long long result;
+    char buf[32];
+    size_t len;
+};
+
+static long long srv_incr_plan(struct srv_client *c, const char *old, size_t oldlen, int exists,
+                               void *arg) {
+    struct srv_incr_arg *a = arg;
+    long long v = 0;
+    if (exists && (oldlen > 20 || cm_str2ll(old, oldlen, &v) != 0)) {
+        srv_reply_error(c, SRV_ERR_NOT_INT);
+        return -1;
+    }
+    if ((a->incr < 0 && v < 0 && a->incr < (LLONG_MIN - v)) ||
+        (a->incr > 0 && v > 0 && a->incr > (LLONG_MAX - v))) {
+        srv_reply_error(c, "ERR increment or decrement would overflow");
+        return -1;
+    }
+    a->result = v + a->incr;
+    a->len = (size_t)cm_ll2str(a->buf, sizeof(a->buf), a->result);
+    return (long long)a->len;
+}
+
+static void srv_incr_build(char *dst, const char *old, size_t oldlen, size_t newlen, void *arg) {
+    struct srv_incr_arg *a = arg;
+    (void)old;
+    (void)oldlen;
+    memcpy(dst, a->buf, newlen);
+}
+
+static void srv_incr_generic(struct srv_client *c, long long incr) {
+    struct srv_incr_arg a = {.incr = incr};
+    struct srv_rmw rmw = {srv_incr_plan, srv_incr_build, &a, 24};
+    size_t oldlen;
+    if (srv_rmw_run(c, &rmw, &oldlen) >= 0)
+        resp_add_int(&c->out, a.result);
+}
+
+void rc_incr_command(struct srv_client *c) {
+    srv_incr_generic(c, 1);
+}
+
+void rc_decr_command(struct srv_client *c) {
+    srv_incr_generic(c, -1);
+}
+
+void rc_incrby_command(struct srv_client *c) {
+    long long v;
+    if (srv_arg_ll(c, 2, &v, NULL) == 0)
+        srv_incr_generic(c, v);
+}
+
+void rc_decrby_command(struct srv_client *c) {
+    long long v;
+    if (srv_arg_ll(c, 2, &v, NULL) < 0)
+        return;
+    if (v == LLONG_MIN) {
+        srv_reply_error(c, "ERR decrement would overflow");
+        return;
+    }
+    srv_incr_generic(c, -v);
+}
+
+struct srv_incrf_arg {
+    long double incr;
+    char buf[CM_LD_STR_SIZE];
+    size_t len;
+};
+
+static long long srv_incrf_plan(struct srv_client *c, const char *old, size_t oldlen, int exists,
+                                void *arg) {
+    struct srv_incrf_arg *a = arg;
+    long double v = 0;
+    if (exists && cm_str2ld(old, oldlen, &v) != 0) {
+        srv_reply_error(c, "ERR value is not a valid float");
+        return -1;
+    }
+    v += a->incr;
+    if (isnan(v) || isinf(v)) {
+        srv_reply_error(c, "ERR increment would produce NaN or Infinity");
+        return -1;
+    }
+    a->len = (size_t)cm_ld2str(a->buf, sizeof(a->buf), v);
+    return (long long)a->len;
+}
+
+static void srv_incrf_build(char *dst, const char *old, size_t oldlen, size_t newlen, void *arg) {
+    struct srv_incrf_arg *a = arg;
+    (void)old;
+    (void)oldlen;
+    memcpy(dst, a->buf, newlen);
+}
+
+void rc_incrbyfloat_command(struct srv_client *c) {
+    static __thread struct srv_incrf_arg a;
+    if (cm_str2ld(c->argv[2].p, c->argv[2].len, &a.incr) != 0) {
+        srv_reply_error(c, "ERR value is not a valid float");
+        return;
+    }
+    struct srv_rmw rmw = {srv_incrf_plan, srv_incrf_build, &a, 0};
+    size_t oldlen;
+    if (srv_rmw_run(c, &rmw, &oldlen) >= 0)
+        resp_add_bulk(&c->out, a.buf, a.len);
+}

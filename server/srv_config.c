@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The configuration table of crescent-master: every flag, redis.conf directive and CONFIG
+ * GET/SET parameter, with Mooncake's names where they exist and Redis's elsewhere.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_db.h"
+#include "server/srv_server.h"
+
+#include "common/cm_log.h"
+#include "common/cm_time.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+struct srv_config srv_cfg;
+struct cm_config srv_config_table;
+
+static const char *const srv_loglevels[] = {"debug",   "verbose", "notice",
+                                            "warning", "nothing", NULL};
+
+static int srv_apply_eviction(const struct cm_cfg_entry *e, char *err, size_t errlen) {
+    (void)e;
+    (void)err;
+    (void)errlen;
+    srv_db_high_watermark = srv_cfg.eviction_high_watermark_ratio;
+    srv_db_evict_ratio = srv_cfg.eviction_ratio;
+    return 0;
+}
+
+static int srv_apply_loglevel(const struct cm_cfg_entry *e, char *err, size_t errlen) {
+    (void)e;
+    (void)err;
+    (void)errlen;
+    cm_log_set_level((enum cm_log_level)srv_cfg.loglevel);
+    return 0;
+}
+
+#define INT_ENTRY(n, a, fl, var, lo, hi, def, h) \
+    { n, a, CM_CFG_INT, fl, &srv_cfg.var, lo, hi, 0, 0, def, NULL, NULL, h }
+#define MEM_ENTRY(n, a, fl, var, lo, hi, def, h) \
+    { n, a, CM_CFG_MEMORY, fl, &srv_cfg.var, lo, hi, 0, 0, def, NULL, NULL, h }
+#define STR_ENTRY(n, a, fl, var, def, h) \
+    { n, a, CM_CFG_STRING, fl, &srv_cfg.var, 0, 0, 0, 0, def, NULL, NULL, h }
+#define BOOL_ENTRY(n, a, fl, var, def, h) \
+    { n, a, CM_CFG_BOOL, fl, &srv_cfg.var, 0, 1, 0, 0, def, NULL, NULL, h }
+#define DBL_ENTRY(n, a, fl, var, lo, hi, def, apply, h) \
+    { n, a, CM_CFG_DOUBLE, fl, &srv_cfg.var, 0, 0, lo, hi, def, NULL, apply, h }
+
+static const struct cm_cfg_entry srv_entries[] = {
+    INT_ENTRY("port", NULL, CM_CFG_IMMUTABLE, port, 1, 65535, "50051", "RESP TCP port"),
+    STR_ENTRY("bind", NULL, CM_CFG_IMMUTABLE, bind, "0.0.0.0", "IPv4 address to listen on"),
+    STR_ENTRY("unixsocket", NULL, CM_CFG_IMMUTABLE, unixsocket, "",
+              "also listen on this Unix socket path"),
+    INT_ENTRY("unixsocketperm", NULL, CM_CFG_IMMUTABLE, unixsocketperm, 0, 0777, "0",
+              "permissions of the Unix socket (octal value as decimal)"),
+    INT_ENTRY("threads", "io-threads", CM_CFG_IMMUTABLE, threads, 0, 256, "0",
+              "event-loop threads (0 = number of online cores)"),
+    MEM_ENTRY("memory", "maxmemory", CM_CFG_IMMUTABLE, memory, 1 << 20, LLONG_MAX, "1gb",
+              "size of the embedded segment holding all values"),
+    INT_ENTRY("maxclients", NULL, 0, maxclients, 1, 1000000, "10000",
+              "maximum simultaneous clients"),
+    INT_ENTRY("timeout", NULL, 0, timeout, 0, INT_MAX, "0",
+              "close idle clients after this many seconds (0 = never)"),
+    STR_ENTRY("requirepass", NULL, CM_CFG_SENSITIVE, requirepass, "",
+              "password of the default user (empty = none)"),
+    BOOL_ENTRY("protected-mode", "protected_mode", 0, protected_mode, "yes",
+               "without a password accept only loopback clients"),
+    INT_ENTRY("tcp-backlog", "tcp_backlog", CM_CFG_IMMUTABLE, tcp_backlog, 1, 65535, "511",
+              "listen(2) backlog"),
+    INT_ENTRY("tcp-keepalive", "tcp_keepalive", 0, tcp_keepalive, 0, INT_MAX, "300",
+              "TCP keepalive idle seconds (0 = off)"),
+    STR_ENTRY("logfile", NULL, CM_CFG_IMMUTABLE, logfile, "", "log file (empty = stderr)"),
+    {"loglevel", NULL, CM_CFG_ENUM, 0, &srv_cfg.loglevel, 0, 0, 0, 0, "notice", srv_loglevels,
+     srv_apply_loglevel, "debug, verbose, notice or warning"},
+    DBL_ENTRY("eviction_high_watermark_ratio", "eviction-high-watermark-ratio", 0,
+              eviction_high_watermark_ratio, 0.0, 1.0, "0.90", srv_apply_eviction,
+              "evict when segment usage passes this ratio"),
+    DBL_ENTRY("eviction_ratio", "eviction-ratio", 0, eviction_ratio, 0.0, 1.0, "0.05",
+              srv_apply_eviction, "share of evictable objects freed per eviction cycle"),
+    INT_ENTRY("default_kv_lease_ttl", "default-kv-lease-ttl", 0, default_kv_lease_ttl, 0, INT_MAX,
+              "5000", "read lease of MC.* gets, in milliseconds"),
+    INT_ENTRY("client_live_ttl_sec", "client-live-ttl-sec", 0, client_live_ttl_sec, 1, INT_MAX,
+              "10", "seconds without a ping before a client is expired"),
+    MEM_ENTRY("proto-max-bulk-len", "proto_max_bulk_len", CM_CFG_IMMUTABLE, proto_max_bulk_len,
+              1024 * 1024, 2147483647LL, "512mb", "largest bulk string accepted"),
+    MEM_ENTRY("client-query-buffer-limit", "client_query_buffer_limit", 0,
+              client_query_buffer_limit, 1024 * 1024, LLONG_MAX, "1gb",
+              "largest query buffer of a client"),
+    MEM_ENTRY("client-output-buffer-limit", "client_output_buffer_limit", 0,
+              client_output_buffer_limit, 0, LLONG_MAX, "0",
+              "hard output-buffer limit of a normal client (0 = none)"),
+    INT_ENTRY("hz", NULL, 0, hz, 1, 500, "10", "background task frequency"),
+    STR_ENTRY("save", NULL, 0, save, "", "accepted for compatibility; Crescent never persists"),
+    BOOL_ENTRY("appendonly", NULL, 0, appendonly, "no", "accepted for compatibility"),
+    INT_ENTRY("databases", NULL, CM_CFG_IMMUTABLE, databases, 1, 1, "1", "always 1 (db 0)"),
+    BOOL_ENTRY("enable_ha", "enable-ha", CM_CFG_IMMUTABLE, enable_ha, "no",
+               "take part in leader election (see docs/ha.md)"),
+    STR_ENTRY("ha_backend_type", "ha-backend-type", CM_CFG_IMMUTABLE, ha_backend_type, "redis",
+              "redis, etcd or k8s"),
+    STR_ENTRY("ha_backend_connstring", "ha-backend-connstring", CM_CFG_IMMUTABLE,
+              ha_backend_connstring, "", "election backend URI"),
+    STR_ENTRY("cluster_id", "cluster-id", CM_CFG_IMMUTABLE, cluster_id, "crescent",
+              "cluster name used in election keys"),
+    BOOL_ENTRY("enable_offload", "enable-offload", CM_CFG_IMMUTABLE, enable_offload, "no",
+               "SSD tier (not available in this version)"),
+    BOOL_ENTRY("offload_on_evict", "offload-on-evict", 0, offload_on_evict, "no",
+               "queue evicted objects for the SSD tier"),
+    INT_ENTRY("metrics_port", "metrics-port", CM_CFG_IMMUTABLE, metrics_port, 0, 65535, "9003",
+              "admin/metrics HTTP port (reserved)"),
+};
+
+int srv_config_setup(char *err, size_t errlen) {
+    return cm_config_init(&srv_config_table, srv_entries,
+                          sizeof(srv_entries) / sizeof(srv_entries[0]), err, errlen);
+}
+
+int64_t srv_now_ms(void) {
+    return (int64_t)cm_wall_ms();
+}

@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Keyspace shards, object life cycle, lazy and active expiry, LRU eviction. See srv_db.h. */
+#include "common/fmacros.h"
+
+#include "server/srv_db.h"
+
+#include "common/cm_atomic.h"
+#include "common/cm_errno.h"
+#include "common/cm_hash.h"
+#include "common/cm_log.h"
+#include "common/cm_mem.h"
+#include "common/cm_time.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+struct srv_shard {
+    pthread_mutex_t lock;
+    struct cm_ht ht;
+    uint64_t nexpires;
+    uint64_t expire_cursor;
+} __attribute__((aligned(64)));
+
+double srv_db_high_watermark = 0.90;
+double srv_db_evict_ratio = 0.05;
+
+static struct srv_shard srv_shards[SRV_DB_SHARDS];
+static pthread_rwlock_t srv_db_rwlock;
+static pthread_mutex_t srv_evict_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct srv_seg *srv_db_seg;
+static uint64_t srv_hash_seed;
+static uint64_t srv_clock_base_ms;
+static _Atomic uint64_t srv_version_counter;
+static _Atomic uint64_t srv_last_evict_ms;
+
+static _Atomic uint64_t stat_expired, stat_evicted, stat_hits, stat_misses, stat_evict_cycles;
+
+uint32_t srv_lru_clock(void) {
+    return (uint32_t)((cm_mono_ms() - srv_clock_base_ms) >> 4);
+}
+
+int srv_db_init(struct srv_seg *seg) {
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&srv_db_rwlock, &attr);
+    pthread_rwlockattr_destroy(&attr);
+    for (int i = 0; i < SRV_DB_SHARDS; i++) {
+        pthread_mutex_init(&srv_shards[i].lock, NULL);
+        cm_ht_init(&srv_shards[i].ht, 16);
+    }
+    srv_db_seg = seg;
+    srv_hash_seed = cm_rand64();
+    srv_clock_base_ms = cm_mono_ms();
+    return 0;
+}
+
+static void srv_db_drop_cb(struct cm_ht_node *n, void *arg) {
+    (void)arg;
+    srv_obj_unref((struct srv_obj *)n);
+}
+
+void srv_db_fini(void) {
+    for (int i = 0; i < SRV_DB_SHARDS; i++) {
+        cm_ht_clear(&srv_shards[i].ht, srv_db_drop_cb, NULL);
+        cm_ht_fini(&srv_shards[i].ht);
+        pthread_mutex_destroy(&srv_shards[i].lock);
+    }
+    pthread_rwlock_destroy(&srv_db_rwlock);
+}
+
+void srv_db_rdlock(void) {
+    pthread_rwlock_rdlock(&srv_db_rwlock);
+}
+
+void srv_db_rdunlock(void) {
+    pthread_rwlock_unlock(&srv_db_rwlock);
+}
+
+void srv_db_wrlock(void) {
+    pthread_rwlock_wrlock(&srv_db_rwlock);
+}
+
+void srv_db_wrunlock(void) {
+    pthread_rwlock_unlock(&srv_db_rwlock);
+}
+
+static inline uint64_t srv_key_hash(const char *key, size_t klen) {
+    return cm_hash64(key, klen, srv_hash_seed);
+}
+
+/* Shards use the top bits of the hash; the tables inside use the low bits. */
+static inline struct srv_shard *srv_shard_of(uint64_t hash) {
+    return &srv_shards[hash >> 54];
+}
+
+void srv_db_lock(struct srv_db_ref *r, const char *key, size_t klen) {
+    r->hash = srv_key_hash(key, klen);
+    r->sh = srv_shard_of(r->hash);
+    r->key = key;
+    r->klen = klen;
+    pthread_mutex_lock(&r->sh->lock);
+}
+
+void srv_db_unlock(struct srv_db_ref *r) {
+    pthread_mutex_unlock(&r->sh->lock);
+}
+
+static int srv_obj_eq(const struct cm_ht_node *n, const void *key, size_t klen) {
+    const struct srv_obj *o = (const struct srv_obj *)n;
+    return o->klen == klen && memcmp(o->key, key, klen) == 0;
+}
+
+static void srv_shard_unlink(struct srv_shard *sh, struct srv_obj *o) {
+    cm_ht_remove(&sh->ht, &o->node);
+    if (cm_atomic_load_relaxed(&o->expire_ms))
+        sh->nexpires--;
+    srv_obj_unref(o);
+}
+
+static inline int srv_obj_expired(const struct srv_obj *o, int64_t now_ms) {
+    int64_t e = cm_atomic_load_relaxed(&o->expire_ms);
+    return e != 0 && e <= now_ms;
+}
+
+struct srv_obj *srv_db_peek(struct srv_db_ref *r, int64_t now_ms) {
+    struct srv_obj *o =
+        (struct srv_obj *)cm_ht_find(&r->sh->ht, r->hash, r->key, r->klen, srv_obj_eq);
+    if (o && srv_obj_expired(o, now_ms)) {
+        srv_shard_unlink(r->sh, o);
+        cm_atomic_add_relaxed(&stat_expired, 1);
+        return NULL;
+    }
+    return o;
+}
+
+struct srv_obj *srv_db_find(struct srv_db_ref *r, int64_t now_ms) {
+    struct srv_obj *o = srv_db_peek(r, now_ms);
+    if (o)
+        cm_atomic_store_relaxed(&o->lru, srv_lru_clock());
+    return o;
+}
+
+void srv_db_insert(struct srv_db_ref *r, struct srv_obj *o) {
+    o->node.hash = r->hash;
+    o->version = cm_atomic_add_relaxed(&srv_version_counter, 1) + 1;
+    cm_atomic_store_relaxed(&o->lru, srv_lru_clock());
+    cm_ht_insert(&r->sh->ht, &o->node);
+    if (cm_atomic_load_relaxed(&o->expire_ms))
+        r->sh->nexpires++;
+}
+
+void srv_db_replace(struct srv_db_ref *r, struct srv_obj *old, struct srv_obj *o) {
+    srv_shard_unlink(r->sh, old);
+    srv_db_insert(r, o);
+}
+
+void srv_db_unlink(struct srv_db_ref *r, struct srv_obj *o) {
+    srv_shard_unlink(r->sh, o);
+}
+
+void srv_db_set_expire(struct srv_db_ref *r, struct srv_obj *o, int64_t when_ms) {
+    int64_t old = cm_atomic_load_relaxed(&o->expire_ms);
+    if (old && !when_ms)
+        r->sh->nexpires--;
+    else if (!old && when_ms)
+        r->sh->nexpires++;
+    cm_atomic_store_relaxed(&o->expire_ms, when_ms);
+    srv_db_touch_version(o);
+}
+
+void srv_db_touch_version(struct srv_obj *o) {
+    o->version = cm_atomic_add_relaxed(&srv_version_counter, 1) + 1;
+}
+
+/* Evicts when usage passed the high watermark; at most every 10 ms if nothing was freed. */
+static void srv_db_maybe_evict_watermark(void) {
+    uint64_t size = srv_seg_size(srv_db_seg);
+    if ((double)srv_seg_used(srv_db_seg) <= srv_db_high_watermark * (double)size)
+        return;
+    uint64_t now = cm_mono_ms();
+    if (now - cm_atomic_load_relaxed(&srv_last_evict_ms) < 10)
+        return;
+    if (srv_db_evict(srv_db_evict_ratio) == 0)
+        cm_atomic_store_relaxed(&srv_last_evict_ms, now);
+}
+
+int srv_obj_create(const char *key, size_t klen, size_t vlen, size_t cap, struct srv_obj **out) {
+    struct srv_block blk;
+    if (cap < vlen)
+        cap = vlen;
+    if (cap > srv_seg_size(srv_db_seg))
+        return -CM_EOOM;
+    while (srv_seg_alloc(srv_db_seg, cap, &blk) != 0) {
+        if (srv_db_evict(srv_db_evict_ratio) == 0) {
+            /* Nothing left to evict by LRU: one last try, other threads may have freed. */
+            if (srv_seg_alloc(srv_db_seg, cap, &blk) == 0)
+                break;
+            return -CM_EOOM;
+        }
+    }
+    srv_db_maybe_evict_watermark();
+    struct srv_obj *o = cm_malloc(sizeof(*o) + klen);
+    memset(o, 0, sizeof(*o));
+    o->refs = 1;
+    o->klen = (uint32_t)klen;
+    o->vlen = (uint32_t)vlen;
+    o->handle = blk.handle;
+    o->val = blk.ptr;
+    memcpy(o->key, key, klen);
+    *out = o;
+    return 0;
+}
+
+uint64_t srv_obj_capacity(const struct srv_obj *o) {
+    return srv_seg_block_capacity(srv_db_seg, o->handle);
+}
+
+void srv_obj_ref(struct srv_obj *o) {
+    cm_atomic_add_relaxed(&o->refs, 1u);
+}
+
+void srv_obj_unref(struct srv_obj *o) {
+    if (cm_atomic_sub_acq_rel(&o->refs, 1u) != 1)
+        return;
+    srv_seg_free(srv_db_seg, o->handle);
+    cm_free(o);
+}
+
+uint64_t srv_db_key_version(const char *key, size_t klen, int64_t now_ms) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, key, klen);
+    struct srv_obj *o = srv_db_peek(&r, now_ms);
+    uint64_t v = o ? o->version : 0;
+    srv_db_unlock(&r);
+    return v;
+}
+
+uint64_t srv_db_size(void) {
+    uint64_t n = 0;
+    for (int i = 0; i < SRV_DB_SHARDS; i++)
+        n += cm_atomic_load_relaxed((_Atomic size_t *)&srv_shards[i].ht.count);
+    return n;
+}
+
+uint64_t srv_db_expires(void) {
+    uint64_t n = 0;
+    for (int i = 0; i < SRV_DB_SHARDS; i++)
+        n += cm_atomic_load_relaxed((_Atomic uint64_t *)&srv_shards[i].nexpires);
+    return n;
+}
+
+uint64_t srv_db_flush(void) {
+    uint64_t n = 0;
+    for (int i = 0; i < SRV_DB_SHARDS; i++) {
+        struct srv_shard *sh = &srv_shards[i];
+        pthread_mutex_lock(&sh->lock);
+        n += sh->ht.count;
+        cm_ht_clear(&sh->ht, srv_db_drop_cb, NULL);
+        sh->nexpires = 0;
+        sh->expire_cursor = 0;
+        pthread_mutex_unlock(&sh->lock);
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------- scan and random key */
+
+struct srv_scan_ctx {
+    srv_db_visit_cb *cb;
+    void *arg;
+    int64_t now_ms;
+    size_t offered;
+};
+
+static void srv_scan_visit(struct cm_ht_node *n, void *arg) {
+    struct srv_scan_ctx *ctx = arg;
+    struct srv_obj *o = (struct srv_obj *)n;
+    ctx->offered++;
+    if (!srv_obj_expired(o, ctx->now_ms))
+        ctx->cb(o, ctx->arg);
+}
+
+uint64_t srv_db_scan(uint64_t cursor, size_t count, int64_t now_ms, srv_db_visit_cb *cb,
+                     void *arg) {
+    struct srv_scan_ctx ctx = {cb, arg, now_ms, 0};
+    uint64_t shard = cursor & (SRV_DB_SHARDS - 1);
+    uint64_t htc = cursor >> 10;
+    if (count == 0)
+        count = 1;
+    while (shard < SRV_DB_SHARDS) {
+        struct srv_shard *sh = &srv_shards[shard];
+        pthread_mutex_lock(&sh->lock);
+        if (sh->ht.count == 0)
+            htc = 0;
+        else
+            do {
+                htc = cm_ht_scan(&sh->ht, htc, srv_scan_visit, &ctx);
+            } while (htc != 0 && ctx.offered < count);
+        pthread_mutex_unlock(&sh->lock);
+        if (htc == 0)
+            shard++;
+        if (ctx.offered >= count)
+            break;
+    }
+    if (shard >= SRV_DB_SHARDS)
+        return 0;
+    return (htc << 10) | shard;
+}
+
+char *srv_db_random_key(int64_t now_ms, size_t *klen) {
+    if (srv_db_size() == 0)
+        return NULL;
+    for (int attempt = 0; attempt < 4096; attempt++) {
+        struct srv_shard *sh = &srv_shards[cm_rand64() & (SRV_DB_SHARDS - 1)];
+        pthread_mutex_lock(&sh->lock);
+        struct srv_obj *o = (struct srv_obj *)cm_ht_random(&sh->ht);
+        char *k = NULL;
+        if (o && !srv_obj_expired(o, now_ms)) {
+            k = cm_strndup(o->key, o->klen);
+            *klen = o->klen;
+        }
+        pthread_mutex_unlock(&sh->lock);
+        if (k)
+            return k;
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- active expiry */
+
+#define SRV_EXPIRE_BATCH 64
+
+struct srv_expire_ctx {
+    int64_t now_ms;
+    struct srv_obj *victims[SRV_EXPIRE_BATCH];
+    int n;
+};
+
+static void srv_expire_visit(struct cm_ht_node *n, void *arg) {
+    struct srv_expire_ctx *ctx = arg;
+    struct srv_obj *o = (struct srv_obj *)n;
+    if (ctx->n < SRV_EXPIRE_BATCH && srv_obj_expired(o, ctx->now_ms))
+        ctx->victims[ctx->n++] = o;
+}
+
+void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, int64_t now_ms) {
+    uint64_t deadline = cm_mono_us() + budget_us;
+    for (unsigned i = tid; i < SRV_DB_SHARDS; i += nthreads) {
+        struct srv_shard *sh = &srv_shards[i];
+        if (cm_atomic_load_relaxed((_Atomic uint64_t *)&sh->nexpires) == 0)
+            continue;
+        pthread_mutex_lock(&sh->lock);
+        struct srv_expire_ctx ctx = {.now_ms = now_ms, .n = 0};
+        for (int steps = 0; steps < 16 && ctx.n < SRV_EXPIRE_BATCH; steps++) {
+            sh->expire_cursor = cm_ht_scan(&sh->ht, sh->expire_cursor, srv_expire_visit, &ctx);
+            if (sh->expire_cursor == 0)
+                break;
+        }
+        for (int k = 0; k < ctx.n; k++)
+            srv_shard_unlink(sh, ctx.victims[k]);
+        pthread_mutex_unlock(&sh->lock);
+        cm_atomic_add_relaxed(&stat_expired, (uint64_t)ctx.n);
+        if (cm_mono_us() > deadline)
+            break;
+    }
+}
+
+/* ---------------------------------------------------------------- eviction */
+
+/* k-th smallest of a[0..n) (0-based), reordering a. */
+static uint32_t srv_select_kth(uint32_t *a, size_t n, size_t k) {
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        uint32_t pivot = a[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < pivot)
+                i++;
+            while (a[j] > pivot)
+                j--;
+            if (i <= j) {
+                uint32_t t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return a[k];
+    }
+    return a[k];
+}
+
+/* Collects the LRU stamps of every evictable object. Returns the count; *out owned by caller. */
+static size_t srv_evict_collect(uint32_t **out) {
+    size_t cap = srv_db_size() + 1024, n = 0;
+    uint32_t *a = cm_malloc(cap * sizeof(*a));
+    for (int i = 0; i < SRV_DB_SHARDS; i++) {
+        struct srv_shard *sh = &srv_shards[i];
+        pthread_mutex_lock(&sh->lock);
+        size_t b;
+        struct cm_ht_node *nd, *tmp;
+        cm_ht_foreach_node(&sh->ht, b, nd, tmp) {
+            struct srv_obj *o = (struct srv_obj *)nd;
+            if (cm_atomic_load_relaxed(&o->refs) != 1)
+                continue;
+            if (n == cap) {
+                cap *= 2;
+                a = cm_realloc(a, cap * sizeof(*a));
+            }
+            a[n++] = cm_atomic_load_relaxed(&o->lru);
+        }
+        pthread_mutex_unlock(&sh->lock);
+    }
+    *out = a;
+    return n;
+}
+
+/* Evicts unpinned objects with lru <= threshold from one shard, at most *left of them. */
+static uint64_t srv_evict_shard(struct srv_shard *sh, uint32_t threshold, uint64_t *left) {
+    struct srv_obj *victims[256];
+    uint64_t total = 0;
+    pthread_mutex_lock(&sh->lock);
+    for (;;) {
+        int nv = 0;
+        size_t b;
+        struct cm_ht_node *nd, *tmp;
+        cm_ht_foreach_node(&sh->ht, b, nd, tmp) {
+            struct srv_obj *o = (struct srv_obj *)nd;
+            if (nv < 256 && (uint64_t)nv < *left && cm_atomic_load_relaxed(&o->refs) == 1 &&
+                cm_atomic_load_relaxed(&o->lru) <= threshold)
+                victims[nv++] = o;
+        }
+        for (int k = 0; k < nv; k++)
+            srv_shard_unlink(sh, victims[k]);
+        total += (uint64_t)nv;
+        *left -= (uint64_t)nv;
+        if (nv < 256 || *left == 0)
+            break;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    return total;
+}
+
+uint64_t srv_db_evict(double ratio) {
+    pthread_mutex_lock(&srv_evict_lock);
+    uint32_t *lrus;
+    size_t n = srv_evict_collect(&lrus);
+    uint64_t evicted = 0;
+    if (n > 0) {
+        size_t k = (size_t)((double)n * ratio);
+        if (k == 0)
+            k = 1;
+        uint32_t threshold = srv_select_kth(lrus, n, k - 1);
+        uint64_t left = k;
+        unsigned start = (unsigned)(cm_rand64() & (SRV_DB_SHARDS - 1));
+        for (unsigned i = 0; i < SRV_DB_SHARDS && left > 0; i++)
+            evicted +=
+                srv_evict_shard(&srv_shards[(start + i) & (SRV_DB_SHARDS - 1)], threshold, &left);
+    }
+    cm_free(lrus);
+    cm_atomic_add_relaxed(&stat_evicted, evicted);
+    cm_atomic_add_relaxed(&stat_evict_cycles, 1);
+    pthread_mutex_unlock(&srv_evict_lock);
+    if (evicted)
+        cm_log(CM_LOG_VERBOSE, "evict", "evicted %llu of %zu evictable objects",
+               (unsigned long long)evicted, n);
+    return evicted;
+}
+
+void srv_db_get_stats(struct srv_db_stats *st) {
+    st->expired_keys = cm_atomic_load_relaxed(&stat_expired);
+    st->evicted_keys = cm_atomic_load_relaxed(&stat_evicted);
+    st->keyspace_hits = cm_atomic_load_relaxed(&stat_hits);
+    st->keyspace_misses = cm_atomic_load_relaxed(&stat_misses);
+    st->eviction_cycles = cm_atomic_load_relaxed(&stat_evict_cycles);
+    st->heap_objects_bytes = 0;
+}
+
+void srv_db_reset_stats(void) {
+    cm_atomic_store_relaxed(&stat_expired, 0);
+    cm_atomic_store_relaxed(&stat_evicted, 0);
+    cm_atomic_store_relaxed(&stat_hits, 0);
+    cm_atomic_store_relaxed(&stat_misses, 0);
+    cm_atomic_store_relaxed(&stat_evict_cycles, 0);
+}
+
+void srv_db_count_hit(int hit) {
+    cm_atomic_add_relaxed(hit ? &stat_hits : &stat_misses, 1);
+}

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The keyspace: key -> object, in 1024 shards, each a hash table under its own mutex.
+ *
+ * DESIGN. An object's value lives in the embedded segment; the object record (key, expiry,
+ * LRU clock, version, pin count) lives on the heap. Every command holds the keyspace lock
+ * (srv_db_rdlock for ordinary commands, srv_db_wrlock for multi-key atomic ones: MSET, RENAME,
+ * EXEC, FLUSHALL...) and then takes one shard lock at a time through struct srv_db_ref.
+ * Objects are reference counted: the table owns one reference; a reply that points into the
+ * value's bytes holds another (a "pin"), so an overwrite, delete or eviction unlinks the object
+ * but its block is freed only when the last pin is dropped. A value is modified in place only
+ * when nobody else holds a reference. Values are allocated before any shard lock is taken,
+ * because allocation may evict, and eviction walks the shards.
+ */
+#ifndef CRESCENT_SERVER_SRV_DB_H
+#define CRESCENT_SERVER_SRV_DB_H
+
+#include "common/cm_ht.h"
+#include "server/srv_seg.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRV_DB_SHARDS 1024
+
+struct srv_obj {
+    struct cm_ht_node node;    /* table link; node.hash is the key's hash */
+    _Atomic uint32_t refs;     /* 1 for the table + 1 per pin */
+    uint32_t klen;             /* key length */
+    uint32_t vlen;             /* value length (<= proto-max-bulk-len) */
+    uint32_t handle;           /* segment block handle */
+    _Atomic uint32_t lru;      /* last access, in srv_lru_clock() units */
+    uint32_t pad_;             /* keeps the layout explicit */
+    uint64_t version;          /* changes on every write: WATCH compares it */
+    _Atomic int64_t expire_ms; /* absolute Unix ms, 0 = persistent */
+    char *val;                 /* value bytes in the segment */
+    char key[];                /* key bytes, not NUL-terminated */
+};
+
+/* A locked shard and the key being worked on. */
+struct srv_db_ref {
+    struct srv_shard *sh;
+    uint64_t hash;
+    const char *key;
+    size_t klen;
+};
+
+/* Creates the keyspace over seg. Call once at startup. Returns 0 or -errno. */
+int srv_db_init(struct srv_seg *seg);
+
+/* Frees every object (the segment must still exist). Call once at exit, no threads running. */
+void srv_db_fini(void);
+
+/* The keyspace lock: shared for ordinary commands, exclusive for multi-key atomic ones. */
+void srv_db_rdlock(void);
+void srv_db_rdunlock(void);
+void srv_db_wrlock(void);
+void srv_db_wrunlock(void);
+
+/* Locks the shard of key and prepares r. Never nest two shard locks. */
+void srv_db_lock(struct srv_db_ref *r, const char *key, size_t klen);
+void srv_db_unlock(struct srv_db_ref *r);
+
+/*
+ * Finds the object for r's key, deleting it first if it expired at now_ms. Touches its LRU
+ * clock. Returns NULL when absent. The pointer stays valid while the shard lock is held, or
+ * after the lock is released if the caller pinned it with srv_obj_ref().
+ */
+struct srv_obj *srv_db_find(struct srv_db_ref *r, int64_t now_ms);
+
+/* As srv_db_find but does not touch the LRU clock (TYPE, TTL, OBJECT, SCAN). */
+struct srv_obj *srv_db_peek(struct srv_db_ref *r, int64_t now_ms);
+
+/* Links o (fresh from srv_obj_create, same key) into the table; the key must be absent. */
+void srv_db_insert(struct srv_db_ref *r, struct srv_obj *o);
+
+/* Replaces old (linked) with o; old loses the table's reference. */
+void srv_db_replace(struct srv_db_ref *r, struct srv_obj *old, struct srv_obj *o);
+
+/* Unlinks o; it loses the table's reference (freed now unless pinned). */
+void srv_db_unlink(struct srv_db_ref *r, struct srv_obj *o);
+
+/* Sets o's absolute expiry (0 = persistent) and keeps the shard's expiry count right. */
+void srv_db_set_expire(struct srv_db_ref *r, struct srv_obj *o, int64_t when_ms);
+
+/* Marks o as modified in place (new version) — call after writing its value bytes. */
+void srv_db_touch_version(struct srv_obj *o);
+
+/*
+ * Allocates an object for key with room for cap >= vlen value bytes (the caller fills o->val),
+ * evicting when the segment is full or above the high watermark. Must be called with no shard
+ * lock held. Returns 0 and *out (refs = 1, not linked), or -CM_EOOM when nothing can be freed.
+ * The caller links it or drops it with srv_obj_unref().
+ */
+int srv_obj_create(const char *key, size_t klen, size_t vlen, size_t cap, struct srv_obj **out);
+
+/* Capacity of o's value block. */
+uint64_t srv_obj_capacity(const struct srv_obj *o);
+
+/* Takes a pin on o (shard lock held). */
+void srv_obj_ref(struct srv_obj *o);
+
+/* Drops a reference; the last one frees the block and the record. Any thread, no lock needed. */
+void srv_obj_unref(struct srv_obj *o);
+
+/* Current version of key (0 when absent or expired). Takes the shard lock. */
+uint64_t srv_db_key_version(const char *key, size_t klen, int64_t now_ms);
+
+/* Number of keys / keys with an expiry. Approximate while writers run. */
+uint64_t srv_db_size(void);
+uint64_t srv_db_expires(void);
+
+/* Deletes every key. Caller holds the exclusive keyspace lock. Returns the number removed. */
+uint64_t srv_db_flush(void);
+
+/*
+ * One SCAN step. Visits shards/buckets from cursor, calling cb for live objects (shard lock
+ * held: copy what you need) until at least count objects were offered or the keyspace ends.
+ * Returns the next cursor, 0 when complete.
+ */
+typedef void srv_db_visit_cb(struct srv_obj *o, void *arg);
+uint64_t srv_db_scan(uint64_t cursor, size_t count, int64_t now_ms, srv_db_visit_cb *cb, void *arg);
+
+/* Picks a random live key; copies it into a new cm_malloc buffer (*klen set) or returns NULL. */
+char *srv_db_random_key(int64_t now_ms, size_t *klen);
+
+/*
+ * Active expiry: samples keys with an expiry in the shards this thread owns (shard %
+ * nthreads == tid) for at most budget_us, deleting expired ones. Caller holds the shared lock.
+ */
+void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, int64_t now_ms);
+
+/*
+ * Evicts about ratio of the evictable objects (unpinned), least recently used first; at
+ * least one object when any is evictable. Returns the number evicted. Caller holds the shared
+ * or exclusive keyspace lock and no shard lock. Serialized internally.
+ */
+uint64_t srv_db_evict(double ratio);
+
+/* Counters for INFO. */
+struct srv_db_stats {
+    uint64_t expired_keys;
+    uint64_t evicted_keys;
+    uint64_t keyspace_hits;
+    uint64_t keyspace_misses;
+    uint64_t eviction_cycles;
+    uint64_t heap_objects_bytes;
+};
+void srv_db_get_stats(struct srv_db_stats *st);
+void srv_db_reset_stats(void);
+void srv_db_count_hit(int hit);
+
+/* Current LRU clock (milliseconds / 16 since start, wraps after ~2 years). */
+uint32_t srv_lru_clock(void);
+
+/* Eviction knobs (set from the config table). */
+extern double srv_db_high_watermark; /* eviction_high_watermark_ratio */
+extern double srv_db_evict_ratio;    /* eviction_ratio */
+
+#endif

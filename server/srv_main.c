@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * crescent-master: a Redis-compatible cache whose values live in an embedded, memfd-backed
+ * segment. main() reads the configuration (file, then flags), creates the segment and keyspace
+ * and runs the worker threads until SHUTDOWN, SIGTERM or SIGINT.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_client.h"
+#include "server/srv_cmd.h"
+#include "server/srv_db.h"
+#include "server/srv_server.h"
+
+#include "common/cm_hash.h"
+#include "common/cm_log.h"
+#include "common/cm_time.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+struct srv_stats srv_stats;
+struct srv_seg *srv_segment;
+uint64_t srv_start_wall_ms;
+uint64_t srv_start_mono_ms;
+char srv_run_id[41];
+char srv_executable[1024];
+char srv_config_file[1024];
+
+static void srv_on_signal(int sig) {
+    (void)sig;
+    srv_shutdown_request();
+}
+
+static void srv_on_sighup(int sig) {
+    (void)sig;
+    cm_log_reopen();
+}
+
+static void srv_signals(void) {
+    struct sigaction sa = {0};
+    sa.sa_handler = srv_on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = srv_on_sighup;
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+}
+
+static void srv_usage(void) {
+    printf("Usage: crescent-master [/path/to/crescent.conf] [--name value ...]\n\n"
+           "A Redis-compatible cache (RESP2/RESP3) whose values live in an embedded memory\n"
+           "segment. Every option can be given as a flag (--name value or --name=value), as a\n"
+           "line 'name value' in the configuration file, or with CONFIG SET at run time.\n\n"
+           "Options:\n");
+    cm_config_print_help(&srv_config_table, stdout);
+}
+
+/* Raises RLIMIT_NOFILE to fit maxclients, like Redis does. */
+static void srv_raise_fd_limit(void) {
+    struct rlimit rl;
+    rlim_t want = (rlim_t)srv_cfg.maxclients + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+        rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static int srv_startup(int argc, char **argv) {
+    char err[512];
+    if (srv_config_setup(err, sizeof(err)) < 0) {
+        fprintf(stderr, "crescent-master: %s\n", err);
+        return 1;
+    }
+    int rc = cm_config_parse_argv(&srv_config_table, argc, argv, err, sizeof(err));
+    if (rc == 1) {
+        srv_usage();
+        exit(0);
+    }
+    if (rc == 2) {
+        printf("crescent-master %s (Redis %s compatible)\n", SRV_VERSION, SRV_REDIS_VERSION);
+        exit(0);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "crescent-master: %s\n", err);
+        return 1;
+    }
+    if (argc > 1 && strncmp(argv[1], "--", 2) != 0)
+        snprintf(srv_config_file, sizeof(srv_config_file), "%s", argv[1]);
+    if (cm_log_open(srv_cfg.logfile, 'M') < 0) {
+        fprintf(stderr, "crescent-master: cannot open log file %s\n", srv_cfg.logfile);
+        return 1;
+    }
+    cm_log_set_level((enum cm_log_level)srv_cfg.loglevel);
+    srv_db_high_watermark = srv_cfg.eviction_high_watermark_ratio;
+    srv_db_evict_ratio = srv_cfg.eviction_ratio;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    srv_nworkers =
+        srv_cfg.threads > 0 ? (unsigned)srv_cfg.threads : (unsigned)(cores > 0 ? cores : 1);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (srv_startup(argc, argv) != 0)
+        return 1;
+    srv_start_wall_ms = cm_wall_ms();
+    srv_start_mono_ms = cm_mono_ms();
+    for (int i = 0; i < 40; i++)
+        srv_run_id[i] = "0123456789abcdef"[cm_rand64() & 15];
+    ssize_t n = readlink("/proc/self/exe", srv_executable, sizeof(srv_executable) - 1);
+    srv_executable[n > 0 ? n : 0] = '\0';
+    srv_raise_fd_limit();
+    srv_signals();
+    int rc = srv_seg_create("crescent-master", (uint64_t)srv_cfg.memory, &srv_segment);
+    if (rc < 0) {
+        cm_log(CM_LOG_WARNING, "server", "cannot create the %lld-byte segment: %s", srv_cfg.memory,
+               strerror(-rc));
+        return 1;
+    }
+    srv_db_init(srv_segment);
+    srv_cmd_init();
+    cm_log(CM_LOG_NOTICE, "server",
+           "crescent-master %s (Redis %s compatible), pid %d, segment %lld bytes, port %lld",
+           SRV_VERSION, SRV_REDIS_VERSION, (int)getpid(), srv_cfg.memory, srv_cfg.port);
+    int status = srv_net_run();
+    cm_log(CM_LOG_NOTICE, "server", "shutting down");
+    srv_db_fini();
+    srv_seg_destroy(srv_segment);
+    cm_config_fini(&srv_config_table);
+    cm_log(CM_LOG_NOTICE, "server", "bye");
+    return status;
+}

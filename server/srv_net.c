@@ -1,0 +1,698 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Networking of crescent-master: worker threads (one epoll loop each, SO_REUSEPORT listeners so
+ * the kernel spreads connections), accept, non-blocking reads into the query buffer, batched
+ * replies written with writev in the before-sleep hook, idle timeout, kill requests, shutdown.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_client.h"
+#include "server/srv_cmd.h"
+#include "server/srv_db.h"
+#include "server/srv_server.h"
+
+#include "common/cm_atomic.h"
+#include "common/cm_ev.h"
+#include "common/cm_log.h"
+#include "common/cm_mem.h"
+#include "common/cm_time.h"
+#include "redis-compat/resp_write.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define SRV_READ_CHUNK     (16 * 1024)
+#define SRV_OUT_PAUSE      (64u << 20) /* stop reading input above this much pending output */
+#define SRV_MAX_WRITE_LOOP (64u << 20) /* bytes written per client per event (fairness) */
+
+struct srv_worker {
+    unsigned id;
+    pthread_t thread;
+    struct cm_ev_loop *loop;
+    int tcp_fd;
+    int unix_fd;
+    struct srv_client *clients;
+    struct srv_client *pending;
+    unsigned nclients;
+};
+
+static struct srv_worker *srv_workers;
+unsigned srv_nworkers;
+static pthread_mutex_t srv_registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct srv_client *srv_registry;
+static _Atomic uint64_t srv_next_client_id = 1;
+static _Atomic int srv_stopping;
+
+static void srv_client_read_cb(struct cm_ev_loop *loop, int fd, unsigned mask, void *arg);
+static void srv_client_write_cb(struct cm_ev_loop *loop, int fd, unsigned mask, void *arg);
+
+/* ---------------------------------------------------------------- listeners */
+
+static int srv_listen_tcp(const char *bind_addr, int port, int backlog) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    const char *a =
+        (!bind_addr || !*bind_addr || strcmp(bind_addr, "*") == 0) ? "0.0.0.0" : bind_addr;
+    if (inet_pton(AF_INET, a, &sa.sin_addr) != 1)
+        return -EINVAL;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+static int srv_listen_unix(const char *path, int perm, int backlog) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return -ENAMETOOLONG;
+    strcpy(sa.sun_path, path);
+    unlink(path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    if (perm)
+        chmod(path, (mode_t)perm);
+    return fd;
+}
+
+/* ---------------------------------------------------------------- client life cycle */
+
+static void srv_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t n) {
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+        char ip[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+        snprintf(out, n, "%s:%u", ip, ntohs(in->sin_port));
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+        char ip[INET6_ADDRSTRLEN];
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        snprintf(out, n, "%s:%u", ip, ntohs(in6->sin6_port));
+    } else {
+        snprintf(out, n, "%s:0", srv_cfg.unixsocket ? srv_cfg.unixsocket : "");
+    }
+}
+
+static int srv_is_loopback(const struct sockaddr_storage *ss) {
+    if (ss->ss_family == AF_UNIX)
+        return 1;
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss->ss_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+    return 0;
+}
+
+static struct srv_client *srv_client_create(struct srv_worker *w, int fd, int is_unix) {
+    struct srv_client *c = cm_calloc(1, sizeof(*c));
+    c->id = cm_atomic_add_relaxed(&srv_next_client_id, 1);
+    c->fd = fd;
+    c->proto = 2;
+    c->worker = w;
+    c->authenticated = (srv_cfg.requirepass == NULL || srv_cfg.requirepass[0] == '\0');
+    c->ctime_ms = c->last_ms = cm_mono_ms();
+    if (is_unix)
+        c->flags |= SRV_CLIENT_UNIX;
+    cm_buf_init(&c->qbuf);
+    cm_buf_init(&c->out);
+    struct resp_limits lim;
+    resp_limits_default(&lim);
+    lim.max_bulk_len = (size_t)srv_cfg.proto_max_bulk_len;
+    resp_parser_init(&c->parser, &lim);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+        srv_fmt_addr(&ss, c->addr, sizeof(c->addr));
+    sl = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        srv_fmt_addr(&ss, c->laddr, sizeof(c->laddr));
+    c->wnext = w->clients;
+    if (w->clients)
+        w->clients->wprev = c;
+    w->clients = c;
+    w->nclients++;
+    pthread_mutex_lock(&srv_registry_lock);
+    c->gnext = srv_registry;
+    if (srv_registry)
+        srv_registry->gprev = c;
+    srv_registry = c;
+    pthread_mutex_unlock(&srv_registry_lock);
+    cm_atomic_add_relaxed(&srv_stats.connected_clients, 1);
+    return c;
+}
+
+static void srv_client_release_refs(struct srv_client *c) {
+    for (int i = c->ref_idx; i < c->nrefs; i++)
+        srv_obj_unref(c->refs[i].obj);
+    c->nrefs = c->ref_idx = 0;
+    c->ref_sent = 0;
+    c->out_ref_bytes = 0;
+}
+
+static void srv_client_free(struct srv_client *c) {
+    struct srv_worker *w = c->worker;
+    cm_ev_set(w->loop, c->fd, 0, NULL, NULL);
+    close(c->fd);
+    if (c->wprev)
+        c->wprev->wnext = c->wnext;
+    else
+        w->clients = c->wnext;
+    if (c->wnext)
+        c->wnext->wprev = c->wprev;
+    w->nclients--;
+    if (c->flags & SRV_CLIENT_PENDING_WRITE) {
+        struct srv_client **pp = &w->pending;
+        while (*pp && *pp != c)
+            pp = &(*pp)->pw_next;
+        if (*pp)
+            *pp = c->pw_next;
+    }
+    pthread_mutex_lock(&srv_registry_lock);
+    if (c->gprev)
+        c->gprev->gnext = c->gnext;
+    else
+        srv_registry = c->gnext;
+    if (c->gnext)
+        c->gnext->gprev = c->gprev;
+    pthread_mutex_unlock(&srv_registry_lock);
+    cm_atomic_sub_relaxed(&srv_stats.connected_clients, 1);
+    srv_client_release_refs(c);
+    srv_multi_reset(c);
+    srv_unwatch_all(c);
+    resp_parser_fini(&c->parser);
+    cm_buf_fini(&c->qbuf);
+    cm_buf_fini(&c->out);
+    cm_free(c->refs);
+    cm_free(c->argv);
+    cm_free(c->name);
+    cm_free(c->lib_name);
+    cm_free(c->lib_ver);
+    cm_free(c);
+}
+
+void srv_client_kill(struct srv_client *c) {
+    cm_atomic_store_relaxed(&c->kill, 1);
+    cm_ev_wake(c->worker->loop);
+}
+
+/* ---------------------------------------------------------------- output */
+
+void srv_client_add_ref(struct srv_client *c, struct srv_obj *obj, const char *p, size_t len) {
+    if (c->nrefs == c->refs_cap) {
+        c->refs_cap = c->refs_cap ? c->refs_cap * 2 : 8;
+        c->refs = cm_realloc(c->refs, (size_t)c->refs_cap * sizeof(*c->refs));
+    }
+    c->refs[c->nrefs++] = (struct srv_outref){c->out.len, obj, p, len};
+    c->out_ref_bytes += len;
+}
+
+/* Queues c for a write in the before-sleep hook. */
+static void srv_client_want_write(struct srv_client *c) {
+    if (c->flags & SRV_CLIENT_PENDING_WRITE)
+        return;
+    c->flags |= SRV_CLIENT_PENDING_WRITE;
+    c->pw_next = c->worker->pending;
+    c->worker->pending = c;
+}
+
+/* Builds the iovec of what remains to be sent. */
+static int srv_client_iov(struct srv_client *c, struct iovec *iov, int max) {
+    int n = 0, ri = c->ref_idx;
+    size_t pos = c->out_sent, rsent = c->ref_sent;
+    while (n < max) {
+        size_t next_at = ri < c->nrefs ? c->refs[ri].at : c->out.len;
+        if (pos < next_at) {
+            iov[n++] = (struct iovec){c->out.data + pos, next_at - pos};
+            pos = next_at;
+            continue;
+        }
+        if (ri >= c->nrefs)
+            break;
+        iov[n++] = (struct iovec){(char *)c->refs[ri].p + rsent, c->refs[ri].len - rsent};
+        ri++;
+        rsent = 0;
+    }
+    return n;
+}
+
+/* Advances the output position by n written bytes, dropping pins of values fully sent. */
+static void srv_client_advance(struct srv_client *c, size_t n) {
+    while (n > 0) {
+        size_t next_at = c->ref_idx < c->nrefs ? c->refs[c->ref_idx].at : c->out.len;
+        if (c->out_sent < next_at) {
+            size_t k = next_at - c->out_sent < n ? next_at - c->out_sent : n;
+            c->out_sent += k;
+            n -= k;
+            continue;
+        }
+        struct srv_outref *r = &c->refs[c->ref_idx];
+        size_t k = r->len - c->ref_sent < n ? r->len - c->ref_sent : n;
+        c->ref_sent += k;
+        c->out_ref_bytes -= k;
+        n -= k;
+        if (c->ref_sent == r->len) {
+            srv_obj_unref(r->obj);
+            c->ref_idx++;
+            c->ref_sent = 0;
+        }
+    }
+    /* A zero-length ref at the current position is complete too. */
+    while (c->ref_idx < c->nrefs && c->refs[c->ref_idx].len == 0 &&
+           c->refs[c->ref_idx].at == c->out_sent) {
+        srv_obj_unref(c->refs[c->ref_idx].obj);
+        c->ref_idx++;
+    }
+    if (c->out_sent == c->out.len && c->ref_idx == c->nrefs) {
+        c->out.len = 0;
+        c->out_sent = 0;
+        c->nrefs = c->ref_idx = 0;
+        if (c->out.cap > (1u << 20)) { /* give back a big reply buffer */
+            cm_buf_fini(&c->out);
+            cm_buf_init(&c->out);
+        }
+    }
+}
+
+/* Writes what it can. Returns 0, or -1 when the client was freed. */
+static int srv_client_flush(struct srv_client *c) {
+    struct srv_worker *w = c->worker;
+    size_t budget = SRV_MAX_WRITE_LOOP;
+    while (srv_client_pending(c) > 0 && budget > 0) {
+        struct iovec iov[64];
+        int n = srv_client_iov(c, iov, 64);
+        ssize_t wr = writev(c->fd, iov, n);
+        if (wr < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                break;
+            cm_log(CM_LOG_VERBOSE, "net", "write to client %s failed: %s", c->addr,
+                   strerror(errno));
+            srv_client_free(c);
+            return -1;
+        }
+        cm_atomic_add_relaxed(&srv_stats.net_output_bytes, (uint64_t)wr);
+        srv_client_advance(c, (size_t)wr);
+        budget = (size_t)wr >= budget ? 0 : budget - (size_t)wr;
+    }
+    if (srv_client_pending(c) == 0) {
+        if (c->flags & SRV_CLIENT_CLOSE_AFTER_REPLY) {
+            srv_client_free(c);
+            return -1;
+        }
+        unsigned mask = (c->flags & SRV_CLIENT_READ_PAUSED) ? 0 : CM_EV_READ;
+        cm_ev_set(w->loop, c->fd, mask, srv_client_read_cb, c);
+        return 0;
+    }
+    unsigned mask = CM_EV_WRITE | ((c->flags & SRV_CLIENT_READ_PAUSED) ? 0 : CM_EV_READ);
+    cm_ev_set(w->loop, c->fd, mask, srv_client_write_cb, c);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- input */
+
+static void srv_client_set_argv(struct srv_client *c) {
+    struct resp_parser *p = &c->parser;
+    if (p->argc > c->argv_cap) {
+        c->argv_cap = p->argc < 16 ? 16 : p->argc;
+        c->argv = cm_realloc(c->argv, (size_t)c->argv_cap * sizeof(*c->argv));
+    }
+    const char *base = c->qbuf.data + c->qpos;
+    for (int i = 0; i < p->argc; i++)
+        c->argv[i] = (struct srv_arg){resp_arg_ptr(p, base, i), p->argv[i].len};
+    c->argc = p->argc;
+}
+
+/* Parses and runs every complete command in the query buffer. Returns -1 if c was freed. */
+static int srv_client_process(struct srv_client *c) {
+    while (c->qpos < c->qbuf.len) {
+        if (c->flags & (SRV_CLIENT_CLOSE_AFTER_REPLY | SRV_CLIENT_CLOSE_ASAP))
+            break;
+        if (srv_client_pending(c) > SRV_OUT_PAUSE) {
+            c->flags |= SRV_CLIENT_READ_PAUSED;
+            break;
+        }
+        c->parser.auth_required = !c->authenticated;
+        enum resp_result r =
+            resp_parse_request(&c->parser, c->qbuf.data + c->qpos, c->qbuf.len - c->qpos);
+        if (r == RESP_INCOMPLETE)
+            break;
+        if (r == RESP_ERROR) {
+            cm_log(CM_LOG_VERBOSE, "net", "protocol error from client %s: %s", c->addr,
+                   c->parser.errstr);
+            srv_reply_error(c, c->parser.errstr);
+            c->flags |= SRV_CLIENT_CLOSE_AFTER_REPLY;
+            c->qpos = c->qbuf.len;
+            break;
+        }
+        size_t consumed = c->parser.consumed;
+        if (c->parser.argc > 0) {
+            srv_client_set_argv(c);
+            srv_dispatch(c);
+            c->argc = 0;
+        }
+        resp_parser_reset_request(&c->parser);
+        c->qpos += consumed;
+    }
+    if (c->qpos > 0) {
+        cm_buf_consume(&c->qbuf, c->qpos);
+        c->qpos = 0;
+    }
+    if (cm_atomic_load_relaxed(&c->kill))
+        c->flags |= SRV_CLIENT_CLOSE_ASAP;
+    if (c->flags & SRV_CLIENT_CLOSE_ASAP) {
+        srv_client_free(c);
+        return -1;
+    }
+    if (srv_client_pending(c) > 0 || (c->flags & SRV_CLIENT_CLOSE_AFTER_REPLY))
+        srv_client_want_write(c);
+    if (c->flags & SRV_CLIENT_READ_PAUSED)
+        cm_ev_set(c->worker->loop, c->fd, cm_ev_get(c->worker->loop, c->fd) & ~CM_EV_READ,
+                  srv_client_write_cb, c);
+    return 0;
+}
+
+static void srv_client_read_cb(struct cm_ev_loop *loop, int fd, unsigned mask, void *arg) {
+    struct srv_client *c = arg;
+    (void)loop;
+    if (mask & CM_EV_WRITE) {
+        if (srv_client_flush(c) < 0)
+            return;
+    }
+    if (!(mask & CM_EV_READ))
+        return;
+    size_t want = SRV_READ_CHUNK;
+    if (c->parser.want > c->qbuf.len && c->parser.want - c->qbuf.len > want)
+        want = c->parser.want - c->qbuf.len; /* read a big bulk in as few calls as possible */
+    cm_buf_reserve(&c->qbuf, want);
+    ssize_t n = read(fd, c->qbuf.data + c->qbuf.len, want);
+    if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        srv_client_free(c);
+        return;
+    }
+    c->qbuf.len += (size_t)n;
+    c->last_ms = cm_ev_now_ms(c->worker->loop);
+    cm_atomic_add_relaxed(&srv_stats.net_input_bytes, (uint64_t)n);
+    if (c->qbuf.len > (size_t)srv_cfg.client_query_buffer_limit) {
+        cm_log(CM_LOG_WARNING, "net", "closing client %s: query buffer of %zu bytes over the limit",
+               c->addr, c->qbuf.len);
+        srv_client_free(c);
+        return;
+    }
+    srv_client_process(c);
+}
+
+static void srv_client_write_cb(struct cm_ev_loop *loop, int fd, unsigned mask, void *arg) {
+    struct srv_client *c = arg;
+    (void)loop;
+    (void)fd;
+    if (mask & CM_EV_WRITE) {
+        if (srv_client_flush(c) < 0)
+            return;
+        if ((c->flags & SRV_CLIENT_READ_PAUSED) && srv_client_pending(c) < SRV_OUT_PAUSE / 2) {
+            c->flags &= ~SRV_CLIENT_READ_PAUSED;
+            cm_ev_set(c->worker->loop, c->fd, cm_ev_get(c->worker->loop, c->fd) | CM_EV_READ,
+                      srv_client_write_cb, c);
+            if (srv_client_process(c) < 0)
+                return;
+        }
+    }
+    if (mask & CM_EV_READ)
+        srv_client_read_cb(loop, fd, CM_EV_READ, arg);
+}
+
+/* ---------------------------------------------------------------- accept */
+
+static const char srv_denied_msg[] =
+    "-DENIED Redis is running in protected mode because protected mode is enabled and no "
+    "password is set for the default user. In this mode connections are only accepted from the "
+    "loopback interface. If you want to connect from external computers to Redis you may adopt "
+    "one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG "
+    "SET protected-mode no' from the loopback interface by connecting to Redis from the same "
+    "host the server is running, however MAKE SURE Redis is not publicly accessible from "
+    "internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively "
+    "you can just disable the protected mode by editing the Redis configuration file, and "
+    "setting the protected mode option to 'no', and then restarting the server. 3) If you "
+    "started the server manually just for testing, restart it with the '--protected-mode no' "
+    "option. 4) Set up an authentication password for the default user. NOTE: You only need to "
+    "do one of the above things in order for the server to start accepting connections from "
+    "the outside.\r\n";
+
+static void srv_reject(int fd, const char *msg, size_t len) {
+    if (write(fd, msg, len) < 0) {
+        /* best effort */
+    }
+    close(fd);
+    cm_atomic_add_relaxed(&srv_stats.rejected_connections, 1);
+}
+
+static void srv_accept_cb(struct cm_ev_loop *loop, int lfd, unsigned mask, void *arg) {
+    struct srv_worker *w = arg;
+    (void)mask;
+    for (int i = 0; i < 64; i++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno != EAGAIN && errno != EINTR)
+                cm_log_sparse(1000, CM_LOG_WARNING, "net", "accept failed: %s", strerror(errno));
+            return;
+        }
+        int is_unix = (lfd == w->unix_fd);
+        if (is_unix)
+            ss.ss_family = AF_UNIX;
+        cm_atomic_add_relaxed(&srv_stats.total_connections, 1);
+        if (cm_atomic_load_relaxed(&srv_stats.connected_clients) >= (uint64_t)srv_cfg.maxclients) {
+            static const char msg[] = "-ERR max number of clients reached\r\n";
+            srv_reject(fd, msg, sizeof(msg) - 1);
+            continue;
+        }
+        if (srv_cfg.protected_mode && (!srv_cfg.requirepass || !*srv_cfg.requirepass) &&
+            !srv_is_loopback(&ss)) {
+            srv_reject(fd, srv_denied_msg, sizeof(srv_denied_msg) - 1);
+            continue;
+        }
+        if (!is_unix) {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+            if (srv_cfg.tcp_keepalive > 0) {
+                int idle = (int)srv_cfg.tcp_keepalive;
+                setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+                setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+            }
+        }
+        struct srv_client *c = srv_client_create(w, fd, is_unix);
+        if (cm_ev_set(loop, fd, CM_EV_READ, srv_client_read_cb, c) < 0) {
+            cm_log(CM_LOG_WARNING, "net", "fd %d out of range, closing client", fd);
+            srv_client_free(c);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- worker hooks */
+
+static void srv_before_sleep(struct cm_ev_loop *loop, void *arg) {
+    struct srv_worker *w = arg;
+    (void)loop;
+    while (w->pending) {
+        struct srv_client *c = w->pending;
+        w->pending = c->pw_next;
+        c->flags &= ~SRV_CLIENT_PENDING_WRITE;
+        srv_client_flush(c);
+    }
+}
+
+static void srv_check_kills(struct cm_ev_loop *loop, void *arg) {
+    struct srv_worker *w = arg;
+    (void)loop;
+    struct srv_client *c = w->clients, *next;
+    for (; c; c = next) {
+        next = c->wnext;
+        if (cm_atomic_load_relaxed(&c->kill))
+            srv_client_free(c);
+    }
+}
+
+static void srv_cron(struct cm_ev_loop *loop, void *arg) {
+    struct srv_worker *w = arg;
+    uint64_t now = cm_ev_now_ms(loop);
+    srv_check_kills(loop, arg);
+    if (srv_cfg.timeout > 0) {
+        struct srv_client *c = w->clients, *next;
+        for (; c; c = next) {
+            next = c->wnext;
+            if (now - c->last_ms > (uint64_t)srv_cfg.timeout * 1000 && srv_client_pending(c) == 0 &&
+                !(c->flags & SRV_CLIENT_MULTI)) {
+                cm_log(CM_LOG_VERBOSE, "net", "closing idle client %s", c->addr);
+                srv_client_free(c);
+            }
+        }
+    }
+    srv_db_rdlock();
+    srv_db_active_expire(w->id, srv_nworkers, 1000, srv_now_ms());
+    srv_db_rdunlock();
+    if (cm_atomic_load_relaxed(&srv_stopping))
+        cm_ev_stop(loop);
+}
+
+static void *srv_worker_main(void *arg) {
+    struct srv_worker *w = arg;
+    cm_ev_run(w->loop);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- start and stop */
+
+void srv_shutdown_request(void) {
+    cm_atomic_store_release(&srv_stopping, 1);
+    for (unsigned i = 0; srv_workers && i < srv_nworkers; i++)
+        cm_ev_stop(srv_workers[i].loop);
+}
+
+static int srv_workers_setup(void) {
+    int maxfd = (int)srv_cfg.maxclients + 1024;
+    srv_workers = cm_calloc(srv_nworkers, sizeof(*srv_workers));
+    for (unsigned i = 0; i < srv_nworkers; i++) {
+        struct srv_worker *w = &srv_workers[i];
+        w->id = i;
+        w->unix_fd = -1;
+        w->loop = cm_ev_create(maxfd);
+        if (!w->loop)
+            return -errno;
+        w->tcp_fd = srv_listen_tcp(srv_cfg.bind, (int)srv_cfg.port, (int)srv_cfg.tcp_backlog);
+        if (w->tcp_fd < 0) {
+            cm_log(CM_LOG_WARNING, "net", "could not listen on %s:%lld: %s", srv_cfg.bind,
+                   srv_cfg.port, strerror(-w->tcp_fd));
+            return w->tcp_fd;
+        }
+        cm_ev_set(w->loop, w->tcp_fd, CM_EV_READ, srv_accept_cb, w);
+        cm_ev_set_before_sleep(w->loop, srv_before_sleep, w);
+        cm_ev_set_cron(w->loop, (unsigned)(1000 / (srv_cfg.hz > 0 ? srv_cfg.hz : 10)), srv_cron, w);
+        cm_ev_set_wake_hook(w->loop, srv_check_kills, w);
+    }
+    if (srv_cfg.unixsocket && *srv_cfg.unixsocket) {
+        int fd = srv_listen_unix(srv_cfg.unixsocket, (int)srv_cfg.unixsocketperm,
+                                 (int)srv_cfg.tcp_backlog);
+        if (fd < 0) {
+            cm_log(CM_LOG_WARNING, "net", "could not listen on unix socket %s: %s",
+                   srv_cfg.unixsocket, strerror(-fd));
+            return fd;
+        }
+        srv_workers[0].unix_fd = fd;
+        cm_ev_set(srv_workers[0].loop, fd, CM_EV_READ, srv_accept_cb, &srv_workers[0]);
+    }
+    return 0;
+}
+
+static void srv_workers_teardown(void) {
+    for (unsigned i = 0; i < srv_nworkers; i++) {
+        struct srv_worker *w = &srv_workers[i];
+        while (w->clients)
+            srv_client_free(w->clients);
+        if (w->tcp_fd >= 0)
+            close(w->tcp_fd);
+        if (w->unix_fd >= 0) {
+            close(w->unix_fd);
+            unlink(srv_cfg.unixsocket);
+        }
+        cm_ev_destroy(w->loop);
+    }
+    cm_free(srv_workers);
+    srv_workers = NULL;
+}
+
+int srv_net_run(void) {
+    int rc = srv_workers_setup();
+    if (rc < 0) {
+        srv_workers_teardown();
+        return 1;
+    }
+    cm_log(CM_LOG_NOTICE, "net", "ready to accept connections on %s:%lld (%u threads)",
+           srv_cfg.bind, srv_cfg.port, srv_nworkers);
+    for (unsigned i = 1; i < srv_nworkers; i++)
+        pthread_create(&srv_workers[i].thread, NULL, srv_worker_main, &srv_workers[i]);
+    srv_worker_main(&srv_workers[0]);
+    srv_shutdown_request();
+    for (unsigned i = 1; i < srv_nworkers; i++)
+        pthread_join(srv_workers[i].thread, NULL);
+    srv_workers_teardown();
+    return 0;
+}
+
+/* ---------------------------------------------------------------- CLIENT LIST / KILL */
+
+void srv_client_info_line(struct srv_client *c, struct cm_buf *out) {
+    uint64_t now = cm_mono_ms();
+    char flags[8] = "N";
+    if (c->flags & SRV_CLIENT_MULTI)
+        strcpy(flags, "x");
+    cm_buf_appendf(out,
+                   "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=0 "
+                   "sub=0 psub=0 ssub=0 multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 "
+                   "rbs=%zu rbp=0 obl=%zu oll=%d omem=%zu tot-mem=%zu events=r cmd=%s "
+                   "user=default redir=-1 resp=%d lib-name=%s lib-ver=%s",
+                   (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name ? c->name : "",
+                   (unsigned long long)((now - c->ctime_ms) / 1000),
+                   (unsigned long long)((now - c->last_ms) / 1000), flags,
+                   (c->flags & SRV_CLIENT_MULTI) ? c->mq_len : -1, c->qbuf.len,
+                   c->qbuf.cap - c->qbuf.len, c->qbuf.cap, c->out.len, c->nrefs, c->out_ref_bytes,
+                   c->qbuf.cap + c->out.cap + sizeof(*c), c->last_cmd ? c->last_cmd : "NULL",
+                   c->proto, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
+}
+
+void srv_clients_list(struct cm_buf *out, uint64_t only_id) {
+    pthread_mutex_lock(&srv_registry_lock);
+    for (struct srv_client *c = srv_registry; c; c = c->gnext) {
+        if (only_id && c->id != only_id)
+            continue;
+        srv_client_info_line(c, out);
+        cm_buf_append(out, "\n", 1);
+    }
+    pthread_mutex_unlock(&srv_registry_lock);
+}
+
+int srv_clients_kill(const struct srv_kill_filter *f) {
+    int killed = 0;
+    pthread_mutex_lock(&srv_registry_lock);
+    for (struct srv_client *c = srv_registry; c; c = c->gnext) {
+        if (f->id && c->id != f->id)
+            continue;
+        if (f->addr && strcmp(f->addr, c->addr) != 0)
+            continue;
+        if (f->laddr && strcmp(f->laddr, c->laddr) != 0)
+            continue;
+        if (f->skipme && c == f->me)
+            continue;
+        if (c == f->me)
+            c->flags |= SRV_CLIENT_CLOSE_AFTER_REPLY;
+        else
+            srv_client_kill(c);
+        killed++;
+    }
+    pthread_mutex_unlock(&srv_registry_lock);
+    return killed;
+}

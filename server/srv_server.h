@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Process-wide state of crescent-master: the configuration values (fed by the config table in
+ * srv_config.c), the worker threads, global counters and shutdown. Config values are written
+ * at startup and by CONFIG SET under the exclusive keyspace lock; readers take no lock.
+ */
+#ifndef CRESCENT_SERVER_SRV_SERVER_H
+#define CRESCENT_SERVER_SRV_SERVER_H
+
+#include "common/cm_config.h"
+#include "server/srv_seg.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define SRV_VERSION       "0.1.0"
+#define SRV_REDIS_VERSION "7.0.15" /* the Redis version whose behaviour we follow */
+
+struct srv_config {
+    long long port;
+    char *bind;
+    char *unixsocket;
+    long long unixsocketperm;
+    long long threads;
+    long long memory;
+    long long maxclients;
+    long long timeout;
+    char *requirepass;
+    int protected_mode;
+    long long tcp_backlog;
+    long long tcp_keepalive;
+    char *logfile;
+    int loglevel;
+    double eviction_high_watermark_ratio;
+    double eviction_ratio;
+    long long default_kv_lease_ttl;
+    long long client_live_ttl_sec;
+    long long proto_max_bulk_len;
+    long long client_query_buffer_limit;
+    long long client_output_buffer_limit;
+    long long hz;
+    char *save;
+    int appendonly;
+    int enable_ha;
+    char *ha_backend_type;
+    char *ha_backend_connstring;
+    char *cluster_id;
+    int enable_offload;
+    int offload_on_evict;
+    long long metrics_port;
+    long long databases;
+};
+
+extern struct srv_config srv_cfg;
+extern struct cm_config srv_config_table;
+
+/* Global counters for INFO stats (relaxed atomics). */
+struct srv_stats {
+    _Atomic uint64_t total_connections;
+    _Atomic uint64_t rejected_connections;
+    _Atomic uint64_t total_commands;
+    _Atomic uint64_t net_input_bytes;
+    _Atomic uint64_t net_output_bytes;
+    _Atomic uint64_t connected_clients;
+    _Atomic uint64_t error_replies;
+};
+extern struct srv_stats srv_stats;
+
+extern struct srv_seg *srv_segment;
+extern uint64_t srv_start_wall_ms;
+extern uint64_t srv_start_mono_ms;
+extern unsigned srv_nworkers;
+extern char srv_run_id[41];
+extern char srv_executable[1024];
+extern char srv_config_file[1024];
+
+/* Builds the config table over srv_cfg and applies defaults. Returns 0 or -errno (err set). */
+int srv_config_setup(char *err, size_t errlen);
+
+/* Current Unix time in milliseconds (cached per event-loop iteration where possible). */
+int64_t srv_now_ms(void);
+
+/* Starts workers and listeners and runs until shutdown. Returns the exit status. */
+int srv_net_run(void);
+
+/* Asks every worker to stop (any thread, async-signal-safe). */
+void srv_shutdown_request(void);
+
+/* Lists every client in Redis CLIENT LIST format into out (filtered by id when id != 0). */
+struct cm_buf;
+struct srv_client;
+void srv_clients_list(struct cm_buf *out, uint64_t only_id);
+/* Formats one client's CLIENT LIST line (no newline). */
+void srv_client_info_line(struct srv_client *c, struct cm_buf *out);
+
+/* Kill filters for CLIENT KILL; returns the number of clients killed. */
+struct srv_kill_filter {
+    uint64_t id;      /* 0 = any */
+    const char *addr; /* NULL = any */
+    const char *laddr;
+    int skipme; /* 1 = do not kill the caller */
+    struct srv_client *me;
+};
+int srv_clients_kill(const struct srv_kill_filter *f);
+
+#endif
