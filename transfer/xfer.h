@@ -199,6 +199,13 @@ const char *xfer_segment_transport(const struct xfer_segment *seg);
 const char *xfer_segment_peer_name(const struct xfer_segment *seg);
 
 /*
+ * Reads the peer's index-th remote-visible buffer (sorted by address) from the segment's
+ * descriptor. Returns 0, or -ENOENT past the last one.
+ */
+int xfer_segment_buffer(const struct xfer_segment *seg, size_t index, uint64_t *addr,
+                        uint64_t *len);
+
+/*
  * Pre-establishes connections to the segment (transport warmup_segment hook), so the first
  * batch does not pay for it. Returns 0, or -ENOSYS when the transport has nothing to warm up.
  */
@@ -243,6 +250,12 @@ int xfer_batch_status(struct xfer_batch *b, size_t id, struct xfer_task_status *
  */
 int xfer_batch_wait(struct xfer_batch *b, int timeout_ms, size_t *failed_ids, size_t max_failed,
                     size_t *n_failed);
+
+/*
+ * Empties a batch for reuse (no allocation): every task must be terminal and released by its
+ * transport. Returns 0, or -EBUSY (try again after xfer_batch_wait returned).
+ */
+int xfer_batch_reset(struct xfer_batch *b);
 
 /* Number of tasks submitted to the batch so far. */
 size_t xfer_batch_count(const struct xfer_batch *b);

@@ -278,6 +278,12 @@ int xfer__engine_ensure(struct xfer_engine *eng, const char *name, const char *a
  */
 int xfer__mr_lock_remote(struct xfer_engine *eng, uint64_t addr, uint64_t len);
 
+/*
+ * As xfer__mr_lock_remote, and sets *mr to the registration (valid until xfer__mr_unlock).
+ */
+int xfer__mr_lock_remote_mr(struct xfer_engine *eng, uint64_t addr, uint64_t len,
+                            struct xfer_mr **mr);
+
 /* Releases the lock taken by a successful xfer__mr_lock_remote. */
 void xfer__mr_unlock(struct xfer_engine *eng);
 

@@ -214,6 +214,18 @@ int xfer_batch_status(struct xfer_batch *b, size_t id, struct xfer_task_status *
     return 0;
 }
 
+/* Empties a finished batch; see xfer.h. */
+int xfer_batch_reset(struct xfer_batch *b) {
+    pthread_mutex_lock(&b->lock);
+    int rc = 0;
+    if (b->n_done != b->n || atomic_load(&b->refs) != 1)
+        rc = -EBUSY;
+    else
+        b->n = b->n_done = 0;
+    pthread_mutex_unlock(&b->lock);
+    return rc;
+}
+
 /* Number of tasks submitted; see xfer.h. */
 size_t xfer_batch_count(const struct xfer_batch *b) {
     struct xfer_batch *mb = (struct xfer_batch *)b;

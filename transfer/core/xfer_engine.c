@@ -384,15 +384,23 @@ static void unregister_all(struct xfer_engine *eng) {
         xfer_engine_unregister(eng, (void *)(uintptr_t)eng->mrs[0]->addr);
 }
 
-/* Target-side bounds check holding the read lock; see xfer_int.h. */
-int xfer__mr_lock_remote(struct xfer_engine *eng, uint64_t addr, uint64_t len) {
+/* Target-side bounds check holding the read lock, returning the MR; see xfer_int.h. */
+int xfer__mr_lock_remote_mr(struct xfer_engine *eng, uint64_t addr, uint64_t len,
+                            struct xfer_mr **out) {
     pthread_rwlock_rdlock(&eng->mr_lock);
     struct xfer_mr *mr = addr + len < addr ? NULL : mr_lookup(eng, addr, len);
     if (!mr || !(mr->flags & XFER_REG_REMOTE)) {
         pthread_rwlock_unlock(&eng->mr_lock);
         return -CM_EINVALID_PARAMS;
     }
+    if (out)
+        *out = mr;
     return 0;
+}
+
+/* Target-side bounds check holding the read lock; see xfer_int.h. */
+int xfer__mr_lock_remote(struct xfer_engine *eng, uint64_t addr, uint64_t len) {
+    return xfer__mr_lock_remote_mr(eng, addr, len, NULL);
 }
 
 /* Releases the registration read lock; see xfer_int.h. */
@@ -642,4 +650,14 @@ int xfer_segment_warmup(struct xfer_segment *seg) {
     if (seg->local || !seg->tp->ops->warmup_segment)
         return -ENOSYS;
     return seg->tp->ops->warmup_segment(seg->tp, seg->tp_seg);
+}
+
+/* Reads a remote buffer of the segment's descriptor; see xfer.h. */
+int xfer_segment_buffer(const struct xfer_segment *seg, size_t index, uint64_t *addr,
+                        uint64_t *len) {
+    if (index >= seg->desc->n_buf)
+        return -ENOENT;
+    *addr = seg->desc->buf[index].addr;
+    *len = seg->desc->buf[index].len;
+    return 0;
 }
