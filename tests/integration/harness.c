@@ -424,19 +424,48 @@ const char *it_reply_str(const redisReply *r, char *buf, size_t cap) {
     return buf;
 }
 
-/* Runs the command; returns the reply (caller frees) and writes "cmd -> " into msg. */
+/* Writes "command [arg arg ...]" into msg, rendering the RESP request hiredis built from fmt
+ * (so %b and every other hiredis conversion are described exactly, non-printables escaped). */
+static void describe(char *msg, const char *fmt, va_list ap) {
+    char *cmd = NULL;
+    int len = redisvFormatCommand(&cmd, fmt, ap);
+    size_t pos = (size_t)snprintf(msg, IT_MSG_MAX, "command [");
+    const size_t lim = IT_MSG_MAX / 2;
+    if (len < 0) {
+        snprintf(msg + pos, IT_MSG_MAX - pos, "(bad format %s)]", fmt);
+        return;
+    }
+    const char *p = cmd, *end = cmd + len;
+    long argc = strtol(p + 1, NULL, 10);
+    p = strchr(p, '\n') + 1;
+    for (long i = 0; i < argc && p < end && pos + 8 < lim; i++) {
+        size_t alen = (size_t)strtoul(p + 1, NULL, 10);
+        p = strchr(p, '\n') + 1;
+        if (i > 0) {
+            msg[pos++] = ' ';
+        }
+        size_t show = alen > 100 ? 100 : alen;
+        pos = put_escaped(msg, lim, pos, p, show);
+        if (show < alen && pos + 24 < lim) {
+            pos += (size_t)snprintf(msg + pos, lim - pos, "...(%zu bytes)", alen);
+        }
+        p += alen + 2;
+    }
+    snprintf(msg + pos, IT_MSG_MAX - pos, "]");
+    redisFreeCommand(cmd);
+}
+
+/* Runs the command; returns the reply (caller frees) and writes its description into msg. */
 static redisReply *run_v(char *msg, redisContext *c, const char *fmt, va_list ap) {
     va_list ap2;
     va_copy(ap2, ap);
-    redisReply *r = redisvCommand(c, fmt, ap);
-    int n = snprintf(msg, IT_MSG_MAX / 2, "command [");
-    n += vsnprintf(msg + n, IT_MSG_MAX / 2 - (size_t)n, fmt, ap2);
+    describe(msg, fmt, ap2);
     va_end(ap2);
-    if (n > IT_MSG_MAX / 2 - 2) {
-        n = IT_MSG_MAX / 2 - 2;
+    redisReply *r = redisvCommand(c, fmt, ap);
+    if (r == NULL) {
+        size_t n = strlen(msg);
+        snprintf(msg + n, IT_MSG_MAX - n, " connection error: %s", c->errstr);
     }
-    snprintf(msg + n, IT_MSG_MAX - (size_t)n, "]%s%s", r == NULL ? " connection error: " : "",
-             r == NULL ? c->errstr : "");
     return r;
 }
 

@@ -128,7 +128,7 @@ Test(connection, auth_without_password) {
     IT_ERR("ERR syntax error", it_c, "AUTH a b c");
 }
 
-Test(connection, auth_with_requirepass, .init = NULL) {
+Test(connection_auth, with_requirepass, .fini = it_teardown, .timeout = 30) {
     struct it_opts o = {.requirepass = "s3cret"};
     it_server_start(&it_srv, &o);
     it_c = it_connect(&it_srv);
