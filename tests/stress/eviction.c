@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Eviction under sustained writes: writer threads SET far more checksummed data than the
+ * server's memory limit (values of 100 B to 64 KiB), while a reader GETs random keys. Every
+ * write must answer OK or Redis's exact OOM error, every read nil or a value whose checksum
+ * verifies and whose header names the requested key; in the end the server is alive, holds
+ * keys and reports evictions.
+ * Usage: eviction HOST PORT [-n TOTAL_SETS] [-w WRITERS] [-k KEYSPACE]
+ *
+ * Value layout (little-endian): u64 key id, u32 version, u32 total length, payload (pattern
+ * derived from key id and version), u32 CRC-32 of everything before it. */
+#include "common/fmacros.h"
+
+#include "tests/stress/st_util.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HDR_LEN  16
+#define MIN_SIZE 100
+#define MAX_SIZE 65536
+#define PIPELINE 64
+
+static const char *host;
+static int port;
+static long total_sets = 200000;
+static int writers = 2;
+static uint32_t keyspace = 100000;
+
+static atomic_long sets_ok, sets_oom, bytes_written;
+static atomic_long gets_hit, gets_nil;
+static atomic_int writers_done;
+
+static uint64_t rng_next(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+/* 90 % 100 B..1 KiB, 9 % 1..8 KiB, 1 % 8..64 KiB. */
+static size_t pick_size(uint64_t *rng) {
+    uint64_t r = rng_next(rng) % 1000;
+    uint64_t v = rng_next(rng);
+    if (r < 900) {
+        return MIN_SIZE + v % (1024 - MIN_SIZE);
+    }
+    if (r < 990) {
+        return 1024 + v % (8192 - 1024);
+    }
+    return 8192 + v % (MAX_SIZE - 8192 + 1);
+}
+
+static uint64_t value_seed(uint64_t key, uint32_t version) {
+    return (key << 32) ^ version ^ 0xA5A5A5A5A5A5A5A5ull;
+}
+
+static void build_value(uint8_t *buf, size_t len, uint64_t key, uint32_t version) {
+    uint32_t len32 = (uint32_t)len;
+    memcpy(buf, &key, 8);
+    memcpy(buf + 8, &version, 4);
+    memcpy(buf + 12, &len32, 4);
+    st_pattern_fill(buf + HDR_LEN, len - HDR_LEN - 4, 0, value_seed(key, version));
+    uint32_t crc = st_crc32(0, buf, len - 4);
+    memcpy(buf + len - 4, &crc, 4);
+}
+
+/* Returns NULL when the value is a valid value of `key`, else a description of the damage. */
+static const char *verify_value(const uint8_t *buf, size_t len, uint64_t key) {
+    uint64_t k;
+    uint32_t version, len32, crc;
+    if (len < MIN_SIZE || len > MAX_SIZE) {
+        return "length outside 100..65536";
+    }
+    memcpy(&k, buf, 8);
+    memcpy(&version, buf + 8, 4);
+    memcpy(&len32, buf + 12, 4);
+    memcpy(&crc, buf + len - 4, 4);
+    if (st_crc32(0, buf, len - 4) != crc) {
+        return "CRC-32 mismatch";
+    }
+    if (k != key) {
+        return "value belongs to another key";
+    }
+    if (len32 != len) {
+        return "length in the header differs from the reply length";
+    }
+    if (st_pattern_check(buf + HDR_LEN, len - HDR_LEN - 4, 0, value_seed(key, version)) >= 0) {
+        return "payload differs from the pattern (with a matching CRC)";
+    }
+    return NULL;
+}
+
+struct writer_arg {
+    int id;
+    long count;
+};
+
+static void *writer_main(void *arg) {
+    struct writer_arg *w = arg;
+    redisContext *c = st_connect(host, port);
+    uint8_t *buf = malloc(MAX_SIZE);
+    uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(w->id + 1);
+    uint32_t version = (uint32_t)w->id << 24;
+    for (long done = 0; done < w->count;) {
+        int batch = w->count - done < PIPELINE ? (int)(w->count - done) : PIPELINE;
+        uint64_t keys[PIPELINE];
+        for (int i = 0; i < batch; i++) {
+            char key[32];
+            keys[i] = rng_next(&rng) % keyspace;
+            size_t len = pick_size(&rng);
+            build_value(buf, len, keys[i], ++version);
+            snprintf(key, sizeof(key), "ev:%llu", (unsigned long long)keys[i]);
+            redisAppendCommand(c, "SET %s %b", key, buf, len);
+            atomic_fetch_add(&bytes_written, (long)len);
+        }
+        for (int i = 0; i < batch; i++) {
+            void *rep;
+            if (redisGetReply(c, &rep) != REDIS_OK) {
+                st_die("writer %d: connection error after %ld SETs: %s", w->id, done + i,
+                       c->errstr);
+            }
+            redisReply *r = rep;
+            if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0) {
+                atomic_fetch_add(&sets_ok, 1);
+            } else if (r->type == REDIS_REPLY_ERROR && strcmp(r->str, ST_OOM_ERROR) == 0) {
+                atomic_fetch_add(&sets_oom, 1);
+            } else {
+                st_die("writer %d: SET ev:%llu: expected OK or '%s', got type %d '%s'", w->id,
+                       (unsigned long long)keys[i], ST_OOM_ERROR, r->type, r->str ? r->str : "");
+            }
+            freeReplyObject(r);
+        }
+        done += batch;
+    }
+    free(buf);
+    redisFree(c);
+    atomic_fetch_add(&writers_done, 1);
+    return NULL;
+}
+
+/* GETs `n` keys (pipelined) and checks every reply; returns the number of hits. */
+static long check_keys(redisContext *c, uint64_t *rng, int n, const char *who) {
+    uint64_t keys[PIPELINE];
+    long hits = 0;
+    for (int i = 0; i < n; i++) {
+        char key[32];
+        keys[i] = rng_next(rng) % keyspace;
+        snprintf(key, sizeof(key), "ev:%llu", (unsigned long long)keys[i]);
+        redisAppendCommand(c, "GET %s", key);
+    }
+    for (int i = 0; i < n; i++) {
+        void *rep;
+        if (redisGetReply(c, &rep) != REDIS_OK) {
+            st_die("%s: connection error: %s", who, c->errstr);
+        }
+        redisReply *r = rep;
+        if (r->type == REDIS_REPLY_STRING) {
+            const char *why = verify_value((const uint8_t *)r->str, (size_t)r->len, keys[i]);
+            if (why != NULL) {
+                st_die("%s: GET ev:%llu returned %zu wrong bytes: %s", who,
+                       (unsigned long long)keys[i], (size_t)r->len, why);
+            }
+            hits++;
+            atomic_fetch_add(&gets_hit, 1);
+        } else if (r->type == REDIS_REPLY_NIL) {
+            atomic_fetch_add(&gets_nil, 1);
+        } else {
+            st_die("%s: GET ev:%llu: expected a string or nil, got type %d '%s'", who,
+                   (unsigned long long)keys[i], r->type, r->str ? r->str : "");
+        }
+        freeReplyObject(r);
+    }
+    return hits;
+}
+
+static void *reader_main(void *arg) {
+    (void)arg;
+    redisContext *c = st_connect(host, port);
+    uint64_t rng = 0xC0FFEE1234567ull;
+    while (atomic_load(&writers_done) < writers) {
+        check_keys(c, &rng, PIPELINE, "reader");
+    }
+    redisFree(c);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s HOST PORT [-n TOTAL_SETS] [-w WRITERS] [-k KEYSPACE]\n",
+                argv[0]);
+        return 2;
+    }
+    host = argv[1];
+    port = atoi(argv[2]);
+    for (int i = 3; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "-n") == 0) {
+            total_sets = atol(argv[i + 1]);
+        } else if (strcmp(argv[i], "-w") == 0) {
+            writers = atoi(argv[i + 1]);
+        } else if (strcmp(argv[i], "-k") == 0) {
+            keyspace = (uint32_t)atol(argv[i + 1]);
+        }
+    }
+    if (writers < 1 || writers > 16 || total_sets < writers || keyspace < 1) {
+        st_die("bad arguments");
+    }
+    st_crc32(0, "", 0); /* build the table before the threads start */
+    uint64_t t0 = st_now_ms();
+    redisContext *c = st_connect(host, port);
+    long long evicted0 = st_info_field(c, "stats", "evicted_keys");
+
+    pthread_t wt[16], rt;
+    struct writer_arg wa[16];
+    for (int i = 0; i < writers; i++) {
+        wa[i].id = i;
+        wa[i].count = total_sets / writers + (i < total_sets % writers ? 1 : 0);
+        pthread_create(&wt[i], NULL, writer_main, &wa[i]);
+    }
+    pthread_create(&rt, NULL, reader_main, NULL);
+    for (int i = 0; i < writers; i++) {
+        pthread_join(wt[i], NULL);
+    }
+    pthread_join(rt, NULL);
+    uint64_t t1 = st_now_ms();
+
+    /* After the storm: a sweep of random keys must hold only intact values. */
+    uint64_t rng = 0xBADC0DEull;
+    long sweep_hits = 0;
+    for (int i = 0; i < 40; i++) {
+        sweep_hits += check_keys(c, &rng, PIPELINE, "final sweep");
+    }
+    long long evicted = st_info_field(c, "stats", "evicted_keys") - evicted0;
+    redisReply *r = st_command(c, "DBSIZE");
+    long long dbsize = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    long ok = atomic_load(&sets_ok), oom = atomic_load(&sets_oom);
+    printf("eviction: %ld SETs (%ld MiB) in %llu ms: %ld OK, %ld OOM; reader %ld hits, %ld nil; "
+           "final sweep %ld/%d hits; DBSIZE %lld; evicted_keys +%lld\n",
+           total_sets, atomic_load(&bytes_written) >> 20, (unsigned long long)(t1 - t0), ok, oom,
+           atomic_load(&gets_hit) - sweep_hits, atomic_load(&gets_nil), sweep_hits, 40 * PIPELINE,
+           dbsize, evicted);
+    if (ok + oom != total_sets) {
+        st_die("%ld replies for %ld SETs", ok + oom, total_sets);
+    }
+    /* There is always something evictable here, so OOM must stay the exception. */
+    if (oom * 100 > total_sets) {
+        st_die("%ld of %ld SETs were refused with OOM although older keys were evictable", oom,
+               total_sets);
+    }
+    if (atomic_load(&gets_hit) == 0) {
+        st_die("no GET ever found a key");
+    }
+    if (dbsize <= 0) {
+        st_die("DBSIZE after the writes: expected > 0, got %lld", dbsize);
+    }
+    if (evicted <= 0) {
+        st_die("INFO stats evicted_keys did not grow (+%lld) although the writes exceeded "
+               "memory",
+               evicted);
+    }
+    st_expect_status(c, "PONG", "PING");
+    st_expect_status(c, "OK", "SET ev:after ok");
+    st_expect_status(c, "ok", "GET ev:after");
+    redisFree(c);
+    return 0;
+}
