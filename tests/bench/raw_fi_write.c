@@ -7,9 +7,11 @@
  *
  *   raw_fi_write --server [--port P]                     prints "PORT <n>", serves clients
  *   raw_fi_write --client 127.0.0.1:P --block_size N --duration S [--batch_size B]
- *                [--op write|read] [--json]
+ *                [--op write|read] [--delivery] [--json]
  *
- * The provider comes from FI_PROVIDER (default "tcp;ofi_rxm").
+ * The provider comes from FI_PROVIDER (default "tcp;ofi_rxm"). --delivery asks for
+ * FI_DELIVERY_COMPLETE (completion = bytes in the target's memory), the semantics the fabric
+ * transport needs; without it the provider's default applies (usually transmit-complete).
  */
 #include "common/fmacros.h"
 
@@ -85,6 +87,8 @@ static int full_io(int fd, void *buf, size_t len, int wr) {
     return 0;
 }
 
+static int delivery_complete; /* --delivery: FI_DELIVERY_COMPLETE, as the fabric transport uses */
+
 static void fab_open(struct raw_fab *f, size_t buf_len) {
     const char *prov = getenv("FI_PROVIDER");
     struct fi_info *hints = fi_allocinfo();
@@ -95,6 +99,8 @@ static void fab_open(struct raw_fab *f, size_t buf_len) {
     hints->mode = FI_CONTEXT;
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    if (delivery_complete)
+        hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
     hints->fabric_attr->prov_name = strdup(prov && *prov ? prov : "tcp;ofi_rxm");
     rc = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, 0, hints, &f->info);
     if (rc)
@@ -351,9 +357,10 @@ static int run_client(const char *target, size_t block, double duration, size_t 
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: raw_fi_write --server [--port P]\n"
-                    "       raw_fi_write --client HOST:PORT --block_size N --duration S\n"
-                    "                    [--batch_size B] [--op write|read] [--json]\n");
+    fprintf(stderr,
+            "usage: raw_fi_write --server [--port P]\n"
+            "       raw_fi_write --client HOST:PORT --block_size N --duration S\n"
+            "                    [--batch_size B] [--op write|read] [--delivery] [--json]\n");
     exit(2);
 }
 
@@ -370,6 +377,8 @@ int main(int argc, char **argv) {
             server = 1;
         else if (!strcmp(a, "--json"))
             json = 1;
+        else if (!strcmp(a, "--delivery"))
+            delivery_complete = 1;
         else if (!v)
             usage();
         else if (!strcmp(a, "--port"))

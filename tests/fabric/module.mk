@@ -12,3 +12,13 @@ $(RAW_FI_WRITE): $(call objs,tests/bench/raw_fi_write.c)
 BINS     += $(RAW_FI_WRITE)
 ALL_SRCS += tests/bench/raw_fi_write.c
 endif
+
+# test_xfer_fabric: two-process fabric transport tests over tcp;ofi_rxm on loopback.
+ifeq ($(XFER_HAVE_FABRIC),1)
+FABRIC_TEST := $(BUILD)/tests/fabric/test_xfer_fabric
+$(FABRIC_TEST): $(call objs,tests/fabric/test_xfer_fabric.c) $(BUILD)/lib/libxfer.a \
+                $(BUILD)/lib/libcm.a
+	$(LINK) $^ $(XFER_LIBS)
+TEST_PROGS += $(FABRIC_TEST)
+ALL_SRCS   += tests/fabric/test_xfer_fabric.c
+endif

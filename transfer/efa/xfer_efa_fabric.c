@@ -86,6 +86,9 @@ static int xfer_efa_getinfo(struct xfer_efa *efa, int want_hmem) {
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
                                   FI_MR_ENDPOINT | (want_hmem ? FI_MR_HMEM : 0);
     hints->domain_attr->threading = FI_THREAD_SAFE;
+    /* COMPLETED must mean "in the peer's memory": a later read through another domain (another
+     * connection) or a reader told by the master must see the bytes. */
+    hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
     hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
     hints->fabric_attr->prov_name = strdup(efa->cfg.provider);
     if (efa->cfg.node[0])
