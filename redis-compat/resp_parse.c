@@ -408,6 +408,7 @@ static enum resp_result parse_inline(struct resp_parser *p, const char *buf, siz
 
 /* See resp.h. Hot path: one call per request, no allocation once argv has grown. */
 enum resp_result resp_parse_request(struct resp_parser *p, const char *buf, size_t len) {
+    p->want = 0;
     switch (p->state) {
     case ST_ERROR:
         return RESP_ERROR;
