@@ -136,6 +136,10 @@ static int build_argv(const char **argv, char bufs[][32], const struct it_server
         argv[n++] = "--maxclients";
         argv[n++] = bufs[1];
     }
+    if (o != NULL && o->unixsocket != NULL) {
+        argv[n++] = "--unixsocket";
+        argv[n++] = o->unixsocket;
+    }
     if (o != NULL && o->timeout > 0) {
         snprintf(bufs[2], 32, "%d", o->timeout);
         argv[n++] = "--timeout";

@@ -22,6 +22,7 @@ struct it_opts {
     int maxclients;          /* --maxclients */
     int timeout;             /* --timeout (seconds) */
     const char *memory;      /* crescent --memory / redis --maxmemory (e.g. "64mb") */
+    const char *unixsocket;  /* --unixsocket path */
 };
 
 /* One server process under test. */

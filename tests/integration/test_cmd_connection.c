@@ -5,9 +5,11 @@
 
 #include "tests/integration/harness.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 TestSuite(connection, .init = it_setup, .fini = it_teardown, .timeout = 30);
@@ -293,4 +295,93 @@ Test(connection, client_setinfo) {
     redisReply *info = it_cmd(it_c, "CLIENT INFO");
     cr_assert_not_null(strstr(info->str, "lib-name=mylib"), "%s", info->str);
     cr_assert_not_null(strstr(info->str, "lib-ver=1.2.3"), "%s", info->str);
+}
+
+Test(connection, client_kill_filters) {
+    redisContext *c2 = it_connect(&it_srv);
+    redisContext *c3 = it_connect(&it_srv);
+    IT_STATUS("PONG", c2, "PING");
+    IT_STATUS("PONG", c3, "PING");
+    IT_INT(2, it_c, "CLIENT KILL USER default SKIPME yes");
+    cr_assert_null(redisCommand(c2, "PING"));
+    cr_assert_null(redisCommand(c3, "PING"));
+    redisFree(c2);
+    redisFree(c3);
+    IT_STATUS("PONG", it_c, "PING");
+    IT_ERR("ERR syntax error", it_c, "CLIENT KILL ADDR 1.1.1.1:1 SKIPME maybe");
+    IT_ERR("ERR syntax error", it_c, "CLIENT KILL ID 5 foo bar");
+    IT_INT(0, it_c, "CLIENT KILL LADDR 127.0.0.1:1");
+}
+
+Test(connection_limits, maxclients, .fini = it_teardown, .timeout = 30) {
+    struct it_opts o = {.maxclients = 2};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+    IT_STATUS("PONG", it_c, "PING");
+    redisContext *c2 = it_connect(&it_srv);
+    IT_STATUS("PONG", c2, "PING");
+    redisContext *c3 = it_connect(&it_srv);
+    redisReply *r = redisCommand(c3, "PING");
+    cr_assert(r != NULL && r->type == REDIS_REPLY_ERROR &&
+                  strcmp(r->str, "ERR max number of clients reached") == 0,
+              "third client over maxclients 2 is refused with an error");
+    freeReplyObject(r);
+    redisFree(c3);
+    redisFree(c2);
+    /* CONFIG SET maxclients applies at run time. */
+    IT_OK(it_c, "CONFIG SET maxclients 3");
+    long long deadline = it_now_ms() + 2000;
+    for (;;) { /* c2's close may not be processed yet */
+        c2 = it_connect(&it_srv);
+        c3 = it_connect(&it_srv);
+        r = redisCommand(c3, "PING");
+        bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        redisFree(c3);
+        if (ok || it_now_ms() > deadline) {
+            cr_assert(ok, "with maxclients 3 the third client is accepted");
+            break;
+        }
+        redisFree(c2);
+        it_sleep_ms(20);
+    }
+    redisFree(c2);
+}
+
+Test(connection_limits, idle_timeout, .fini = it_teardown, .timeout = 30) {
+    struct it_opts o = {.timeout = 1};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+    IT_STATUS("PONG", it_c, "PING");
+    int fd = it_raw_open(it_srv.port);
+    it_raw_send(fd, "PING\r\n", 6);
+    size_t len;
+    free(it_raw_read(fd, &len));
+    long long start = it_now_ms();
+    bool closed = false;
+    while (!closed && it_now_ms() - start < 5000) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        char b;
+        closed = poll(&p, 1, 100) == 1 && recv(fd, &b, 1, 0) == 0;
+    }
+    long long waited = it_now_ms() - start;
+    close(fd);
+    cr_assert(closed, "idle client is closed after timeout 1");
+    cr_assert_geq(waited, 900, "not before the timeout: %lld ms", waited);
+}
+
+Test(connection_limits, unixsocket, .fini = it_teardown, .timeout = 30) {
+    char path[128];
+    snprintf(path, sizeof(path), "/tmp/crescent-it-%d.sock", (int)getpid());
+    struct it_opts o = {.unixsocket = path};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+    struct timeval tv = {5, 0};
+    redisContext *u = redisConnectUnixWithTimeout(path, tv);
+    cr_assert(u != NULL && !u->err, "connect to %s: %s", path, u ? u->errstr : "NULL");
+    IT_STATUS("PONG", u, "PING");
+    IT_OK(u, "SET via unix");
+    IT_STR("unix", it_c, "GET via"); /* same keyspace as TCP */
+    redisFree(u);
+    unlink(path);
 }
