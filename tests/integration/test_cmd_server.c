@@ -276,3 +276,41 @@ Test(server, object_encoding_refcount) {
     IT_NIL(it_c, "OBJECT REFCOUNT missing");
     IT_ERR("ERR unknown subcommand 'foo'. Try OBJECT HELP.", it_c, "OBJECT foo");
 }
+
+Test(server_memory, limit_evicts_or_refuses, .fini = it_teardown, .timeout = 30) {
+    struct it_opts o = {.memory = "2mb"};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+    enum { N = 400, SZ = 16384 };
+    static char v[SZ];
+    memset(v, 'm', sizeof(v));
+    int ok = 0, oom = 0;
+    for (int i = 0; i < N; i++) {
+        redisReply *r = it_cmd(it_c, "SET mem:%d %b", i, v, (size_t)SZ);
+        if (r->type == REDIS_REPLY_STATUS) {
+            ok++;
+        } else {
+            IT_TYPE(r, REDIS_REPLY_ERROR);
+            cr_assert_str_eq(r->str, "OOM command not allowed when used memory > 'maxmemory'.");
+            oom++;
+        }
+    }
+    redisReply *dbsize = it_cmd(it_c, "DBSIZE");
+    cr_assert_lt(dbsize->integer, N, "6.4 MB of values do not all fit in 2 MB");
+    if (it_target_is_redis()) {
+        /* Redis's default maxmemory-policy is noeviction: writes are refused. */
+        cr_assert_gt(oom, 0);
+        cr_assert_eq(dbsize->integer, ok);
+    } else {
+        /* crescent is a cache: it evicts old objects and accepts every write. */
+        cr_assert_eq(oom, 0, "%d writes refused", oom);
+        cr_assert_gt(dbsize->integer, 0);
+        redisReply *r = it_cmd(it_c, "GET mem:%d", N - 1);
+        IT_TYPE(r, REDIS_REPLY_STRING);
+        cr_assert_eq(r->len, SZ, "the newest value is readable after eviction");
+        redisReply *info = it_cmd(it_c, "INFO stats");
+        const char *p = strstr(info->str, "\r\nevicted_keys:");
+        cr_assert_not_null(p, "INFO stats has evicted_keys");
+        cr_assert_gt(atoll(p + 15), 0);
+    }
+}
