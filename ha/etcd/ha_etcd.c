@@ -447,8 +447,10 @@ static int ha_etcd_get_holder(void *state, struct ha_view *view, char *err, size
     return 0;
 }
 
-static int ha_etcd_wait_change(void *state, uint64_t epoch, int timeout_ms) {
-    struct ha_etcd *s = state;
+/* Runs one watch of the key from start_rev (0 = from now) for up to timeout_ms. Returns 0 when
+   an event arrived, 1 when etcd cancelled the watch (the revision was compacted), -ETIMEDOUT or
+   a negative error. */
+static int watch_once(struct ha_etcd *s, uint64_t start_rev, int timeout_ms) {
     int saved = s->timeout_ms;
     char err[256];
     json_t *resp = NULL;
@@ -457,10 +459,10 @@ static int ha_etcd_wait_change(void *state, uint64_t epoch, int timeout_ms) {
     s->watching = true;
     s->watch_changed = false;
     s->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
-    if (epoch)
+    if (start_rev)
         rc = postf(s, "watch", &resp, err, sizeof(err),
                    "{\"create_request\":{\"key\":\"%s\",\"start_revision\":\"%llu\"}}", s->key_b64,
-                   (unsigned long long)(epoch + 1));
+                   (unsigned long long)start_rev);
     else
         rc = postf(s, "watch", &resp, err, sizeof(err), "{\"create_request\":{\"key\":\"%s\"}}",
                    s->key_b64);
@@ -469,8 +471,26 @@ static int ha_etcd_wait_change(void *state, uint64_t epoch, int timeout_ms) {
     if (resp)
         json_decref(resp);
     if (s->watch_changed)
-        return 0;
+        return strstr(s->body, "\"events\"") ? 0 : 1;
     return rc == 0 || rc == -ETIMEDOUT ? -ETIMEDOUT : rc;
+}
+
+static int ha_etcd_wait_change(void *state, uint64_t epoch, int timeout_ms) {
+    struct ha_etcd *s = state;
+    uint64_t deadline = cm_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    uint64_t now;
+    int rc;
+
+    /* From epoch+1, so that a delete since the caller's read is not missed. */
+    rc = watch_once(s, epoch ? epoch + 1 : 0, timeout_ms);
+    if (rc != 1)
+        return rc;
+    /* That history is compacted: watch from now for the rest of the time instead. */
+    now = cm_mono_ms();
+    if (now >= deadline)
+        return -ETIMEDOUT;
+    rc = watch_once(s, 0, (int)(deadline - now));
+    return rc == 1 ? 0 : rc;
 }
 
 static void ha_etcd_set_timeout(void *state, int timeout_ms) {
