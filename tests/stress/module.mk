@@ -20,5 +20,6 @@ all: $(STRESS_BINS)
 TEST_SCRIPTS += \
     tests/stress/clients_1000.sh \
     tests/stress/eviction.sh \
+    tests/stress/oom.sh \
     tests/stress/slow_reader.sh \
     # EOL
