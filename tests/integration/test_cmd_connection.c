@@ -121,6 +121,17 @@ Test(connection, hello3_raw_resp3) {
     close(fd);
 }
 
+Test(connection, reset_returns_to_resp2) {
+    int fd = it_raw_open(it_srv.port);
+    it_raw_send(fd, "HELLO 3\r\n", 9);
+    size_t len;
+    free(it_raw_read(fd, &len));
+    raw_expect(fd, "GET nosuchkey\r\n", "_\r\n");
+    raw_expect(fd, "RESET\r\n", "+RESET\r\n");
+    raw_expect(fd, "GET nosuchkey\r\n", "$-1\r\n");
+    close(fd);
+}
+
 Test(connection, auth_without_password) {
     IT_ERR("ERR AUTH <password> called without any password configured for the default user. "
            "Are you sure your configuration is correct?",
@@ -154,6 +165,9 @@ Test(connection_auth, with_requirepass, .fini = it_teardown, .timeout = 30) {
     redisReply *r = it_cmd(c3, "HELLO 2 AUTH default s3cret");
     IT_TYPE(r, REDIS_REPLY_ARRAY);
     IT_STATUS("PONG", c3, "PING");
+    /* RESET de-authenticates when the default user has a password. */
+    IT_STATUS("RESET", c3, "RESET");
+    IT_ERR("NOAUTH Authentication required.", c3, "GET x");
     redisFree(c3);
 }
 

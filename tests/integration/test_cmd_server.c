@@ -188,6 +188,12 @@ Test(server, info_sections) {
     cr_assert_not_null(strstr(r->str, "# Server\r\n"));
     cr_assert_not_null(strstr(r->str, "# Clients\r\n"));
     cr_assert_null(strstr(r->str, "# Memory"));
+    const char *groups[] = {"all", "default", "everything"};
+    for (size_t i = 0; i < 3; i++) {
+        r = it_cmd(it_c, "INFO %s", groups[i]);
+        cr_assert_not_null(strstr(r->str, "# Server\r\n"), "INFO %s", groups[i]);
+        cr_assert_not_null(strstr(r->str, "# Keyspace\r\n"), "INFO %s", groups[i]);
+    }
     r = it_cmd(it_c, "INFO nosuchsection");
     IT_TYPE(r, REDIS_REPLY_STRING);
     cr_assert_eq(r->len, 0, "unknown section gives an empty string: %s", r->str);

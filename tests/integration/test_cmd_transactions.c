@@ -160,6 +160,28 @@ Test(transactions, watch_missing_key_created) {
     redisFree(c2);
 }
 
+Test(transactions, watch_key_expired_aborts) {
+    IT_OK(it_c, "SET e v PX 100");
+    IT_OK(it_c, "WATCH e");
+    long long start = it_now_ms();
+    for (;;) { /* wait until the key is gone, without touching it from this client */
+        redisContext *c2 = it_connect(&it_srv);
+        redisReply *r = redisCommand(c2, "PTTL e");
+        long long t = r != NULL ? r->integer : 0;
+        freeReplyObject(r);
+        redisFree(c2);
+        if (t == -2 || it_now_ms() - start > 3000) {
+            break;
+        }
+        it_sleep_ms(20);
+    }
+    IT_OK(it_c, "MULTI");
+    IT_STATUS("QUEUED", it_c, "SET e w");
+    cr_assert_eq(it_cmd(it_c, "EXEC")->type, REDIS_REPLY_NIL,
+                 "a watched key that expired fails EXEC");
+    IT_NIL(it_c, "GET e");
+}
+
 Test(transactions, watch_own_write_aborts) {
     IT_OK(it_c, "SET w 1");
     IT_OK(it_c, "WATCH w");
