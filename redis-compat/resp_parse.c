@@ -123,7 +123,7 @@ static enum resp_result fail(struct resp_parser *p, const char *msg) {
 
 static void argv_push(struct resp_parser *p, size_t off, size_t len) {
     if (p->argc == p->argv_cap) {
-        int cap = p->argv_cap ? p->argv_cap * 2 : 8;
+        int cap = p->argv_cap == 0 ? 8 : p->argv_cap > INT_MAX / 2 ? INT_MAX : p->argv_cap * 2;
         p->argv = cm_realloc(p->argv, (size_t)cap * sizeof(*p->argv));
         p->argv_cap = cap;
     }

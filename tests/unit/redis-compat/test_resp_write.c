@@ -66,7 +66,7 @@ Test(resp_write, scalars) {
 Test(resp_write, ll2str_all_widths) {
     char tmp[24];
     long long v = 1;
-    for (int i = 0; i < 19; i++, v *= 10) {
+    for (int i = 0; i < 19; i++, v = i < 19 ? v * 10 : v) {
         char want[32];
         int n = snprintf(want, sizeof(want), "%lld", v - 1);
         cr_assert_eq(resp_ll2str(tmp, v - 1), (size_t)n);
