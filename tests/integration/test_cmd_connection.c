@@ -121,6 +121,37 @@ Test(connection, hello3_raw_resp3) {
     close(fd);
 }
 
+static void raw_expect_prefix(int fd, const char *send, const char *want) {
+    it_raw_send(fd, send, strlen(send));
+    size_t len;
+    char *got = it_raw_read(fd, &len);
+    cr_assert(strncmp(got, want, strlen(want)) == 0, "raw %s: expected %s..., got %s", send, want,
+              got);
+    free(got);
+}
+
+Test(connection, resp3_reply_types) {
+    int fd = it_raw_open(it_srv.port);
+    it_raw_send(fd, "HELLO 3\r\n", 9);
+    size_t len;
+    free(it_raw_read(fd, &len));
+    raw_expect(fd, "CONFIG GET maxclients\r\n", "%1\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n");
+    raw_expect(fd, "INFO keyspace\r\n", "=16\r\ntxt:# Keyspace\r\n\r\n");
+    raw_expect_prefix(fd, "CLIENT INFO\r\n", "=");
+    raw_expect(fd, "CLIENT GETNAME\r\n", "_\r\n");
+    raw_expect(fd, "SET a b GET\r\n", "_\r\n");
+    raw_expect(fd, "TTL nosuch\r\n", ":-2\r\n");
+    raw_expect_prefix(fd, "COMMAND DOCS get\r\n", "%1\r\n$3\r\nget\r\n%");
+    raw_expect_prefix(fd, "COMMAND INFO get\r\n", "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n~");
+    raw_expect(fd, "COMMAND INFO nosuch\r\n", "*1\r\n_\r\n");
+    raw_expect(fd, "WATCH a\r\n", "+OK\r\n");
+    IT_OK(it_c, "SET a changed");
+    raw_expect(fd, "MULTI\r\n", "+OK\r\n");
+    raw_expect(fd, "GET a\r\n", "+QUEUED\r\n");
+    raw_expect(fd, "EXEC\r\n", "_\r\n");
+    close(fd);
+}
+
 Test(connection, reset_returns_to_resp2) {
     int fd = it_raw_open(it_srv.port);
     it_raw_send(fd, "HELLO 3\r\n", 9);
