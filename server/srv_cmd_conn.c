@@ -219,6 +219,42 @@ static void srv_client_kill_cmd(struct srv_client *c) {
     resp_add_int(&c->out, srv_clients_kill(&f));
 }
 
+/* CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]. Returns -1 if replied. */
+static int srv_client_list_args(struct srv_client *c, struct cm_buf *b) {
+    int j = 2, any_id = 0;
+    while (j < c->argc) {
+        if (srv_arg_is(c, j, "type") && j + 1 < c->argc) {
+            if (!srv_arg_is(c, j + 1, "normal") && !srv_arg_is(c, j + 1, "master") &&
+                !srv_arg_is(c, j + 1, "replica") && !srv_arg_is(c, j + 1, "pubsub")) {
+                srv_reply_errorf(c, "ERR Unknown client type '%.*s'", (int)c->argv[j + 1].len,
+                                 c->argv[j + 1].p);
+                return -1;
+            }
+            if (!srv_arg_is(c, j + 1, "normal"))
+                return 0; /* no such clients here */
+            j += 2;
+        } else if (srv_arg_is(c, j, "id") && j + 1 < c->argc) {
+            for (j++; j < c->argc; j++) {
+                long long id;
+                if (srv_arg_ll(c, j, &id, "ERR Invalid client ID") < 0)
+                    return -1;
+                if (id <= 0) {
+                    srv_reply_error(c, "ERR Invalid client ID");
+                    return -1;
+                }
+                srv_clients_list(b, (uint64_t)id);
+                any_id = 1;
+            }
+        } else {
+            srv_reply_syntax_error(c);
+            return -1;
+        }
+    }
+    if (!any_id)
+        srv_clients_list(b, 0);
+    return 0;
+}
+
 static void srv_reply_text(struct srv_client *c, struct cm_buf *b) {
     resp_add_verbatim(&c->out, c->proto, b->data ? b->data : "", b->len, "txt");
 }
@@ -261,8 +297,9 @@ void rc_client_command(struct srv_client *c) {
         if (srv_arg_is(c, 1, "info")) {
             srv_client_info_line(c, &b);
             cm_buf_append(&b, "\n", 1);
-        } else {
-            srv_clients_list(&b, 0);
+        } else if (srv_client_list_args(c, &b) < 0) {
+            cm_buf_fini(&b);
+            return;
         }
         srv_reply_text(c, &b);
         cm_buf_fini(&b);

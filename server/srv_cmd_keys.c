@@ -77,8 +77,9 @@ void rc_type_command(struct srv_client *c) {
     struct srv_db_ref r;
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_peek(&r, srv_now_ms());
+    int type = o ? o->type : -1;
     srv_db_unlock(&r);
-    resp_add_simple(&c->out, o ? "string" : "none");
+    resp_add_simple(&c->out, type >= 0 ? srv_type_name((enum srv_type)type) : "none");
 }
 
 /* ---------------------------------------------------------------- EXPIRE family */
@@ -232,12 +233,12 @@ struct srv_keys_ctx {
     const char *pat;
     size_t plen;
     int all;
-    int type_ok;
+    int type; /* -1 = any, else enum srv_type */
 };
 
 static void srv_keys_visit(struct srv_obj *o, void *arg) {
     struct srv_keys_ctx *k = arg;
-    if (!k->type_ok)
+    if (k->type >= 0 && o->type != k->type)
         return;
     if (!k->all && !cm_glob_match(k->pat, k->plen, o->key, o->klen, 0))
         return;
@@ -248,7 +249,7 @@ static void srv_keys_visit(struct srv_obj *o, void *arg) {
 void rc_keys_command(struct srv_client *c) {
     struct cm_buf keys;
     cm_buf_init(&keys);
-    struct srv_keys_ctx k = {&keys, 0, c->argv[1].p, c->argv[1].len, 0, 1};
+    struct srv_keys_ctx k = {&keys, 0, c->argv[1].p, c->argv[1].len, 0, -1};
     k.all = c->argv[1].len == 1 && c->argv[1].p[0] == '*';
     uint64_t cursor = 0;
     int64_t now = srv_now_ms();
@@ -277,7 +278,7 @@ void rc_scan_command(struct srv_client *c) {
         return;
     }
     long long count = 10;
-    struct srv_keys_ctx k = {NULL, 0, NULL, 0, 1, 1};
+    struct srv_keys_ctx k = {NULL, 0, NULL, 0, 1, -1};
     for (int j = 2; j < c->argc; j += 2) {
         if (j + 1 >= c->argc) {
             srv_reply_syntax_error(c);
@@ -295,7 +296,10 @@ void rc_scan_command(struct srv_client *c) {
             k.plen = c->argv[j + 1].len;
             k.all = k.plen == 1 && k.pat[0] == '*';
         } else if (srv_arg_is(c, j, "type")) {
-            k.type_ok = srv_arg_is(c, j + 1, "string");
+            k.type = 99; /* unknown types match nothing, like Redis */
+            for (int t = SRV_TYPE_STRING; t <= SRV_TYPE_ZSET; t++)
+                if (srv_arg_is(c, j + 1, srv_type_name((enum srv_type)t)))
+                    k.type = t;
         } else {
             srv_reply_syntax_error(c);
             return;
@@ -346,12 +350,17 @@ static struct srv_obj *srv_take_key(const struct srv_arg *k, int64_t now) {
 static int srv_store_copy(struct srv_client *c, const struct srv_arg *dst, struct srv_obj *src,
                           int replace) {
     struct srv_obj *n;
-    int rc = srv_obj_create(dst->p, dst->len, src->vlen, src->vlen, &n);
-    if (rc < 0) {
-        srv_reply_alloc_error(c, rc);
-        return -1;
+    if (src->type != SRV_TYPE_STRING) {
+        n = srv_obj_create_agg(dst->p, dst->len, (enum srv_type)src->type,
+                               srv_type_dup((enum srv_type)src->type, src->val));
+    } else {
+        int rc = srv_obj_create(dst->p, dst->len, src->vlen, src->vlen, &n);
+        if (rc < 0) {
+            srv_reply_alloc_error(c, rc);
+            return -1;
+        }
+        memcpy(n->val, src->val, src->vlen);
     }
-    memcpy(n->val, src->val, src->vlen);
     cm_atomic_store_relaxed(&n->expire_ms, cm_atomic_load_relaxed(&src->expire_ms));
     struct srv_db_ref r;
     srv_db_lock(&r, dst->p, dst->len);
@@ -496,6 +505,9 @@ void rc_memory_command(struct srv_client *c) {
                 srv_reply_syntax_error(c);
             return;
         }
+        long long samples;
+        if (c->argc == 5 && srv_arg_ll(c, 4, &samples, NULL) < 0)
+            return;
         struct srv_db_ref r;
         srv_db_lock(&r, c->argv[2].p, c->argv[2].len);
         struct srv_obj *o = srv_db_peek(&r, srv_now_ms());
@@ -515,6 +527,9 @@ void rc_memory_command(struct srv_client *c) {
 }
 
 static const char *srv_encoding_of(const struct srv_obj *o) {
+    static const char *const agg[] = {"", "quicklist", "hashtable", "hashtable", "skiplist"};
+    if (o->type != SRV_TYPE_STRING)
+        return agg[o->type];
     long long v;
     if (o->vlen <= 20 && cm_str2ll(o->val, o->vlen, &v) == 0)
         return "int";

@@ -296,7 +296,7 @@ static void srv_info_stats(struct cm_buf *b) {
         "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
         "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\nrejected_connections:%llu\r\n"
         "expired_keys:%llu\r\nevicted_keys:%llu\r\nkeyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n"
-        "total_error_replies:%llu\r\n\r\n",
+        "total_error_replies:%llu\r\nunexpected_error_replies:0\r\n\r\n",
         (unsigned long long)cm_atomic_load_relaxed(&srv_stats.total_connections),
         (unsigned long long)cm_atomic_load_relaxed(&srv_stats.total_commands),
         (unsigned long long)cm_atomic_load_relaxed(&srv_stats.net_input_bytes),

@@ -110,6 +110,12 @@ static int srv_set_generic(struct srv_client *c, const struct srv_arg *key,
     struct srv_db_ref r;
     srv_db_lock(&r, key->p, key->len);
     struct srv_obj *old = srv_db_find(&r, srv_now_ms());
+    if ((flags & SRV_SET_GET) && old && old->type != SRV_TYPE_STRING) {
+        srv_db_unlock(&r);
+        srv_obj_unref(o);
+        srv_reply_error(c, SRV_ERR_WRONGTYPE);
+        return -1;
+    }
     if (flags & SRV_SET_GET) {
         if (old)
             srv_reply_value(c, old);
@@ -216,7 +222,9 @@ void rc_get_command(struct srv_client *c) {
     struct srv_db_ref r;
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
-    if (o)
+    if (o && o->type != SRV_TYPE_STRING)
+        srv_reply_error(c, SRV_ERR_WRONGTYPE);
+    else if (o)
         srv_reply_value(c, o);
     else
         resp_add_null(&c->out, c->proto);
@@ -231,7 +239,7 @@ void rc_mget_command(struct srv_client *c) {
         struct srv_db_ref r;
         srv_db_lock(&r, c->argv[i].p, c->argv[i].len);
         struct srv_obj *o = srv_db_find(&r, now);
-        if (o)
+        if (o && o->type == SRV_TYPE_STRING)
             srv_reply_value(c, o);
         else
             resp_add_null(&c->out, c->proto);
@@ -244,7 +252,9 @@ void rc_getdel_command(struct srv_client *c) {
     struct srv_db_ref r;
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
-    if (o) {
+    if (o && o->type != SRV_TYPE_STRING) {
+        srv_reply_error(c, SRV_ERR_WRONGTYPE);
+    } else if (o) {
         srv_reply_value(c, o);
         srv_db_unlink(&r, o);
     } else {
@@ -266,6 +276,8 @@ void rc_getex_command(struct srv_client *c) {
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
     if (!o) {
         resp_add_null(&c->out, c->proto);
+    } else if (o->type != SRV_TYPE_STRING) {
+        srv_reply_error(c, SRV_ERR_WRONGTYPE);
     } else {
         srv_reply_value(c, o);
         if (earg >= 0 && exp <= srv_now_ms())
@@ -282,7 +294,10 @@ void rc_strlen_command(struct srv_client *c) {
     struct srv_db_ref r;
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
-    resp_add_int(&c->out, o ? (long long)o->vlen : 0);
+    if (o && o->type != SRV_TYPE_STRING)
+        srv_reply_error(c, SRV_ERR_WRONGTYPE);
+    else
+        resp_add_int(&c->out, o ? (long long)o->vlen : 0);
     srv_db_unlock(&r);
 }
 
@@ -294,7 +309,9 @@ void rc_getrange_command(struct srv_client *c) {
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
     long long len = o ? (long long)o->vlen : 0;
-    if (start < 0 && end < 0 && start > end) {
+    if (o && o->type != SRV_TYPE_STRING) {
+        srv_reply_error(c, SRV_ERR_WRONGTYPE);
+    } else if (start < 0 && end < 0 && start > end) {
         resp_add_bulk(&c->out, "", 0);
     } else {
         if (start < 0)
@@ -339,6 +356,11 @@ static long long srv_rmw_run(struct srv_client *c, const struct srv_rmw *rmw, si
         struct srv_db_ref r;
         srv_db_lock(&r, key->p, key->len);
         struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+        if (o && o->type != SRV_TYPE_STRING) {
+            srv_db_unlock(&r);
+            srv_reply_error(c, SRV_ERR_WRONGTYPE);
+            return -1;
+        }
         size_t oldlen = o ? o->vlen : 0;
         long long newlen = rmw->plan(c, o ? o->val : NULL, oldlen, o != NULL, rmw->arg);
         if (newlen < 0) {
@@ -465,7 +487,10 @@ void rc_setrange_command(struct srv_client *c) {
         struct srv_db_ref r;
         srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
         struct srv_obj *o = srv_db_find(&r, srv_now_ms());
-        resp_add_int(&c->out, o ? (long long)o->vlen : 0);
+        if (o && o->type != SRV_TYPE_STRING)
+            srv_reply_error(c, SRV_ERR_WRONGTYPE);
+        else
+            resp_add_int(&c->out, o ? (long long)o->vlen : 0);
         srv_db_unlock(&r);
         return;
     }

@@ -214,6 +214,8 @@ int srv_obj_create(const char *key, size_t klen, size_t vlen, size_t cap, struct
 }
 
 uint64_t srv_obj_capacity(const struct srv_obj *o) {
+    if (o->type != SRV_TYPE_STRING)
+        return 0;
     return srv_seg_block_capacity(srv_db_seg, o->handle);
 }
 
@@ -224,8 +226,23 @@ void srv_obj_ref(struct srv_obj *o) {
 void srv_obj_unref(struct srv_obj *o) {
     if (cm_atomic_sub_acq_rel(&o->refs, 1u) != 1)
         return;
-    srv_seg_free(srv_db_seg, o->handle);
+    if (o->type == SRV_TYPE_STRING)
+        srv_seg_free(srv_db_seg, o->handle);
+    else
+        srv_type_free((enum srv_type)o->type, o->val);
     cm_free(o);
+}
+
+struct srv_obj *srv_obj_create_agg(const char *key, size_t klen, enum srv_type type,
+                                   void *payload) {
+    struct srv_obj *o = cm_malloc(sizeof(*o) + klen);
+    memset(o, 0, sizeof(*o));
+    o->refs = 1;
+    o->klen = (uint32_t)klen;
+    o->type = (uint8_t)type;
+    o->val = payload;
+    memcpy(o->key, key, klen);
+    return o;
 }
 
 uint64_t srv_db_key_version(const char *key, size_t klen, int64_t now_ms) {

@@ -24,6 +24,22 @@
 
 #define SRV_DB_SHARDS 1024
 
+/*
+ * Value types. Strings live in the segment (val points into it, handle is the block). The
+ * aggregate types exist for Redis compatibility (redis-benchmark's default tests, scripts):
+ * their payload is a heap structure owned by the object (val points to it, handle is 0,
+ * vlen is 0), freed through srv_type_free().
+ */
+enum srv_type {
+    SRV_TYPE_STRING = 0,
+    SRV_TYPE_LIST = 1,
+    SRV_TYPE_SET = 2,
+    SRV_TYPE_HASH = 3,
+    SRV_TYPE_ZSET = 4,
+};
+
+#define SRV_ERR_WRONGTYPE "WRONGTYPE Operation against a key holding the wrong kind of value"
+
 struct srv_obj {
     struct cm_ht_node node;    /* table link; node.hash is the key's hash */
     _Atomic uint32_t refs;     /* 1 for the table + 1 per pin */
@@ -31,7 +47,8 @@ struct srv_obj {
     uint32_t vlen;             /* value length (<= proto-max-bulk-len) */
     uint32_t handle;           /* segment block handle */
     _Atomic uint32_t lru;      /* last access, in srv_lru_clock() units */
-    uint32_t pad_;             /* keeps the layout explicit */
+    uint8_t type;              /* enum srv_type */
+    uint8_t pad_[3];           /* keeps the layout explicit */
     uint64_t version;          /* changes on every write: WATCH compares it */
     _Atomic int64_t expire_ms; /* absolute Unix ms, 0 = persistent */
     char *val;                 /* value bytes in the segment */
@@ -94,6 +111,21 @@ void srv_db_touch_version(struct srv_obj *o);
  * The caller links it or drops it with srv_obj_unref().
  */
 int srv_obj_create(const char *key, size_t klen, size_t vlen, size_t cap, struct srv_obj **out);
+
+/*
+ * Creates an object of an aggregate type owning payload (a heap structure of that type).
+ * Never fails (heap allocation aborts on OOM). Not linked; refs = 1.
+ */
+struct srv_obj *srv_obj_create_agg(const char *key, size_t klen, enum srv_type type, void *payload);
+
+/* Frees the payload of an aggregate object (defined by the type modules). */
+void srv_type_free(enum srv_type type, void *payload);
+
+/* Deep copy of an aggregate payload (for COPY and RENAME). */
+void *srv_type_dup(enum srv_type type, const void *payload);
+
+/* Type name for TYPE ("string", "list", "set", "hash", "zset"). */
+const char *srv_type_name(enum srv_type type);
 
 /* Capacity of o's value block. */
 uint64_t srv_obj_capacity(const struct srv_obj *o);

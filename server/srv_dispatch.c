@@ -209,6 +209,12 @@ static int srv_arity_ok(const struct srv_cmd *cmd, int argc) {
 void srv_call(struct srv_client *c, const struct srv_cmd *cmd) {
     c->cmd = cmd;
     c->last_cmd = cmd->name;
+    if (cmd->info && cmd->info->nsub > 0 && c->argc >= 2) {
+        const struct rc_command_info *sub =
+            rc_subcommand_lookup(cmd->info, c->argv[1].p, c->argv[1].len);
+        if (sub)
+            c->last_cmd = sub->name;
+    }
     cmd->proc(c);
     cm_atomic_add_relaxed(&srv_stats.total_commands, 1);
 }
@@ -255,7 +261,7 @@ void srv_dispatch(struct srv_client *c) {
         srv_reject(c, msg);
         return;
     }
-    if (cmd->info && cmd->info->nsub > 0 && !srv_subcommand_ok(c, cmd))
+    if (cmd->info && cmd->info->nsub > 0 && c->argc >= 2 && !srv_subcommand_ok(c, cmd))
         return;
     if (!c->authenticated && !(cmd->flags & RC_CMD_NO_AUTH)) {
         srv_reject(c, "NOAUTH Authentication required.");
