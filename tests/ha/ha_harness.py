@@ -90,6 +90,21 @@ class RedisBackend:
     def uri(self):
         return "redis://127.0.0.1:%d" % self.port
 
+    def command(self, *args):
+        """Sends one command; returns the raw reply bytes (first read)."""
+        req = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a.encode()
+            req += b"$%d\r\n%s\r\n" % (len(a), a)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
+            s.sendall(req)
+            return s.recv(4096)
+
+    def enable_auth(self, user, password):
+        """Adds an ACL user with all permissions; returns its URI."""
+        self.command("ACL", "SETUSER", user, "on", ">" + password, "~*", "&*", "+@all")
+        return "redis://%s:%s@127.0.0.1:%d" % (user, password, self.port)
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGCONT)
@@ -143,6 +158,19 @@ class EtcdBackend:
     @property
     def uri(self):
         return "etcd://127.0.0.1:%d" % self.port
+
+    def post(self, path, body):
+        req = urllib.request.Request("http://127.0.0.1:%d/v3/%s" % (self.port, path),
+                                     data=body.encode(), method="POST")
+        return urllib.request.urlopen(req, timeout=2).read()
+
+    def enable_auth(self, user, password):
+        """Creates root (with the given password) and turns authentication on; returns the URI.
+        Anonymous requests fail from then on."""
+        self.post("auth/user/add", '{"name":"%s","password":"%s"}' % (user, password))
+        self.post("auth/user/grant", '{"user":"%s","role":"root"}' % user)
+        self.post("auth/enable", "{}")
+        return "etcd://%s:%s@127.0.0.1:%d" % (user, password, self.port)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:

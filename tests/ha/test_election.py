@@ -160,9 +160,9 @@ def test_backend_down(c):
 def test_sigstop(c):
     print("leader SIGSTOPped longer than the lease: a new leader; no overlap after SIGCONT")
     a = c.elect("c6", "a:1").start()
-    b = c.elect("c6", "b:1").start()
     if not check(a.wait_for("LEADER", 3000) is not None, "a leads"):
         return
+    b = c.elect("c6", "b:1").start()
     check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
     time.sleep(0.3)
     t_stop = H.mono_ms()
@@ -181,6 +181,36 @@ def test_sigstop(c):
     time.sleep(0.3)
     a.term()
     b.term()
+
+
+def run_elect_once(uri, timeout=6):
+    """Runs crescent-elect expecting it to fail at start: (rc, stderr lines, seconds)."""
+    t0 = time.time()
+    p = H.subprocess.run([H.ELECT, "--backend", uri, "--cluster", "e", "--identity", "x:1"]
+                         + TIMINGS, stdout=H.subprocess.PIPE, stderr=H.subprocess.PIPE,
+                         timeout=timeout, text=True)
+    return p.returncode, p.stderr.splitlines(), time.time() - t0
+
+
+def test_errors(c):
+    print("bad URI, unreachable backend, auth failure: one error line and exit 1")
+    kind = c.backend.kind
+    for uri, want in (("%s:/127.0.0.1" % kind, "bad URI"), ("%s://127.0.0.1:0" % kind, "bad URI"),
+                      ("%s://127.0.0.1:%d" % (kind, H.free_port()),
+                       "Connection refused" if kind == "redis" else "connect")):
+        rc, err, secs = run_elect_once(uri)
+        check(rc == 1 and len(err) == 1 and want in err[0] and secs < 5,
+              "%s -> rc=%d, %d line(s) in %.1f s: %s" % (uri, rc, len(err), secs, err[:2]))
+    good = c.backend.enable_auth("root", "s3cret")
+    bad = good.replace("s3cret", "wrong")
+    rc, err, secs = run_elect_once(bad)
+    check(rc == 1 and len(err) == 1 and "auth" in err[0].lower() and secs < 5,
+          "wrong password -> rc=%d: %s" % (rc, err[:2]))
+    e = H.Elect(c.tmp, H.ExternalBackend(kind, good), "auth", "a:1", TIMINGS, name="auth")
+    all_elects.append(("auth", e))
+    e.start()
+    check(e.wait_for("LEADER", 3000) is not None, "the right password campaigns and leads")
+    e.term()
 
 
 def check_no_overlap():
@@ -209,7 +239,7 @@ def main():
         c = Ctx(backend, tmp.path)
         t0 = time.time()
         for t in (test_one_winner_and_epochs, test_three_candidates, test_kill9,
-                  test_sigstop, test_backend_down):
+                  test_sigstop, test_backend_down, test_errors):
             t(c)
         check_no_overlap()
         print("%s: %d failures in %.1f s" % (kind, len(failures), time.time() - t0))
