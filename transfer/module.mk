@@ -37,6 +37,14 @@ XFER_OBJS := $(call objs,$(XFER_SRCS))
 ALL_SRCS  += $(XFER_SRCS)
 LIBS_OUT  += $(BUILD)/lib/libxfer.a
 
+# Rebuild the transfer objects when the optional-transport set changes (the global flags stamp
+# does not see module flags).
+XFER_FLAGS_STAMP := $(BUILD)/.xfer-flags
+ifneq ($(shell cat $(XFER_FLAGS_STAMP) 2>/dev/null),$(strip $(XFER_DEFS)))
+$(shell mkdir -p $(BUILD); echo '$(strip $(XFER_DEFS))' > $(XFER_FLAGS_STAMP))
+endif
+$(XFER_OBJS): $(XFER_FLAGS_STAMP)
+
 # The exported libcrescent API is the only default-visibility code (CRESCENT_API).
 $(XFER_OBJS): MOD_CFLAGS += $(XFER_DEFS) -fvisibility=hidden
 

@@ -187,8 +187,8 @@ int xfer_segment_open_addr(struct xfer_engine *eng, const char *hostport,
                            struct xfer_segment **out);
 
 /*
- * Closes a segment. Tasks still in flight against it complete normally; the handle is invalid
- * after the call. NULL is accepted.
+ * Closes a segment. Waits for tasks still in flight against it to complete (each ends by its
+ * transfer deadline); the handle is invalid after the call. NULL is accepted.
  */
 void xfer_segment_close(struct xfer_segment *seg);
 

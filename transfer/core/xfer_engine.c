@@ -632,6 +632,10 @@ void xfer_segment_close(struct xfer_segment *seg) {
             break;
         }
     pthread_mutex_unlock(&eng->lock);
+    /* Tasks in flight hold references; they end by their deadline. Closing the transport side
+     * under them (or after the transport is gone, in engine destroy) would be unsafe. */
+    while (atomic_load_explicit(&seg->refs, memory_order_acquire) > 1)
+        cm_sleep_ms(1);
     xfer__segment_unref(seg);
 }
 

@@ -1,0 +1,32 @@
+# tests/transfer/: transfer engine tests (codecs, engine + fault transport, two-process shm/tcp,
+# public libcrescent API) and the fuzz targets for the descriptor decoder and the wire header.
+# The fabric/rdma tests (tests/transfer/*fabric*, *rdma*) bring their own rules below.
+
+XFER_TEST_LIBS := $(BUILD)/lib/libxfer.a $(BUILD)/lib/libcm.a
+
+$(eval $(call unit_test,transfer/test_xfer_codec,tests/transfer/test_xfer_codec.c,$(XFER_TEST_LIBS),$(XFER_LIBS)))
+$(eval $(call unit_test,transfer/test_xfer_engine,tests/transfer/test_xfer_engine.c,$(XFER_TEST_LIBS),$(XFER_LIBS)))
+$(eval $(call unit_test,transfer/test_xfer_twoproc,tests/transfer/test_xfer_twoproc.c tests/transfer/xfer_test_util.c,$(XFER_TEST_LIBS),$(XFER_LIBS)))
+
+# The public API test links the shared library, as applications do.
+$(BUILD)/tests/transfer/test_crescent_transfer_api: \
+        $(call objs,tests/transfer/test_crescent_transfer_api.c) $(BUILD)/lib/libcrescent.so
+	$(LINK) $(call objs,tests/transfer/test_crescent_transfer_api.c) \
+	    -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent -ldl $(CRITERION_LIBS)
+TEST_PROGS += $(BUILD)/tests/transfer/test_crescent_transfer_api
+ALL_SRCS   += tests/transfer/test_crescent_transfer_api.c
+
+# libFuzzer targets (clang only).
+ifneq ($(shell command -v clang),)
+FUZZ_XFER_SRCS := transfer/core/xfer_desc.c transfer/core/xfer_wire.c transfer/core/xfer_util.c \
+                  common/cm_mem.c common/cm_errno.c
+$(BUILD)/fuzz/fuzz_xfer_desc: tests/fuzz/fuzz_xfer_desc.c $(FUZZ_XFER_SRCS)
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=undefined -o $@ $^ -pthread
+$(BUILD)/fuzz/fuzz_xfer_wire: tests/fuzz/fuzz_xfer_wire.c transfer/core/xfer_wire.c common/cm_errno.c
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=undefined -o $@ $^ -pthread
+FUZZ_TARGETS += $(BUILD)/fuzz/fuzz_xfer_desc $(BUILD)/fuzz/fuzz_xfer_wire
+endif

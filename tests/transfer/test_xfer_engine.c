@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * In-process transfer engine tests: registration rules, descriptor export, the local (same
+ * engine) path, transport registry, batch semantics, and the fault transport scenarios (submit
+ * failure rate, fail after N submits, COMPLETED->FAILED corruption, submit delay, install
+ * failure) over tcp between two engines.
+ */
+#include "common/fmacros.h"
+
+#include "transfer/xfer.h"
+#include "transfer/xfer_int.h"
+
+#include "common/cm_errno.h"
+#include "common/cm_mem.h"
+#include "common/cm_time.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#define BUF_LEN (4u << 20)
+
+static struct xfer_engine *mk_engine(const char *listen) {
+    struct xfer_engine_opts o = {.listen = listen, .timeout_ms = 5000};
+    struct xfer_engine *e;
+    cr_assert_eq(xfer_engine_create(&o, &e), 0);
+    return e;
+}
+
+Test(xfer_engine, registration_rules) {
+    struct xfer_engine *e = mk_engine("");
+    char *buf = cm_malloc(BUF_LEN);
+    cr_assert_eq(xfer_engine_register(e, buf, 4096, "cpu:0", XFER_REG_REMOTE), 0);
+    cr_assert_eq(xfer_engine_register(e, buf + 4096, 4096, NULL, 0), 0);
+    cr_assert_eq(xfer_engine_register(e, buf + 100, 10, NULL, 0), -EEXIST);
+    cr_assert_eq(xfer_engine_register(e, buf + 8000, 1000, NULL, 0), -EEXIST);
+    cr_assert_eq(xfer_engine_register(e, buf, 0, NULL, 0), -EINVAL);
+    cr_assert_eq(xfer_engine_register(e, NULL, 10, NULL, 0), -EINVAL);
+    cr_assert_eq(xfer_engine_register(e, buf + 8192, 10, NULL, 0x80), -EINVAL);
+    cr_assert_eq(xfer_engine_unregister(e, buf + 1), -ENOENT);
+    cr_assert_not_null(xfer__mr_find(e, buf + 10, 100));
+    cr_assert_null(xfer__mr_find(e, buf + 8000, 1000));
+    cr_assert_eq(xfer__mr_lock_remote(e, (uint64_t)(uintptr_t)buf, 4096), 0);
+    xfer__mr_unlock(e);
+    cr_assert_eq(xfer__mr_lock_remote(e, (uint64_t)(uintptr_t)buf + 4096, 1), -CM_EINVALID_PARAMS);
+    cr_assert_eq(xfer__mr_lock_remote(e, (uint64_t)(uintptr_t)buf, 4097), -CM_EINVALID_PARAMS);
+    cr_assert_eq(xfer_engine_unregister(e, buf), 0);
+    cr_assert_eq(xfer_engine_unregister(e, buf), -ENOENT);
+    cr_assert_eq(xfer_engine_local_addr(e, buf, 64), -ENOTCONN);
+    xfer_engine_destroy(e);
+    cm_free(buf);
+}
+
+Test(xfer_engine, registry_and_install) {
+    char names[128];
+    cr_assert_gt(xfer_transports_available(names, sizeof(names)), 0);
+    cr_assert_not_null(strstr(names, "shm"));
+    cr_assert_not_null(strstr(names, "tcp"));
+    cr_assert_not_null(strstr(names, "fault"));
+    struct xfer_engine *e = mk_engine(NULL);
+    cr_assert_eq(xfer_engine_install(e, "nosuch", NULL), -CM_ENOT_SUPPORTED);
+    cr_assert_eq(xfer_engine_install(e, "tcp", "workers=0"), -EINVAL);
+    cr_assert_eq(xfer_engine_install(e, "tcp", NULL), 0);
+    cr_assert_eq(xfer_engine_install(e, "tcp", NULL), -EEXIST);
+    cr_assert_eq(xfer_engine_install(e, "fault", "install_fail=1"),
+                 -CM_EUNAVAILABLE_IN_CURRENT_STATUS);
+    cr_assert_null(xfer__engine_transport(e, "fault"));
+    cr_assert_eq(xfer_engine_uninstall(e, "tcp"), 0);
+    cr_assert_eq(xfer_engine_uninstall(e, "tcp"), -ENOENT);
+    xfer_engine_destroy(e);
+    xfer_engine_destroy(NULL);
+}
+
+Test(xfer_engine, local_segment_and_descriptor) {
+    struct xfer_engine *e = mk_engine(NULL);
+    cr_assert_eq(xfer_engine_install(e, "tcp", NULL), 0);
+    cr_assert_eq(xfer_engine_install(e, "shm", NULL), 0);
+    char *remote, *local = cm_malloc(BUF_LEN);
+    cr_assert_eq(xfer_engine_alloc_shared(e, BUF_LEN, (void **)&remote), 0);
+    cr_assert_eq(xfer_engine_register(e, remote, BUF_LEN, "*", XFER_REG_REMOTE), 0);
+    ssize_t n = xfer_engine_export_desc(e, NULL, 0);
+    cr_assert_gt(n, 0);
+    char small[8];
+    cr_assert_eq(xfer_engine_export_desc(e, small, sizeof(small)), -ENOSPC);
+    void *d = cm_malloc((size_t)n);
+    cr_assert_eq(xfer_engine_export_desc(e, d, (size_t)n), n);
+    struct xfer_desc *dd;
+    cr_assert_eq(xfer_desc_decode(d, (size_t)n, &dd), 0);
+    cr_assert_eq(dd->n_tp, 2);
+    cr_assert_eq(dd->n_buf, 1);
+    cr_assert_str_eq(dd->buf[0].location, "cpu:0");
+    xfer_desc_free(dd);
+
+    struct xfer_segment *seg;
+    cr_assert_eq(xfer_segment_open(e, d, (size_t)n, &seg), 0);
+    cr_assert_str_eq(xfer_segment_transport(seg), "local");
+    memset(local, 0xab, BUF_LEN);
+    struct xfer_request r[2] = {
+        {XFER_OP_WRITE, local, seg, (uint64_t)(uintptr_t)remote + 100, 1000},
+        {XFER_OP_READ, local + 5000, seg, (uint64_t)(uintptr_t)remote + 100, 1000}};
+    struct xfer_batch *b;
+    cr_assert_eq(xfer_batch_alloc(e, 4, &b), 0);
+    cr_assert_eq(xfer_batch_submit(b, r, 1, NULL), 0);
+    size_t first;
+    cr_assert_eq(xfer_batch_submit(b, r + 1, 1, &first), 0);
+    cr_assert_eq(first, 1);
+    cr_assert_eq(xfer_batch_wait(b, 1000, NULL, 0, NULL), 0);
+    cr_assert_eq(remote[100], (char)0xab);
+    cr_assert_eq(xfer_batch_reset(b), 0);
+    cr_assert_eq(xfer_batch_count(b), 0);
+    xfer_batch_free(b);
+    /* A corrupted descriptor is refused. */
+    ((char *)d)[n - 1] ^= 1;
+    cr_assert_eq(xfer_segment_open(e, d, (size_t)n, &seg), -CM_ECORRUPT);
+    xfer_segment_close(seg);
+    cm_free(d);
+    cr_assert_eq(xfer_engine_unregister(e, remote), 0);
+    cr_assert_eq(xfer_engine_free_shared(e, remote), 0);
+    cr_assert_eq(xfer_engine_free_shared(e, remote), -ENOENT);
+    xfer_engine_destroy(e);
+    cm_free(local);
+}
+
+Test(xfer_engine, no_common_transport) {
+    struct xfer_engine *a = mk_engine(NULL), *b = mk_engine("");
+    cr_assert_eq(xfer_engine_install(a, "tcp", NULL), 0);
+    char addr[64];
+    cr_assert_gt(xfer_engine_local_addr(a, addr, sizeof(addr)), 0);
+    struct xfer_segment *seg;
+    cr_assert_eq(xfer_segment_open_addr(b, addr, &seg), -CM_ENOT_SUPPORTED);
+    xfer_engine_destroy(b);
+    xfer_engine_destroy(a);
+}
+
+/* ---- fault transport over tcp between two engines ---- */
+
+struct pair {
+    struct xfer_engine *target, *init;
+    struct xfer_segment *seg;
+    char *remote, *local;
+};
+
+static void pair_open(struct pair *p, const char *fault_args) {
+    p->target = mk_engine(NULL);
+    p->init = mk_engine("");
+    cr_assert_eq(xfer_engine_install(p->target, "tcp", NULL), 0);
+    int rc = xfer_engine_install(p->init, "fault", fault_args);
+    cr_assert_eq(rc, 0, "install fault: %s", cm_strerror(rc));
+    cr_assert_not_null(xfer__engine_transport(p->init, "tcp")); /* installed as the inner one */
+    p->remote = cm_calloc(1, BUF_LEN);
+    p->local = cm_malloc(BUF_LEN);
+    memset(p->local, 0x11, BUF_LEN);
+    cr_assert_eq(xfer_engine_register(p->target, p->remote, BUF_LEN, NULL, XFER_REG_REMOTE), 0);
+    char addr[64];
+    xfer_engine_local_addr(p->target, addr, sizeof(addr));
+    cr_assert_eq(xfer_segment_open_addr(p->init, addr, &p->seg), 0);
+    cr_assert_str_eq(xfer_segment_transport(p->seg), "fault");
+}
+
+static void pair_close(struct pair *p) {
+    xfer_segment_close(p->seg);
+    xfer_engine_destroy(p->init);
+    xfer_engine_destroy(p->target);
+    cm_free(p->remote);
+    cm_free(p->local);
+}
+
+/* Submits n 4 KiB writes in one submit call; returns the wait result. */
+static int pair_batch(struct pair *p, size_t n, size_t *failed, size_t *nf) {
+    struct xfer_request r[64];
+    for (size_t i = 0; i < n; i++)
+        r[i] = (struct xfer_request){XFER_OP_WRITE, p->local + i * 4096, p->seg,
+                                     (uint64_t)(uintptr_t)p->remote + i * 4096, 4096};
+    struct xfer_batch *b;
+    cr_assert_eq(xfer_batch_alloc(p->init, n, &b), 0);
+    cr_assert_eq(xfer_batch_submit(b, r, n, NULL), 0);
+    int rc = xfer_batch_wait(b, 10000, failed, 64, nf);
+    xfer_batch_free(b);
+    return rc;
+}
+
+Test(xfer_fault, passthrough_works) {
+    struct pair p;
+    pair_open(&p, "inner=tcp");
+    size_t nf = 99;
+    cr_assert_eq(pair_batch(&p, 16, NULL, &nf), 0);
+    cr_assert_eq(nf, 0);
+    cr_assert_eq(memcmp(p.remote, p.local, 16 * 4096), 0);
+    pair_close(&p);
+}
+
+Test(xfer_fault, submit_failure_rate) {
+    struct pair p;
+    pair_open(&p, "inner=tcp,submit_fail_rate=1");
+    size_t failed[64], nf = 0;
+    cr_assert_eq(pair_batch(&p, 8, failed, &nf), -CM_ETRANSFER_FAIL);
+    cr_assert_eq(nf, 8);
+    cr_assert_eq(p.remote[0], 0); /* nothing reached the target */
+    pair_close(&p);
+
+    pair_open(&p, "inner=tcp,submit_fail_rate=0.5,seed=7");
+    cr_assert_eq(pair_batch(&p, 64, failed, &nf), -CM_ETRANSFER_FAIL);
+    cr_assert_gt(nf, 8);
+    cr_assert_lt(nf, 56);
+    /* Exactly the failed tasks are missing at the target. */
+    size_t k = 0;
+    for (size_t i = 0; i < 64; i++) {
+        int is_failed = k < nf && failed[k] == i;
+        k += (size_t)is_failed;
+        cr_assert_eq(p.remote[i * 4096] == 0x11, !is_failed, "task %zu", i);
+    }
+    pair_close(&p);
+}
+
+Test(xfer_fault, fail_after_n_submits) {
+    struct pair p;
+    pair_open(&p, "fail_after=2");
+    size_t nf;
+    cr_assert_eq(pair_batch(&p, 4, NULL, &nf), 0);
+    cr_assert_eq(pair_batch(&p, 4, NULL, &nf), 0);
+    cr_assert_eq(pair_batch(&p, 4, NULL, &nf), -CM_ETRANSFER_FAIL);
+    cr_assert_eq(nf, 4);
+    cr_assert_eq(pair_batch(&p, 1, NULL, &nf), -CM_ETRANSFER_FAIL);
+    pair_close(&p);
+}
+
+Test(xfer_fault, completed_reported_failed) {
+    struct pair p;
+    pair_open(&p, "corrupt_rate=1");
+    size_t nf;
+    cr_assert_eq(pair_batch(&p, 4, NULL, &nf), -CM_ETRANSFER_FAIL);
+    cr_assert_eq(nf, 4);
+    cr_assert_eq(memcmp(p.remote, p.local, 4 * 4096), 0); /* the bytes did arrive */
+    pair_close(&p);
+}
+
+Test(xfer_fault, submit_delay) {
+    struct pair p;
+    pair_open(&p, "delay_us=200000");
+    size_t nf;
+    uint64_t t0 = cm_mono_ms();
+    cr_assert_eq(pair_batch(&p, 2, NULL, &nf), 0);
+    cr_assert_geq(cm_mono_ms() - t0, 200);
+    pair_close(&p);
+}
+
+Test(xfer_fault, bad_arguments) {
+    struct xfer_engine *e = mk_engine("");
+    cr_assert_eq(xfer_engine_install(e, "fault", "submit_fail_rate=x"), -EINVAL);
+    cr_assert_eq(xfer_engine_install(e, "fault", "inner=fault"), -EINVAL);
+    cr_assert_eq(xfer_engine_install(e, "fault", "inner=nosuch"), -CM_ENOT_SUPPORTED);
+    xfer_engine_destroy(e);
+}
