@@ -22,7 +22,7 @@ TEST_SCRIPTS :=
 FUZZ_TARGETS :=
 ALL_SRCS     :=
 
-MODULES := common redis-compat server transfer ha storage client tests
+MODULES := common redis-compat server transfer ha storage client tests bench
 include $(wildcard $(addsuffix /module.mk,$(MODULES)))
 
 -include $(patsubst %.c,$(BUILD)/obj/%.d,$(ALL_SRCS))

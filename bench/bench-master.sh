@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Benchmarks crescent-master against Debian's redis-server with redis-benchmark: SET and GET
+# at several value sizes, A/B alternating for several rounds, medians of ops/s, p50, p99 and
+# server CPU seconds per million requests (utime+stime from /proc/<pid>/stat). With --memory,
+# loads 1,000,000 keys of 64 B through redis-cli --pipe and compares INFO used_memory.
+#
+#   bench/bench-master.sh [--memory-only | --with-memory]
+#
+# Environment (all optional):
+#   CRESCENT_BUILD  build dir holding bin/crescent-master (default: build)
+#   BENCH_A_CMD     server A command line; {port} {memory} {threads} are substituted
+#                   (default: $CRESCENT_BUILD/bin/crescent-master --port {port} --memory {memory}
+#                   --threads {threads})
+#   BENCH_B_CMD     server B (default: redis-server --port {port} --maxmemory {memory}
+#                   --save '' --appendonly no)
+#   BENCH_A_NAME, BENCH_B_NAME   column labels (crescent, redis)
+#   BENCH_MEMORY    memory for both servers (1gb)       BENCH_THREADS  crescent threads (2)
+#   BENCH_ROUNDS    rounds per row, >= 1 (3)            BENCH_SCALE    request-count factor (1)
+#   BENCH_CLIENTS   redis-benchmark -c (50)             BENCH_KEYS     keys for the memory test
+#   BENCH_RAW       file to keep the raw per-run results (TSV)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BUILD=${CRESCENT_BUILD:-build}
+A_NAME=${BENCH_A_NAME:-crescent}
+B_NAME=${BENCH_B_NAME:-redis}
+A_CMD=${BENCH_A_CMD:-"$BUILD/bin/crescent-master --port {port} --memory {memory} --threads {threads}"}
+B_CMD=${BENCH_B_CMD:-"redis-server --port {port} --maxmemory {memory} --save '' --appendonly no"}
+MEMORY=${BENCH_MEMORY:-1gb}
+THREADS=${BENCH_THREADS:-2}
+ROUNDS=${BENCH_ROUNDS:-3}
+SCALE=${BENCH_SCALE:-1}
+CLIENTS=${BENCH_CLIENTS:-50}
+NKEYS=${BENCH_KEYS:-1000000}
+MODE=speed
+case "${1:-}" in
+--memory-only) MODE=memory ;;
+--with-memory) MODE=both ;;
+"") ;;
+*) echo "usage: $0 [--memory-only | --with-memory]" >&2; exit 2 ;;
+esac
+
+for tool in redis-benchmark redis-cli python3; do
+    command -v "$tool" >/dev/null || { echo "bench: $tool not found" >&2; exit 1; }
+done
+a_bin=${A_CMD%% *}
+if ! command -v "$a_bin" >/dev/null && [ ! -x "$a_bin" ]; then
+    echo "bench: server A binary '$a_bin' not found (build it, or set BENCH_A_CMD)" >&2
+    exit 1
+fi
+
+TMP=$(mktemp -d /tmp/crescent-bench.XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do
+        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$p" 2>/dev/null || true
+    done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_server NAME TEMPLATE -> sets SRV_PID and SRV_PORT
+start_server() {
+    local name=$1 tmpl=$2 port cmd
+    port=$(free_port)
+    cmd=${tmpl//\{port\}/$port}
+    cmd=${cmd//\{memory\}/$MEMORY}
+    cmd=${cmd//\{threads\}/$THREADS}
+    (cd "$TMP" && exec setsid bash -c "exec $cmd" >"$TMP/$name.log" 2>&1) &
+    SRV_PID=$!
+    SRV_PORT=$port
+    PIDS+=("$SRV_PID")
+    for _ in $(seq 100); do
+        if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ]; then
+            return 0
+        fi
+        kill -0 "$SRV_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "bench: $name did not start: $cmd" >&2
+    tail -20 "$TMP/$name.log" >&2
+    exit 1
+}
+
+# CPU seconds (user+system, all threads) consumed so far by pid.
+cpu_seconds() {
+    awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
+}
+
+check_alive() {
+    kill -0 "$1" 2>/dev/null || { echo "bench: server $2 died" >&2; tail -20 "$TMP/$2.log" >&2; exit 1; }
+}
+
+# One redis-benchmark run; appends "row test server round rps p50 p99 cpu_per_M" to RAW.
+RAW=$TMP/raw.tsv
+: >"$RAW"
+run_one() {
+    local name=$1 pid=$2 port=$3 test=$4 size=$5 pipe=$6 n=$7 round=$8 c0 c1 line
+    c0=$(cpu_seconds "$pid")
+    line=$(redis-benchmark -h 127.0.0.1 -p "$port" -c "$CLIENTS" -P "$pipe" -t "$test" \
+        -d "$size" -n "$n" --csv 2>/dev/null | grep -i "^\"$test\"" | head -1) || true
+    c1=$(cpu_seconds "$pid")
+    check_alive "$pid" "$name"
+    if [ -z "$line" ]; then
+        echo "bench: no result from redis-benchmark for $name $test -d $size -P $pipe" >&2
+        exit 1
+    fi
+    # "test","rps","avg","min","p50","p95","p99","max"
+    echo "$line" | tr -d '"' | awk -F, -v r="$test/$size/$pipe" -v s="$name" -v k="$round" \
+        -v c0="$c0" -v c1="$c1" -v n="$n" \
+        '{ printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\n", r, $1, s, k, $2, $5, $7, (c1 - c0) * 1e6 / n }' \
+        >>"$RAW"
+}
+
+scaled() { python3 -c "print(max(100, int($1 * $SCALE)))"; }
+
+speed_bench() {
+    start_server "$A_NAME" "$A_CMD"
+    local a_pid=$SRV_PID a_port=$SRV_PORT
+    start_server "$B_NAME" "$B_CMD"
+    local b_pid=$SRV_PID b_port=$SRV_PORT
+    # size pipeline requests
+    local rows=("64 1 $(scaled 100000)" "64 16 $(scaled 400000)" "4096 1 $(scaled 50000)"
+        "65536 1 $(scaled 10000)" "1048576 1 $(scaled 1000)")
+    echo "bench: $A_NAME (pid $a_pid, port $a_port) vs $B_NAME (pid $b_pid, port $b_port)," \
+        "memory $MEMORY, $CLIENTS clients, $ROUNDS rounds, scale $SCALE" >&2
+    for round in $(seq "$ROUNDS"); do
+        for row in "${rows[@]}"; do
+            read -r size pipe n <<<"$row"
+            for test in SET GET; do
+                if [ $((round % 2)) -eq 1 ]; then order="A B"; else order="B A"; fi
+                for who in $order; do
+                    if [ "$who" = A ]; then
+                        run_one "$A_NAME" "$a_pid" "$a_port" "$test" "$size" "$pipe" "$n" "$round"
+                    else
+                        run_one "$B_NAME" "$b_pid" "$b_port" "$test" "$size" "$pipe" "$n" "$round"
+                    fi
+                done
+            done
+            echo "bench: round $round: -d $size -P $pipe done" >&2
+        done
+    done
+    python3 - "$RAW" "$A_NAME" "$B_NAME" <<'PY'
+import sys, statistics
+from collections import defaultdict
+raw, a, b = sys.argv[1:4]
+runs = defaultdict(list)
+order = []
+for line in open(raw):
+    row, test, srv, rnd, rps, p50, p99, cpu = line.rstrip("\n").split("\t")
+    key = (row, test)
+    if key not in order:
+        order.append(key)
+    runs[(row, test, srv)].append((float(rps), float(p50), float(p99), float(cpu)))
+def med(row, test, srv, i):
+    v = [r[i] for r in runs[(row, test, srv)]]
+    return statistics.median(v) if v else float("nan")
+def human(n):
+    n = int(n)
+    return {64: "64 B", 4096: "4 KiB", 65536: "64 KiB", 1048576: "1 MiB"}.get(n, f"{n} B")
+hdr = (f"{'test':<5} {'value':>7} {'P':>3} | {a + ' ops/s':>15} {'p50':>7} {'p99':>7} | "
+       f"{b + ' ops/s':>15} {'p50':>7} {'p99':>7} | {'ratio':>6} | "
+       f"{'cpu s/Mreq ' + a:>20} {b:>8}")
+print(hdr)
+print("-" * len(hdr))
+for row, test in order:
+    size, pipe = row.split("/")[1:]
+    ra, rb = med(row, test, a, 0), med(row, test, b, 0)
+    print(f"{test:<5} {human(size):>7} {pipe:>3} | {ra:>15,.0f} {med(row, test, a, 1):>7.3f} "
+          f"{med(row, test, a, 2):>7.3f} | {rb:>15,.0f} {med(row, test, b, 1):>7.3f} "
+          f"{med(row, test, b, 2):>7.3f} | {ra / rb if rb else float('nan'):>6.2f} | "
+          f"{med(row, test, a, 3):>20.2f} {med(row, test, b, 3):>8.2f}")
+print("\nmedians of %d rounds; p50/p99 in ms (redis-benchmark); ratio = %s/%s ops/s"
+      % (max(len(v) for v in runs.values()), a, b))
+PY
+    if [ -n "${BENCH_RAW:-}" ]; then cp "$RAW" "$BENCH_RAW"; fi
+    kill "$a_pid" "$b_pid" 2>/dev/null || true
+}
+
+# Generates NKEYS "SET key:<i> <64 bytes>" commands in RESP for redis-cli --pipe.
+gen_sets() {
+    python3 - "$NKEYS" <<'PY'
+import sys
+n = int(sys.argv[1])
+val = b"v" * 64
+out = sys.stdout.buffer
+chunk = []
+for i in range(n):
+    k = b"key:%010d" % i
+    chunk.append(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$64\r\n%s\r\n" % (len(k), k, val))
+    if len(chunk) == 10000:
+        out.write(b"".join(chunk))
+        chunk = []
+out.write(b"".join(chunk))
+PY
+}
+
+used_memory() {
+    redis-cli -h 127.0.0.1 -p "$1" info memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }'
+}
+
+memory_bench() {
+    gen_sets >"$TMP/sets.resp"
+    printf '%-10s %14s %14s %14s %12s %10s\n' server keys "used before" "used after" "bytes/key" "load s"
+    for side in A B; do
+        if [ $side = A ]; then start_server "$A_NAME" "$A_CMD"; name=$A_NAME
+        else start_server "$B_NAME" "$B_CMD"; name=$B_NAME; fi
+        before=$(used_memory "$SRV_PORT")
+        t0=$(date +%s.%N)
+        redis-cli -h 127.0.0.1 -p "$SRV_PORT" --pipe <"$TMP/sets.resp" >"$TMP/pipe-$name.log" 2>&1 || {
+            echo "bench: redis-cli --pipe failed for $name" >&2; cat "$TMP/pipe-$name.log" >&2; exit 1; }
+        t1=$(date +%s.%N)
+        check_alive "$SRV_PID" "$name"
+        keys=$(redis-cli -h 127.0.0.1 -p "$SRV_PORT" dbsize 2>/dev/null | tr -d '\r' || true)
+        case "$keys" in ''|*[!0-9]*) keys="n/a" ;; esac
+        after=$(used_memory "$SRV_PORT")
+        [ -n "$before" ] && [ -n "$after" ] || { echo "bench: $name has no INFO used_memory" >&2; exit 1; }
+        awk -v s="$name" -v k="$keys" -v b="$before" -v a="$after" -v n="$NKEYS" -v t0="$t0" -v t1="$t1" \
+            'BEGIN { printf "%-10s %14s %14d %14d %12.1f %10.2f\n", s, k, b, a, (a - b) / n, t1 - t0 }'
+        kill "$SRV_PID" 2>/dev/null || true
+    done
+    echo "($NKEYS keys, 10-byte names, 64-byte values, loaded with redis-cli --pipe; used_memory from INFO memory)"
+}
+
+case $MODE in
+speed) speed_bench ;;
+memory) memory_bench ;;
+both) speed_bench; echo; memory_bench ;;
+esac
