@@ -53,6 +53,17 @@ Test(server, command_count_matches_command_and_list) {
     IT_ERR("ERR unknown subcommand 'foo'. Try COMMAND HELP.", it_c, "COMMAND foo");
 }
 
+Test(server, command_list_includes_subcommands) {
+    redisReply *list = it_cmd(it_c, "COMMAND LIST");
+    IT_TYPE(list, REDIS_REPLY_ARRAY);
+    bool client_list = false, config_get = false;
+    for (size_t i = 0; i < list->elements; i++) {
+        client_list |= strcmp(list->element[i]->str, "client|list") == 0;
+        config_get |= strcmp(list->element[i]->str, "config|get") == 0;
+    }
+    cr_assert(client_list && config_get, "Redis 7 COMMAND LIST names subcommands (client|list)");
+}
+
 Test(server, command_info_shape) {
     redisReply *r = it_cmd(it_c, "COMMAND INFO get set nosuchcommand");
     IT_TYPE(r, REDIS_REPLY_ARRAY);
