@@ -242,6 +242,9 @@ def main():
                   test_sigstop, test_backend_down, test_errors):
             t(c)
         check_no_overlap()
+        san = [e.name for _, e in all_elects
+               if "Sanitizer" in e.raw() or "runtime error:" in e.raw()]
+        check(not san, "no sanitizer report in any crescent-elect log %s" % san)
         print("%s: %d failures in %.1f s" % (kind, len(failures), time.time() - t0))
         ok = not failures
     finally:
