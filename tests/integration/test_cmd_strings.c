@@ -302,6 +302,11 @@ Test(strings, incrbyfloat) {
     IT_OK(it_c, "SET f 10.50");
     IT_STR("10.6", it_c, "INCRBYFLOAT f 0.1");
     IT_STR("5.6", it_c, "INCRBYFLOAT f -5");
+    /* Redis computes in long double and prints with %.17Lg. */
+    IT_STR("0.1", it_c, "INCRBYFLOAT h 0.1");
+    IT_STR("0.3", it_c, "INCRBYFLOAT h 0.2");
+    IT_OK(it_c, "SET ld 10.6");
+    IT_STR("5010.60000000000000009", it_c, "INCRBYFLOAT ld 5000");
     IT_OK(it_c, "SET i 5");
     IT_STR("5000", it_c, "INCRBYFLOAT i 4995");
     IT_STR("5000", it_c, "GET i");
