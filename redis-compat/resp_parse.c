@@ -25,7 +25,8 @@ enum {
     ST_ERROR,     /* sticky protocol error */
 };
 
-#define ARGV_INITIAL_MAX 1024 /* Redis preallocates at most this many argv slots */
+#define ARGV_INITIAL_MAX 1024         /* Redis preallocates at most this many argv slots */
+#define SCAN_DEAD        ((size_t)-1) /* p->scan: the open line holds a NUL, it never ends */
 
 /* Fills l with Redis 7.0's defaults. */
 void resp_limits_default(struct resp_limits *l) {
@@ -146,11 +147,15 @@ static void argv_reserve(struct resp_parser *p, long long n) {
  * a NUL before it means "not found". Returns 1 and *cr, or 0 (p->scan remembers progress).
  */
 static int find_cr(struct resp_parser *p, const char *buf, size_t len, size_t *cr) {
+    if (p->scan == SCAN_DEAD)
+        return 0;
     size_t from = p->scan > p->pos ? p->scan : p->pos;
     const char *hit = from < len ? memchr(buf + from, '\r', len - from) : NULL;
     size_t end = hit ? (size_t)(hit - buf) : len;
-    if (end > from && memchr(buf + from, '\0', end - from))
-        return 0; /* Redis's strchr stops at the NUL: this line never terminates */
+    if (end > from && memchr(buf + from, '\0', end - from)) {
+        p->scan = SCAN_DEAD; /* Redis's strchr stops at the NUL: this line never ends */
+        return 0;
+    }
     if (!hit) {
         p->scan = len;
         return 0;
@@ -383,10 +388,14 @@ static enum resp_result parse_inline(struct resp_parser *p, const char *buf, siz
     size_t from = p->scan;
     const char *nl = from < len ? memchr(buf + from, '\n', len - from) : NULL;
     size_t end = nl ? (size_t)(nl - buf) : len;
-    if (end > from && memchr(buf + from, '\0', end - from))
+    if (from == SCAN_DEAD) {
+        nl = NULL;
+    } else if (end > from && memchr(buf + from, '\0', end - from)) {
         nl = NULL; /* Redis's strchr stops at the NUL: the line never ends */
-    else if (!nl)
+        p->scan = SCAN_DEAD;
+    } else if (!nl) {
         p->scan = len;
+    }
     if (!nl) {
         if (len > p->lim.max_inline_len)
             return fail(p, "ERR Protocol error: too big inline request");
