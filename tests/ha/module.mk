@@ -8,3 +8,10 @@ $(eval $(call unit_test,ha/test_ha_fsm,tests/ha/test_ha_fsm.c,$(BUILD)/lib/libha
 TEST_SCRIPTS += tests/ha/test_ha_redis.sh tests/ha/test_ha_etcd.sh
 
 include $(wildcard tests/ha/k8s*.mk)
+
+# ha_api_probe: drives the library API (two electors in one process); run by test_election.py.
+HA_PROBE := $(BUILD)/tests/ha/ha_api_probe
+$(HA_PROBE): $(call objs,tests/ha/ha_api_probe.c) $(BUILD)/lib/libha.a $(BUILD)/lib/libcm.a
+	$(LINK) $^ $(HA_LIBS) $(MALLOC_LIBS)
+ALL_SRCS += tests/ha/ha_api_probe.c
+all: $(HA_PROBE)

@@ -192,6 +192,16 @@ def run_elect_once(uri, timeout=6):
     return p.returncode, p.stderr.splitlines(), time.time() - t0
 
 
+def test_api(c):
+    print("library API: is_leader, get_holder, wait_for_change, stop releases (ha_api_probe)")
+    probe = os.path.join(H.BUILD, "tests", "ha", "ha_api_probe")
+    p = H.subprocess.run([probe, c.backend.uri, "api"], stdout=H.subprocess.PIPE,
+                         stderr=H.subprocess.STDOUT, timeout=30, text=True)
+    for line in p.stdout.splitlines():
+        print("    " + line)
+    check(p.returncode == 0 and "0 failures" in p.stdout, "ha_api_probe passes")
+
+
 def test_errors(c):
     print("bad URI, unreachable backend, auth failure: one error line and exit 1")
     kind = c.backend.kind
@@ -239,7 +249,7 @@ def main():
         c = Ctx(backend, tmp.path)
         t0 = time.time()
         for t in (test_one_winner_and_epochs, test_three_candidates, test_kill9,
-                  test_sigstop, test_backend_down, test_errors):
+                  test_sigstop, test_backend_down, test_api, test_errors):
             t(c)
         check_no_overlap()
         san = [e.name for _, e in all_elects
