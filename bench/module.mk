@@ -9,3 +9,13 @@ bench: $(BINS)
 
 bench-memory: $(BINS)
 	@CRESCENT_BUILD=$(BUILD) bench/bench-master.sh --memory-only
+
+# Micro-benchmarks of common/ (cm_hash64, cm_ht, cm_tlsf): make bench-common.
+.PHONY: bench-common
+BENCH_COMMON_SRCS := bench/bench_common.c
+ALL_SRCS += $(BENCH_COMMON_SRCS)
+$(BUILD)/bench/bench_common: $(call objs,$(BENCH_COMMON_SRCS)) $(BUILD)/lib/libcm.a
+	$(LINK) $^ $(MALLOC_LIBS)
+
+bench-common: $(BUILD)/bench/bench_common
+	@$(BUILD)/bench/bench_common
