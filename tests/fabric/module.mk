@@ -22,3 +22,27 @@ $(FABRIC_TEST): $(call objs,tests/fabric/test_xfer_fabric.c) $(BUILD)/lib/libxfe
 TEST_PROGS += $(FABRIC_TEST)
 ALL_SRCS   += tests/fabric/test_xfer_fabric.c
 endif
+
+# test_xfer_rdma_mock: rdma transport logic with link-time ibverbs mocks (no RDMA hardware).
+ifeq ($(XFER_HAVE_VERBS),1)
+XFB_COMMA := ,
+RDMA_MOCK_WRAP := $(addprefix -Wl$(XFB_COMMA)--wrap=,ibv_get_device_list ibv_free_device_list \
+    ibv_get_device_name ibv_open_device ibv_close_device ibv_query_device ibv_query_gid \
+    ibv_alloc_pd ibv_dealloc_pd ibv_create_cq ibv_destroy_cq ibv_create_qp ibv_destroy_qp \
+    ibv_modify_qp ibv_reg_mr_iova2 ibv_dereg_mr ibv_get_async_event ibv_ack_async_event)
+$(call objs,tests/fabric/test_xfer_rdma_mock.c): MOD_CFLAGS += $(XFER_DEFS)
+$(BUILD)/tests/fabric/test_xfer_rdma_mock: $(call objs,tests/fabric/test_xfer_rdma_mock.c) \
+        $(BUILD)/lib/libxfer.a $(BUILD)/lib/libcm.a
+	$(LINK) $^ $(RDMA_MOCK_WRAP) $(XFER_LIBS) $(CRITERION_LIBS)
+TEST_PROGS += $(BUILD)/tests/fabric/test_xfer_rdma_mock
+ALL_SRCS   += tests/fabric/test_xfer_rdma_mock.c
+endif
+
+# test_xfer_rdma_nodev: without RDMA devices, installing rdma says so clearly.
+ifeq ($(XFER_HAVE_VERBS),1)
+$(BUILD)/tests/fabric/test_xfer_rdma_nodev: $(call objs,tests/fabric/test_xfer_rdma_nodev.c) \
+        $(BUILD)/lib/libxfer.a $(BUILD)/lib/libcm.a
+	$(LINK) $^ $(XFER_LIBS)
+TEST_PROGS += $(BUILD)/tests/fabric/test_xfer_rdma_nodev
+ALL_SRCS   += tests/fabric/test_xfer_rdma_nodev.c
+endif
