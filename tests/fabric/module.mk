@@ -46,3 +46,15 @@ $(BUILD)/tests/fabric/test_xfer_rdma_nodev: $(call objs,tests/fabric/test_xfer_r
 TEST_PROGS += $(BUILD)/tests/fabric/test_xfer_rdma_nodev
 ALL_SRCS   += tests/fabric/test_xfer_rdma_nodev.c
 endif
+
+# test_xfer_gpu: CUDA detection and the pinned pool, with a stand-in libcudart (no GPU needed).
+FAKE_CUDART := $(BUILD)/tests/fabric/libfake_cudart.so
+$(FAKE_CUDART): $(call objs,tests/fabric/mocks/fake_cudart.c)
+	$(LINK) -shared $^
+$(call objs,tests/fabric/test_xfer_gpu.c): MOD_CFLAGS += $(XFER_DEFS) \
+    -DFAKE_CUDART='"$(abspath $(FAKE_CUDART))"'
+$(BUILD)/tests/fabric/test_xfer_gpu: $(call objs,tests/fabric/test_xfer_gpu.c) \
+        $(BUILD)/lib/libxfer.a $(BUILD)/lib/libcm.a | $(FAKE_CUDART)
+	$(LINK) $(filter %.o %.a,$^) $(XFER_LIBS) $(CRITERION_LIBS)
+TEST_PROGS += $(BUILD)/tests/fabric/test_xfer_gpu
+ALL_SRCS   += tests/fabric/test_xfer_gpu.c tests/fabric/mocks/fake_cudart.c

@@ -26,6 +26,7 @@ struct xfer_pinned_hdr {
     int pinned;                   /* from xfer__host_alloc */
     int oversize;                 /* not a pooled buffer: freed on put */
     struct xfer_pinned_hdr *next; /* free-list link while cached */
+    void *raw;                    /* what xfer__host_alloc returned (h is raw, 64-aligned) */
 };
 _Static_assert(sizeof(struct xfer_pinned_hdr) <= XFER_PINNED_HDR, "pinned header too large");
 
@@ -42,7 +43,7 @@ struct xfer_pinned_pool {
  * destroys with xfer_pinned_pool_destroy.
  */
 int xfer_pinned_pool_create(size_t buf_size, size_t max_cached, struct xfer_pinned_pool **out) {
-    if (buf_size == 0 || buf_size > SIZE_MAX - XFER_PINNED_HDR)
+    if (buf_size == 0 || buf_size > SIZE_MAX - 2 * XFER_PINNED_HDR)
         return -EINVAL;
     struct xfer_pinned_pool *p = cm_try_calloc(1, sizeof(*p));
     if (!p)
@@ -56,7 +57,7 @@ int xfer_pinned_pool_create(size_t buf_size, size_t max_cached, struct xfer_pinn
 
 static void xfer_pinned_free_hdr(struct xfer_pinned_hdr *h) {
     h->magic = 0;
-    xfer__host_free(h, h->pinned);
+    xfer__host_free(h->raw, h->pinned);
 }
 
 /* Destroys a pool and its cached buffers. NULL is accepted. Not thread-safe with users. */
@@ -100,12 +101,15 @@ void *xfer_pinned_get(struct xfer_pinned_pool *p, size_t len) {
             return (char *)h + XFER_PINNED_HDR;
     }
     size_t size = oversize ? len : p->buf_size;
-    if (size > SIZE_MAX - XFER_PINNED_HDR)
+    if (size > SIZE_MAX - 2 * XFER_PINNED_HDR)
         return NULL;
     int pinned;
-    h = xfer__host_alloc(size + XFER_PINNED_HDR, &pinned);
-    if (!h)
+    void *raw = xfer__host_alloc(size + 2 * XFER_PINNED_HDR, &pinned);
+    if (!raw)
         return NULL;
+    h = (struct xfer_pinned_hdr *)(((uintptr_t)raw + XFER_PINNED_HDR - 1) &
+                                   ~(uintptr_t)(XFER_PINNED_HDR - 1));
+    h->raw = raw;
     h->magic = XFER_PINNED_MAGIC;
     h->size = size;
     h->pinned = pinned;

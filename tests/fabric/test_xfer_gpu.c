@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * GPU memory support without a GPU: CUDA detection when libcudart cannot be loaded (dlopen
+ * failure => everything is cpu), and, with the stand-in runtime tests/fabric/mocks/fake_cudart.c
+ * loaded through XFER_CUDART_LIB, device-pointer recognition, host/device copies and the pinned
+ * staging pool (pinned allocation, pageable fallback, bounded cache, oversize buffers).
+ * Builds without CUDA headers test the compiled-out stubs.
+ */
+#include "common/fmacros.h"
+
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transfer/core/xfer_pinned.h"
+#include "transfer/xfer_int.h"
+
+TestSuite(gpu, .timeout = 20);
+
+Test(gpu, cudart_missing_means_cpu) {
+    setenv("XFER_CUDART_LIB", "/nonexistent/libcudart.so", 1);
+    cr_assert_eq(xfer__cuda_init(), 0);
+#ifdef XFER_HAVE_CUDA
+    cr_assert_str_eq(xfer__cuda_status(), "libcudart not found");
+#else
+    cr_assert_str_eq(xfer__cuda_status(), "compiled out");
+#endif
+    char loc[XFER_LOC_MAX];
+    int x = 0;
+    cr_assert_eq(xfer__mem_location(&x, loc, sizeof(loc)), 0);
+    cr_assert_str_eq(loc, "cpu:0");
+    cr_assert_eq(xfer__mem_location(&x, loc, 3), -ENOSPC);
+    int pinned = 1;
+    void *h = xfer__host_alloc(4096, &pinned);
+    cr_assert_not_null(h);
+    cr_assert_eq(pinned, 0, "pageable without CUDA");
+    xfer__host_free(h, pinned);
+    char a[16] = "abc", b[16];
+    cr_assert_eq(xfer__cuda_memcpy(b, a, 4), 0);
+    cr_assert_str_eq(b, "abc");
+}
+
+Test(gpu, pool_bounds_without_cuda) {
+    struct xfer_pinned_pool *p;
+    struct xfer_pinned_stats st;
+    setenv("XFER_CUDART_LIB", "/nonexistent/libcudart.so", 1);
+    cr_assert_eq(xfer_pinned_pool_create(0, 2, &p), -EINVAL);
+    cr_assert_eq(xfer_pinned_pool_create(1 << 20, 2, &p), 0);
+    void *b[3];
+    for (int i = 0; i < 3; i++) {
+        b[i] = xfer_pinned_get(p, 1000);
+        cr_assert_not_null(b[i]);
+        cr_assert_eq((uintptr_t)b[i] % 64, 0);
+        memset(b[i], i, 1 << 20); /* the whole buffer is usable */
+    }
+    for (int i = 0; i < 3; i++)
+        xfer_pinned_put(p, b[i]);
+    xfer_pinned_pool_stats(p, &st);
+    cr_assert_eq(st.allocs, 3);
+    cr_assert_eq(st.pageable, 3);
+    cr_assert_eq(st.cached, 2, "bounded cache");
+    cr_assert_eq(st.frees, 1, "freed when the pool is full");
+    cr_assert_eq(st.outstanding, 0);
+    void *again = xfer_pinned_get(p, 1 << 20);
+    xfer_pinned_pool_stats(p, &st);
+    cr_assert_eq(st.hits, 1);
+    void *big = xfer_pinned_get(p, 3 << 20);
+    cr_assert_not_null(big);
+    memset(big, 1, 3 << 20);
+    xfer_pinned_put(p, big);
+    xfer_pinned_put(p, again);
+    xfer_pinned_put(p, NULL);
+    xfer_pinned_pool_stats(p, &st);
+    cr_assert_eq(st.allocs, 4);
+    cr_assert_eq(st.frees, 2, "oversize buffers are never cached");
+    cr_assert_eq(st.cached, 2);
+    xfer_pinned_pool_destroy(p);
+    xfer_pinned_pool_destroy(NULL);
+}
+
+#if defined(XFER_HAVE_CUDA) && defined(FAKE_CUDART)
+
+static void *fake_sym(const char *name) {
+    void *h = dlopen(FAKE_CUDART, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(h, "%s", dlerror());
+    void *s = dlsym(h, name);
+    cr_assert_not_null(s);
+    return s;
+}
+
+Test(gpu, fake_runtime_device_pointers) {
+    setenv("XFER_CUDART_LIB", FAKE_CUDART, 1);
+    setenv("FAKE_CUDA_DEVICES", "2", 1);
+    cr_assert_eq(xfer__cuda_init(), 2);
+    cr_assert_str_eq(xfer__cuda_status(), "cuda: 2 device(s)");
+    void *(*dmalloc)(size_t, int) = (void *(*)(size_t, int))fake_sym("fake_cuda_malloc");
+    long (*ncopies)(void) = (long (*)(void))fake_sym("fake_cuda_memcpy_calls");
+    char *dev = dmalloc(1 << 16, 1);
+    char host[64], loc[XFER_LOC_MAX];
+    struct xfer_mem_loc l;
+    cr_assert_eq(xfer__mem_location(dev + 100, loc, sizeof(loc)), 0);
+    cr_assert_str_eq(loc, "cuda:1");
+    xfer__mem_locate(dev, &l);
+    cr_assert_eq(l.kind, XFER_MEM_CUDA);
+    cr_assert_eq(l.device, 1);
+    cr_assert_eq(xfer__mem_location(host, loc, sizeof(loc)), 0);
+    cr_assert_str_eq(loc, "cpu:0");
+    /* Staging copies go through cudaMemcpy. */
+    memcpy(host, "device bytes", 13);
+    long before = ncopies();
+    cr_assert_eq(xfer__cuda_memcpy(dev, host, 13), 0);
+    memset(host, 0, sizeof(host));
+    cr_assert_eq(xfer__cuda_memcpy(host, dev, 13), 0);
+    cr_assert_str_eq(host, "device bytes");
+    cr_assert_eq(ncopies() - before, 2);
+}
+
+Test(gpu, fake_runtime_pinned_and_fallback) {
+    struct xfer_pinned_pool *p;
+    struct xfer_pinned_stats st;
+    setenv("XFER_CUDART_LIB", FAKE_CUDART, 1);
+    cr_assert_eq(xfer__cuda_init(), 1);
+    cr_assert_eq(xfer_pinned_pool_create(4096, 1, &p), 0);
+    void *a = xfer_pinned_get(p, 4096);
+    setenv("FAKE_CUDA_PIN_FAIL", "1", 1);
+    void *b = xfer_pinned_get(p, 4096);
+    cr_assert_not_null(a);
+    cr_assert_not_null(b, "pageable fallback when pinning fails");
+    xfer_pinned_pool_stats(p, &st);
+    cr_assert_eq(st.allocs, 2);
+    cr_assert_eq(st.pageable, 1);
+    xfer_pinned_put(p, a);
+    xfer_pinned_put(p, b);
+    xfer_pinned_pool_stats(p, &st);
+    cr_assert_eq(st.cached, 1);
+    cr_assert_eq(st.frees, 1);
+    xfer_pinned_pool_destroy(p);
+}
+
+Test(gpu, fake_runtime_without_devices) {
+    setenv("XFER_CUDART_LIB", FAKE_CUDART, 1);
+    setenv("FAKE_CUDA_DEVICES", "0", 1);
+    cr_assert_eq(xfer__cuda_init(), 0);
+    cr_assert_str_eq(xfer__cuda_status(), "no CUDA devices");
+    char loc[XFER_LOC_MAX];
+    int x;
+    xfer__mem_location(&x, loc, sizeof(loc));
+    cr_assert_str_eq(loc, "cpu:0");
+}
+
+#endif
