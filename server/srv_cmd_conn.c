@@ -206,6 +206,11 @@ static void srv_client_kill_cmd(struct srv_client *c) {
                 srv_reply_syntax_error(c);
                 return;
             }
+        } else if (srv_arg_is(c, j, "user")) {
+            if (!srv_arg_is(c, j + 1, "default")) {
+                srv_reply_errorf(c, "ERR No such user '%.*s'", (int)v->len, v->p);
+                return;
+            }
         } else if (srv_arg_is(c, j, "type")) {
             if (!srv_arg_is(c, j + 1, "normal")) {
                 resp_add_int(&c->out, 0); /* no replicas or pub/sub clients here */

@@ -96,9 +96,16 @@ void rc_command_command(struct srv_client *c) {
     } else if (srv_arg_is(c, 1, "count")) {
         resp_add_int(&c->out, (long long)n);
     } else if (srv_arg_is(c, 1, "list")) {
-        resp_add_array_hdr(&c->out, (long)n);
+        long total = (long)n;
         for (size_t i = 0; i < n; i++)
-            resp_add_bulk_cstr(&c->out, srv_info_at(i)->name);
+            total += srv_info_at(i)->nsub;
+        resp_add_array_hdr(&c->out, total);
+        for (size_t i = 0; i < n; i++) {
+            const struct rc_command_info *ci = srv_info_at(i);
+            resp_add_bulk_cstr(&c->out, ci->name);
+            for (int k = 0; k < ci->nsub; k++)
+                resp_add_bulk_cstr(&c->out, ci->subcommands[k].name);
+        }
     } else if (srv_arg_is(c, 1, "info")) {
         if (c->argc == 2) {
             resp_add_array_hdr(&c->out, (long)n);
