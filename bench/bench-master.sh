@@ -74,7 +74,7 @@ start_server() {
     cmd=${tmpl//\{port\}/$port}
     cmd=${cmd//\{memory\}/$MEMORY}
     cmd=${cmd//\{threads\}/$THREADS}
-    (cd "$TMP" && exec setsid bash -c "exec $cmd" >"$TMP/$name.log" 2>&1) &
+    (cd "$TMP" && exec bash -c "exec $cmd" >"$TMP/$name.log" 2>&1) &
     SRV_PID=$!
     SRV_PORT=$port
     PIDS+=("$SRV_PID")
