@@ -429,8 +429,10 @@ static int ha_etcd_release(void *state, char *err, size_t errlen) {
     rc = postf(s, "lease/revoke", &resp, err, errlen, "{\"ID\":\"%lld\"}", (long long)s->lease);
     if (rc == 0)
         json_decref(resp);
-    if (rc == 0 || strstr(err, "lease not found"))
-        s->lease = 0, rc = 0;
+    if (rc == 0 || strstr(err, "lease not found")) { /* gone already: nothing to give up */
+        s->lease = 0;
+        rc = 0;
+    }
     return rc;
 }
 
