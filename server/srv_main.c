@@ -96,6 +96,13 @@ static int srv_startup(int argc, char **argv) {
         return 1;
     }
     cm_log_set_level((enum cm_log_level)srv_cfg.loglevel);
+    if (srv_cfg.enable_ha || srv_cfg.enable_offload) {
+        fprintf(stderr,
+                "crescent-master: %s is not available in this version of the master "
+                "(see docs/configuration.md)\n",
+                srv_cfg.enable_ha ? "enable_ha" : "enable_offload");
+        return 1;
+    }
     srv_db_high_watermark = srv_cfg.eviction_high_watermark_ratio;
     srv_db_evict_ratio = srv_cfg.eviction_ratio;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -94,8 +94,12 @@ static int srv_listen_unix(const char *path, int perm, int backlog) {
         close(fd);
         return err;
     }
-    if (perm)
-        chmod(path, (mode_t)perm);
+    if (perm) { /* the configured digits are octal, as in redis.conf */
+        mode_t mode = 0;
+        for (int scale = 1; perm > 0; perm /= 10, scale *= 8)
+            mode += (mode_t)((perm % 10) * scale);
+        chmod(path, mode);
+    }
     return fd;
 }
 
@@ -383,6 +387,14 @@ static int srv_client_process(struct srv_client *c) {
     if (cm_atomic_load_relaxed(&c->kill))
         c->flags |= SRV_CLIENT_CLOSE_ASAP;
     if (c->flags & SRV_CLIENT_CLOSE_ASAP) {
+        srv_client_free(c);
+        return -1;
+    }
+    if (srv_cfg.client_output_buffer_limit > 0 &&
+        srv_client_pending(c) > (size_t)srv_cfg.client_output_buffer_limit) {
+        cm_log(CM_LOG_WARNING, "net",
+               "closing client %s: %zu bytes of output over client-output-buffer-limit", c->addr,
+               srv_client_pending(c));
         srv_client_free(c);
         return -1;
     }
