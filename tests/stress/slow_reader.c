@@ -144,41 +144,57 @@ static void expect_int(redisContext *c, long long want, const char *fmt, const c
     freeReplyObject(r);
 }
 
-static void set_value(redisContext *c, const char *key, const uint8_t *v, size_t len) {
-    redisReply *r = st_command(c, "SET %s %b", key, v, len);
-    if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "OK") != 0) {
-        st_die("SET %s (%zu bytes): expected OK, got type %d '%s'", key, len, r->type,
-               r->str ? r->str : "");
+/* SET key value on the raw connection (no copy of the value); dies unless +OK. */
+static void set_value(int raw, const char *key, const uint8_t *v, size_t len) {
+    const void *argv[3] = {"SET", key, v};
+    size_t lens[3] = {3, strlen(key), len};
+    char line[256];
+    st_send_command(raw, 3, argv, lens);
+    st_read_line(raw, line, sizeof(line));
+    if (strcmp(line, "+OK") != 0) {
+        st_die("SET %s (%zu bytes): expected +OK, got '%s'", key, len, line);
     }
-    freeReplyObject(r);
 }
 
-static void check_value(redisContext *c, const char *key, size_t len, uint64_t seed) {
-    redisReply *r = st_command(c, "GET %s", key);
-    if (r->type != REDIS_REPLY_STRING || (size_t)r->len != len) {
-        st_die("GET %s: expected %zu bytes, got type %d len %zu", key, len, r->type,
-               (size_t)r->len);
+/* GET key on the raw connection; dies unless it holds the pattern `seed` of len bytes. */
+static void check_value(int raw, const char *key, size_t len, uint64_t seed) {
+    const void *argv[2] = {"GET", key};
+    size_t lens[2] = {3, strlen(key)};
+    char line[256], want[64];
+    st_send_command(raw, 2, argv, lens);
+    st_read_line(raw, line, sizeof(line));
+    snprintf(want, sizeof(want), "$%zu", len);
+    if (strcmp(line, want) != 0) {
+        st_die("GET %s: expected a %zu-byte bulk string, got '%s'", key, len, line);
     }
-    int64_t bad = st_pattern_check((const uint8_t *)r->str, len, 0, seed);
+    uint8_t *buf = malloc(len + 2);
+    st_read_full(raw, buf, len + 2);
+    int64_t bad = st_pattern_check(buf, len, 0, seed);
     if (bad >= 0) {
         st_die("GET %s: byte %lld differs from what was SET", key, (long long)bad);
     }
-    freeReplyObject(r);
+    if (buf[len] != '\r' || buf[len + 1] != '\n') {
+        st_die("GET %s: payload not followed by CRLF", key);
+    }
+    free(buf);
 }
 
-static void mutate(redisContext *c, size_t size, size_t filler_mib) {
+static void mutate(redisContext *c, int raw, size_t size, size_t filler_mib) {
+    uint64_t t = st_now_ms();
     uint8_t *other = malloc(size);
     st_pattern_fill(other, size, 0, SEED_OTHER);
-    set_value(c, KEY, other, size);
-    check_value(c, KEY, size, SEED_OTHER);
+    set_value(raw, KEY, other, size);
+    check_value(raw, KEY, size, SEED_OTHER);
     expect_int(c, 1, "DEL %s", KEY);
     expect_int(c, 0, "EXISTS %s", KEY);
-    set_value(c, KEY, other, size);
+    set_value(raw, KEY, other, size);
     st_expect_status(c, "OK", "FLUSHALL");
     expect_int(c, 0, "EXISTS %s", KEY);
     free(other);
+    printf("overwrite, GET, DEL, SET, FLUSHALL: %llu ms\n", (unsigned long long)(st_now_ms() - t));
 
     /* Filler: 1 MiB values, pipelined 8 at a time, far beyond the memory limit. */
+    t = st_now_ms();
     size_t mib = 1 << 20;
     uint8_t *fill = malloc(mib);
     st_pattern_fill(fill, mib, 0, SEED_FILLER);
@@ -187,26 +203,25 @@ static void mutate(redisContext *c, size_t size, size_t filler_mib) {
         for (size_t j = 0; j < batch; j++) {
             char key[64];
             snprintf(key, sizeof(key), "sr:fill:%zu", i + j);
-            redisAppendCommand(c, "SET %s %b", key, fill, mib);
+            const void *argv[3] = {"SET", key, fill};
+            size_t lens[3] = {3, strlen(key), mib};
+            st_send_command(raw, 3, argv, lens);
         }
         for (size_t j = 0; j < batch; j++) {
-            void *rep;
-            if (redisGetReply(c, &rep) != REDIS_OK) {
-                st_die("filler SET: connection error %s", c->errstr);
+            char line[256];
+            st_read_line(raw, line, sizeof(line));
+            if (strcmp(line, "+OK") != 0) {
+                st_die("filler SET sr:fill:%zu (1 MiB, %zu MiB written so far): expected +OK, "
+                       "got '%s'",
+                       i + j, i, line);
             }
-            redisReply *r = rep;
-            if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "OK") != 0) {
-                st_die("filler SET sr:fill:%zu (1 MiB, %zu MiB written so far): expected OK, "
-                       "got type %d '%s'",
-                       i + j, i, r->type, r->str ? r->str : "");
-            }
-            freeReplyObject(r);
         }
     }
     free(fill);
     char last[64];
     snprintf(last, sizeof(last), "sr:fill:%zu", filler_mib - 1);
-    check_value(c, last, mib, SEED_FILLER);
+    check_value(raw, last, mib, SEED_FILLER);
+    printf("filler %zu MiB: %llu ms\n", filler_mib, (unsigned long long)(st_now_ms() - t));
 }
 
 int main(int argc, char **argv) {
@@ -227,9 +242,10 @@ int main(int argc, char **argv) {
     size_t size = size_mib << 20;
     uint64_t t0 = st_now_ms();
     redisContext *c = st_connect(host, port);
+    int raw = st_connect_raw(host, port, 0);
     uint8_t *orig = malloc(size);
     st_pattern_fill(orig, size, 0, SEED_ORIG);
-    set_value(c, KEY, orig, size);
+    set_value(raw, KEY, orig, size);
     free(orig);
     expect_int(c, (long long)size, "STRLEN %s", KEY);
     long long evicted0 = st_info_field(c, "stats", "evicted_keys");
@@ -254,7 +270,7 @@ int main(int argc, char **argv) {
         }
     }
     uint64_t t1 = st_now_ms();
-    mutate(c, size, filler_mib);
+    mutate(c, raw, size, filler_mib);
     size_t got_slow = atomic_load(&rd[0].got), got_stalled = atomic_load(&rd[1].got);
     atomic_store(&mutating, 0);
     uint64_t t2 = st_now_ms();
@@ -284,6 +300,7 @@ int main(int argc, char **argv) {
     freeReplyObject(r);
     st_expect_status(c, "PONG", "PING");
     redisFree(c);
+    close(raw);
     printf("slow_reader: both readers got all %zu bytes intact; total %llu ms\n", size,
            (unsigned long long)(st_now_ms() - t0));
     return 0;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -221,5 +222,77 @@ void st_write_all(int fd, const void *buf, size_t len) {
         }
         p += n;
         len -= (size_t)n;
+    }
+}
+
+/* Reads exactly len bytes from a blocking fd; dies on error or when the peer closes first. */
+void st_read_full(int fd, void *buf, size_t len) {
+    char *p = buf;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = read(fd, p + done, len - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            st_die("read: %s after %zu of %zu bytes", n < 0 ? strerror(errno) : "connection closed",
+                   done, len);
+        }
+        done += (size_t)n;
+    }
+}
+
+/* Reads one CRLF-terminated line (one byte per read, so nothing after it is consumed) into
+ * buf, NUL-terminated without the CRLF. Returns its length; dies on EOF or when it exceeds
+ * cap - 1 bytes. */
+size_t st_read_line(int fd, char *buf, size_t cap) {
+    size_t n = 0;
+    for (;;) {
+        if (n + 1 >= cap) {
+            st_die("reply line longer than %zu bytes", cap);
+        }
+        st_read_full(fd, buf + n, 1);
+        n++;
+        if (n >= 2 && buf[n - 2] == '\r' && buf[n - 1] == '\n') {
+            buf[n - 2] = '\0';
+            return n - 2;
+        }
+    }
+}
+
+/* Sends one RESP multibulk request of argc arguments with writev, without copying the
+ * arguments (large values go to the socket directly). Dies on error. */
+void st_send_command(int fd, int argc, const void *const *argv, const size_t *lens) {
+    char hdr[16][32], head[32];
+    struct iovec iov[1 + 16 * 3];
+    int k = 0;
+    if (argc < 1 || argc > 16) {
+        st_die("st_send_command: %d arguments", argc);
+    }
+    iov[k++] = (struct iovec){head, (size_t)snprintf(head, sizeof(head), "*%d\r\n", argc)};
+    for (int i = 0; i < argc; i++) {
+        int h = snprintf(hdr[i], sizeof(hdr[i]), "$%zu\r\n", lens[i]);
+        iov[k++] = (struct iovec){hdr[i], (size_t)h};
+        iov[k++] = (struct iovec){(void *)argv[i], lens[i]};
+        iov[k++] = (struct iovec){(void *)"\r\n", 2};
+    }
+    struct iovec *v = iov;
+    while (k > 0) {
+        ssize_t n = writev(fd, v, k);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            st_die("writev: %s", n < 0 ? strerror(errno) : "wrote 0 bytes");
+        }
+        while (k > 0 && (size_t)n >= v->iov_len) {
+            n -= (ssize_t)v->iov_len;
+            v++;
+            k--;
+        }
+        if (k > 0) {
+            v->iov_base = (char *)v->iov_base + n;
+            v->iov_len -= (size_t)n;
+        }
     }
 }

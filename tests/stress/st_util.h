@@ -33,4 +33,10 @@ int64_t st_pattern_check(const uint8_t *buf, size_t len, uint64_t offset, uint64
 
 void st_write_all(int fd, const void *buf, size_t len);
 
+void st_read_full(int fd, void *buf, size_t len);
+
+size_t st_read_line(int fd, char *buf, size_t cap);
+
+void st_send_command(int fd, int argc, const void *const *argv, const size_t *lens);
+
 #endif /* CRESCENT_TESTS_STRESS_ST_UTIL_H */
