@@ -24,7 +24,7 @@
  * (MC_EFA_STRIPING_THRESHOLD, 2 MiB). Returns 0 or -EINVAL for a malformed value.
  */
 int xfer_efa__cfg_parse(const char *args, struct xfer_efa_cfg *cfg) {
-    uint64_t v;
+    uint64_t v = 0;
     int rc;
 
     memset(cfg, 0, sizeof(*cfg));
@@ -45,7 +45,7 @@ int xfer_efa__cfg_parse(const char *args, struct xfer_efa_cfg *cfg) {
         cfg->stripe_threshold = v;
     if (cfg->stripe_threshold == 0)
         cfg->stripe_threshold = XFER_EFA_STRIPE_DEFAULT;
-    if ((rc = xfer__arg_u64(args, "domains", &v)) < 0 || v > XFER_EFA_MAX_DOMAINS)
+    if ((rc = xfer__arg_u64(args, "domains", &v)) < 0 || (rc && v > XFER_EFA_MAX_DOMAINS))
         return -EINVAL;
     cfg->domains = rc ? (unsigned)v : 0;
     cfg->cq_size = 4096;
