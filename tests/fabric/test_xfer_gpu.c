@@ -107,6 +107,12 @@ Test(gpu, fake_runtime_device_pointers) {
     cr_assert_eq(l.device, 1);
     cr_assert_eq(xfer__mem_location(host, loc, sizeof(loc)), 0);
     cr_assert_str_eq(loc, "cpu:0");
+    cr_assert(xfer__is_device(dev));
+    cr_assert(!xfer__is_device(host));
+    struct xfer_pinned_pool *pool = xfer__staging_pool();
+    cr_assert_not_null(pool);
+    cr_assert_eq(pool, xfer__staging_pool(), "one process-wide pool");
+    cr_assert_eq(xfer_pinned_pool_buf_size(pool), XFER_STAGING_BUF);
     /* Staging copies go through cudaMemcpy. */
     memcpy(host, "device bytes", 13);
     long before = ncopies();

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/cm_mem.h"
@@ -154,4 +155,27 @@ void xfer_pinned_pool_stats(struct xfer_pinned_pool *p, struct xfer_pinned_stats
     pthread_mutex_lock(&p->lock);
     *st = p->st;
     pthread_mutex_unlock(&p->lock);
+}
+
+/* True for CUDA device memory. Thread-safe. */
+int xfer__is_device(const void *addr) {
+    struct xfer_mem_loc loc;
+    xfer__mem_locate(addr, &loc);
+    return loc.kind == XFER_MEM_CUDA;
+}
+
+static struct xfer_pinned_pool *xfer_staging;
+static pthread_once_t xfer_staging_once = PTHREAD_ONCE_INIT;
+
+static void xfer_staging_create(void) {
+    const char *e = getenv("MC_PINNED_POOL_MAX");
+    size_t max = e && *e ? (size_t)strtoull(e, NULL, 10) : 16;
+    if (xfer_pinned_pool_create(XFER_STAGING_BUF, max, &xfer_staging) != 0)
+        xfer_staging = NULL;
+}
+
+/* The process-wide staging pool, created on first use; NULL on OOM. Thread-safe. */
+struct xfer_pinned_pool *xfer__staging_pool(void) {
+    pthread_once(&xfer_staging_once, xfer_staging_create);
+    return xfer_staging;
 }

@@ -113,4 +113,23 @@ void xfer_pinned_put(struct xfer_pinned_pool *p, void *buf);
 /* Copies the pool's counters into *st. Thread-safe. */
 void xfer_pinned_pool_stats(struct xfer_pinned_pool *p, struct xfer_pinned_stats *st);
 
+/*
+ * True when addr is CUDA device memory (xfer__mem_locate says XFER_MEM_CUDA). Transports that
+ * move bytes with the CPU (tcp, shm) stage such ranges through xfer__staging_pool(). Thread-safe.
+ */
+int xfer__is_device(const void *addr);
+
+/*
+ * The process-wide staging pool for tcp and shm: XFER_STAGING_BUF (4 MiB) buffers, at most
+ * MC_PINNED_POOL_MAX (default 16) cached. Created on first use; never destroyed (its cached
+ * buffers live until exit). Returns NULL on OOM. Thread-safe.
+ *
+ * Staging pattern (D2H send): buf = xfer_pinned_get(pool, n); xfer__cuda_memcpy(buf, dev, n);
+ * send buf; xfer_pinned_put(pool, buf). H2D receive: read into buf, then
+ * xfer__cuda_memcpy(dev, buf, n). Chunk transfers larger than the buffer size.
+ */
+struct xfer_pinned_pool *xfer__staging_pool(void);
+
+#define XFER_STAGING_BUF (4u << 20)
+
 #endif
