@@ -31,6 +31,7 @@ redisContext *it_c;
 
 static redisReply **kept;
 static size_t kept_n, kept_cap;
+static redisContext *conns[64]; /* extra connections, closed by it_teardown() if still open */
 static int servers_started;
 
 /* ---------------------------------------------------------------- target selection */
@@ -300,14 +301,31 @@ void it_server_stop(struct it_server *s) {
 }
 
 /* Opens a hiredis connection to s with 10 s connect and I/O timeouts. Fails the current test on
- * error. The caller frees the context with redisFree(). */
+ * error. The caller closes it with it_close(); it_teardown() closes any left open (e.g. after a
+ * failed assertion). */
 redisContext *it_connect(const struct it_server *s) {
     struct timeval tv = {10, 0};
     redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
     cr_assert(c != NULL && !c->err, "connect to port %d: %s", s->port,
               c != NULL ? c->errstr : "NULL");
     redisSetTimeout(c, tv);
+    for (size_t i = 0; i < sizeof(conns) / sizeof(conns[0]); i++) {
+        if (conns[i] == NULL) {
+            conns[i] = c;
+            break;
+        }
+    }
     return c;
+}
+
+/* Closes a connection opened with it_connect() (redisFree) and forgets it. NULL is ignored. */
+void it_close(redisContext *c) {
+    for (size_t i = 0; c != NULL && i < sizeof(conns) / sizeof(conns[0]); i++) {
+        if (conns[i] == c) {
+            conns[i] = NULL;
+        }
+    }
+    redisFree(c);
 }
 
 /* Criterion .init: starts it_srv with default options and connects it_c. Not thread-safe. */
@@ -325,8 +343,14 @@ void it_teardown(void) {
     kept = NULL;
     kept_n = kept_cap = 0;
     if (it_c != NULL) {
-        redisFree(it_c);
+        it_close(it_c);
         it_c = NULL;
+    }
+    for (size_t i = 0; i < sizeof(conns) / sizeof(conns[0]); i++) {
+        if (conns[i] != NULL) {
+            redisFree(conns[i]);
+            conns[i] = NULL;
+        }
     }
     it_server_stop(&it_srv);
 }

@@ -43,6 +43,7 @@ bool it_target_is_crescent(void);
 void it_server_start(struct it_server *s, const struct it_opts *opts);
 void it_server_stop(struct it_server *s);
 redisContext *it_connect(const struct it_server *s);
+void it_close(redisContext *c);
 void it_setup(void);
 void it_teardown(void);
 

@@ -189,7 +189,7 @@ Test(connection_auth, with_requirepass, .fini = it_teardown, .timeout = 30) {
     IT_ERR("NOAUTH Authentication required.", c2, "PING");
     IT_OK(c2, "AUTH default s3cret");
     IT_STATUS("PONG", c2, "PING");
-    redisFree(c2);
+    it_close(c2);
     redisContext *c3 = it_connect(&it_srv);
     IT_ERR("WRONGPASS invalid username-password pair or user is disabled.", c3,
            "HELLO 2 AUTH default wrong");
@@ -199,7 +199,7 @@ Test(connection_auth, with_requirepass, .fini = it_teardown, .timeout = 30) {
     /* RESET de-authenticates when the default user has a password. */
     IT_STATUS("RESET", c3, "RESET");
     IT_ERR("NOAUTH Authentication required.", c3, "GET x");
-    redisFree(c3);
+    it_close(c3);
 }
 
 Test(connection, select_db) {
@@ -240,7 +240,7 @@ Test(connection, client_id) {
     redisReply *b = it_cmd(c2, "CLIENT ID");
     IT_TYPE(b, REDIS_REPLY_INTEGER);
     cr_assert_gt(b->integer, a->integer, "client ids increase");
-    redisFree(c2);
+    it_close(c2);
     IT_ERR("ERR wrong number of arguments for 'client|id' command", it_c, "CLIENT ID x");
 }
 
@@ -295,7 +295,7 @@ Test(connection, client_list_and_info) {
     snprintf(want, sizeof(want), "id=%lld ", id2->integer);
     cr_assert(strncmp(one->str, want, strlen(want)) == 0, "CLIENT LIST ID: %s", one->str);
     cr_assert_null(strstr(one->str, "lister"), "only the requested client: %s", one->str);
-    redisFree(c2);
+    it_close(c2);
 }
 
 static char *client_addr(redisContext *c) {
@@ -314,7 +314,7 @@ Test(connection, client_kill) {
     redisReply *id2 = it_cmd(c2, "CLIENT ID");
     IT_INT(1, it_c, "CLIENT KILL ID %lld", id2->integer);
     cr_assert_null(redisCommand(c2, "PING"), "killed client's connection is closed");
-    redisFree(c2);
+    it_close(c2);
     IT_INT(0, it_c, "CLIENT KILL ID 999999");
     IT_ERR("ERR client-id should be greater than 0", it_c, "CLIENT KILL ID x");
 
@@ -322,7 +322,7 @@ Test(connection, client_kill) {
     char *addr = client_addr(c3);
     IT_INT(1, it_c, "CLIENT KILL ADDR %s", addr);
     cr_assert_null(redisCommand(c3, "PING"));
-    redisFree(c3);
+    it_close(c3);
     IT_INT(0, it_c, "CLIENT KILL ADDR %s", addr);
     free(addr);
 
@@ -330,7 +330,7 @@ Test(connection, client_kill) {
     addr = client_addr(c4);
     IT_OK(it_c, "CLIENT KILL %s", addr); /* old form: one address argument */
     cr_assert_null(redisCommand(c4, "PING"));
-    redisFree(c4);
+    it_close(c4);
     IT_ERR("ERR No such client", it_c, "CLIENT KILL %s", addr);
     free(addr);
     IT_STATUS("PONG", it_c, "PING");
@@ -358,8 +358,8 @@ Test(connection, client_kill_filters) {
     IT_INT(2, it_c, "CLIENT KILL USER default SKIPME yes");
     cr_assert_null(redisCommand(c2, "PING"));
     cr_assert_null(redisCommand(c3, "PING"));
-    redisFree(c2);
-    redisFree(c3);
+    it_close(c2);
+    it_close(c3);
     IT_STATUS("PONG", it_c, "PING");
     IT_ERR("ERR syntax error", it_c, "CLIENT KILL ADDR 1.1.1.1:1 SKIPME maybe");
     IT_ERR("ERR syntax error", it_c, "CLIENT KILL ID 5 foo bar");
@@ -379,8 +379,8 @@ Test(connection_limits, maxclients, .fini = it_teardown, .timeout = 30) {
                   strcmp(r->str, "ERR max number of clients reached") == 0,
               "third client over maxclients 2 is refused with an error");
     freeReplyObject(r);
-    redisFree(c3);
-    redisFree(c2);
+    it_close(c3);
+    it_close(c2);
     /* CONFIG SET maxclients applies at run time. */
     IT_OK(it_c, "CONFIG SET maxclients 3");
     long long deadline = it_now_ms() + 2000;
@@ -390,15 +390,15 @@ Test(connection_limits, maxclients, .fini = it_teardown, .timeout = 30) {
         r = redisCommand(c3, "PING");
         bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
         freeReplyObject(r);
-        redisFree(c3);
+        it_close(c3);
         if (ok || it_now_ms() > deadline) {
             cr_assert(ok, "with maxclients 3 the third client is accepted");
             break;
         }
-        redisFree(c2);
+        it_close(c2);
         it_sleep_ms(20);
     }
-    redisFree(c2);
+    it_close(c2);
 }
 
 Test(connection_limits, idle_timeout, .fini = it_teardown, .timeout = 30) {
@@ -435,6 +435,6 @@ Test(connection_limits, unixsocket, .fini = it_teardown, .timeout = 30) {
     IT_STATUS("PONG", u, "PING");
     IT_OK(u, "SET via unix");
     IT_STR("unix", it_c, "GET via"); /* same keyspace as TCP */
-    redisFree(u);
+    it_close(u);
     unlink(path);
 }

@@ -204,7 +204,7 @@ Test(server, info_sections) {
     redisContext *c2 = it_connect(&it_srv);
     IT_STATUS("PONG", c2, "PING");
     cr_assert_eq(wait_connected(2), 2);
-    redisFree(c2);
+    it_close(c2);
     cr_assert_gt(info_field(it_c, "memory", "used_memory"), 0);
     cr_assert_gt(info_field(it_c, "stats", "total_commands_processed"), 0);
     cr_assert_gt(info_field(it_c, "stats", "total_connections_received"), 0);

@@ -40,7 +40,7 @@ Test(transactions, isolation_from_other_clients) {
     redisReply *r = it_cmd(it_c, "EXEC");
     cr_assert_eq(r->elements, 1);
     IT_STR("1", c2, "GET iso");
-    redisFree(c2);
+    it_close(c2);
 }
 
 Test(transactions, exec_discard_without_multi) {
@@ -114,7 +114,7 @@ Test(transactions, watch_modified_by_other_client) {
     r = it_cmd(it_c, "EXEC");
     IT_TYPE(r, REDIS_REPLY_ARRAY);
     IT_STR("4", it_c, "GET w");
-    redisFree(c2);
+    it_close(c2);
 }
 
 Test(transactions, watch_null_array_raw) {
@@ -133,7 +133,7 @@ Test(transactions, watch_null_array_raw) {
     got = it_raw_read(fd, &len);
     cr_assert_str_eq(got, "*-1\r\n", "RESP2 null array on the wire");
     free(got);
-    redisFree(c2);
+    it_close(c2);
     close(fd);
 }
 
@@ -157,7 +157,7 @@ Test(transactions, watch_missing_key_created) {
     IT_OK(it_c, "MULTI");
     IT_STATUS("QUEUED", it_c, "PING");
     cr_assert_eq(it_cmd(it_c, "EXEC")->type, REDIS_REPLY_NIL);
-    redisFree(c2);
+    it_close(c2);
 }
 
 Test(transactions, watch_key_expired_aborts) {
@@ -169,7 +169,7 @@ Test(transactions, watch_key_expired_aborts) {
         redisReply *r = redisCommand(c2, "PTTL e");
         long long t = r != NULL ? r->integer : 0;
         freeReplyObject(r);
-        redisFree(c2);
+        it_close(c2);
         if (t == -2 || it_now_ms() - start > 3000) {
             break;
         }
@@ -219,7 +219,7 @@ Test(transactions, watch_unrelated_and_unwatch) {
     r = it_cmd(it_c, "EXEC");
     IT_TYPE(r, REDIS_REPLY_ARRAY);
     cr_assert_str_eq(r->element[0]->str, "4");
-    redisFree(c2);
+    it_close(c2);
 }
 
 Test(transactions, watch_errors) {
