@@ -77,6 +77,7 @@ struct xfer_efa_cfg {
     uint64_t stripe_threshold; /* stripe_threshold= / MC_EFA_STRIPING_THRESHOLD */
     unsigned domains;          /* domains= : 0 = every NIC found; N > found repeats them */
     size_t cq_size;            /* cq_size= */
+    uint64_t inline_poll_ns;   /* inline_poll_us= / MC_EFA_INLINE_POLL_US (50), 0 = off */
 };
 
 /* One NIC: fabric, domain, AV, CQ, endpoint, progress thread. */

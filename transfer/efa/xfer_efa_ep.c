@@ -185,5 +185,21 @@ int xfer_efa__submit(struct xfer_transport *tp, struct xfer_task **tasks, size_t
     struct xfer_efa *efa = tp->ctx;
     for (size_t i = 0; i < n; i++)
         xfer_efa_submit_one(efa, tasks[i]);
+    /* Inline polling: a small transfer often completes within microseconds; reaping it on
+     * this thread saves the hand-off through the progress thread and the waiter's wake-up. */
+    if (efa->cfg.inline_poll_ns) {
+        uint64_t end = cm_mono_ns() + efa->cfg.inline_poll_ns;
+        for (;;) {
+            long busy = 0;
+            for (int d = 0; d < efa->n_dom; d++) {
+                if (atomic_load_explicit(&efa->dom[d].n_inflight, memory_order_acquire) > 0) {
+                    xfer_efa__cq_drive(&efa->dom[d]);
+                    busy += atomic_load_explicit(&efa->dom[d].n_inflight, memory_order_acquire);
+                }
+            }
+            if (busy == 0 || cm_mono_ns() >= end)
+                break;
+        }
+    }
     return 0;
 }

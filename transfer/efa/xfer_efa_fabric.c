@@ -21,7 +21,8 @@
 /*
  * Fills cfg from the install arguments, then the environment, then defaults:
  * provider= (FI_PROVIDER, "tcp;ofi_rxm"), node=, domains=, cq_size=, stripe_threshold=
- * (MC_EFA_STRIPING_THRESHOLD, 2 MiB). Returns 0 or -EINVAL for a malformed value.
+ * (MC_EFA_STRIPING_THRESHOLD, 2 MiB), inline_poll_us= (MC_EFA_INLINE_POLL_US, 50). Returns 0
+ * or -EINVAL for a malformed value.
  */
 int xfer_efa__cfg_parse(const char *args, struct xfer_efa_cfg *cfg) {
     uint64_t v = 0;
@@ -53,6 +54,10 @@ int xfer_efa__cfg_parse(const char *args, struct xfer_efa_cfg *cfg) {
         return -EINVAL;
     if (rc)
         cfg->cq_size = v;
+    v = xfer__env_u64("MC_EFA_INLINE_POLL_US", 50);
+    if (xfer__arg_u64(args, "inline_poll_us", &v) < 0 || v > 1000000)
+        return -EINVAL;
+    cfg->inline_poll_ns = v * 1000;
     return 0;
 }
 
