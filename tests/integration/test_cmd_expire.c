@@ -192,3 +192,53 @@ Test(expire, overwrite_clears_ttl) {
     IT_STR("w", it_c, "GET k");
     IT_INT(-1, it_c, "TTL k");
 }
+
+Test(expire, ttl_rounds_to_nearest_second) {
+    IT_OK(it_c, "SET k v PX 1800");
+    IT_INT(2, it_c, "TTL k");
+    IT_OK(it_c, "SET k v PX 1400");
+    IT_INT(1, it_c, "TTL k");
+    IT_INT(1, it_c, "PEXPIREAT k 4000000000600");
+    IT_INT(4000000001LL, it_c, "EXPIRETIME k");
+    IT_INT(1, it_c, "PEXPIREAT k 4000000000400");
+    IT_INT(4000000000LL, it_c, "EXPIRETIME k");
+}
+
+Test(expire, expired_keys_are_invisible) {
+    /* More keys than one active-expiry cycle reclaims, so some are logically expired but still
+     * stored when we look: every read path must hide them. */
+    for (int i = 0; i < 300; i += 100) {
+        for (int j = i; j < i + 100; j++) {
+            cr_assert_eq(redisAppendCommand(it_c, "SET gone:%d v PX 50", j), REDIS_OK);
+        }
+        for (int j = i; j < i + 100; j++) {
+            void *rv;
+            cr_assert_eq(redisGetReply(it_c, &rv), REDIS_OK);
+            freeReplyObject(rv);
+        }
+    }
+    IT_OK(it_c, "SET keep v");
+    it_sleep_ms(120);
+    redisReply *r = it_cmd(it_c, "KEYS *");
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 1, "KEYS hides expired keys, got %zu", r->elements);
+    cr_assert_str_eq(r->element[0]->str, "keep");
+    r = it_cmd(it_c, "SCAN 0 COUNT 1000");
+    cr_assert_str_eq(r->element[0]->str, "0");
+    cr_assert_eq(r->element[1]->elements, 1, "SCAN hides expired keys, got %zu",
+                 r->element[1]->elements);
+    IT_STR("keep", it_c, "RANDOMKEY");
+    r = it_cmd(it_c, "MGET gone:0 gone:150 gone:299 keep");
+    cr_assert_eq(r->element[0]->type, REDIS_REPLY_NIL);
+    cr_assert_eq(r->element[1]->type, REDIS_REPLY_NIL);
+    cr_assert_eq(r->element[2]->type, REDIS_REPLY_NIL);
+    cr_assert_str_eq(r->element[3]->str, "v");
+    IT_INT(1, it_c, "EXISTS gone:1 gone:2 keep");
+    IT_INT(0, it_c, "STRLEN gone:3");
+    IT_STATUS("none", it_c, "TYPE gone:4");
+    IT_INT(0, it_c, "DEL gone:5");
+    IT_ERR("ERR no such key", it_c, "RENAME gone:6 x");
+    IT_NIL(it_c, "SET gone:7 w XX");
+    IT_INT(1, it_c, "INCR gone:8"); /* starts from 0, not from the expired value */
+    IT_INT(-1, it_c, "TTL gone:8");
+}

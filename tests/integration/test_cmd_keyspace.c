@@ -160,3 +160,22 @@ Test(keyspace, copy) {
     }
     IT_ERR("ERR wrong number of arguments for 'copy' command", it_c, "COPY y");
 }
+
+Test(keyspace, binary_key_names) {
+    const char k1[] = "a\0b", k2[] = "c\r\nd";
+    IT_OK(it_c, "SET %b 1", k1, (size_t)3);
+    IT_OK(it_c, "SET %b 2", k2, (size_t)4);
+    redisReply *r = it_cmd(it_c, "KEYS *");
+    cr_assert_eq(r->elements, 2);
+    bool saw1 = false, saw2 = false;
+    for (size_t i = 0; i < 2; i++) {
+        const redisReply *e = r->element[i];
+        saw1 |= e->len == 3 && memcmp(e->str, k1, 3) == 0;
+        saw2 |= e->len == 4 && memcmp(e->str, k2, 4) == 0;
+    }
+    cr_assert(saw1 && saw2, "binary key names come back byte-exact");
+    IT_INT(1, it_c, "EXISTS %b", k1, (size_t)3);
+    IT_INT(0, it_c, "EXISTS a");
+    IT_OK(it_c, "RENAME %b %b", k1, (size_t)3, k2, (size_t)4);
+    IT_STR("1", it_c, "GET %b", k2, (size_t)4);
+}

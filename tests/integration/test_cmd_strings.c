@@ -406,3 +406,41 @@ Test(strings, pipeline_100k) {
     }
     IT_INT(N, it_c, "DBSIZE");
 }
+
+Test(strings, concurrent_incr_is_atomic) {
+    /* Four connections (spread over the server's I/O threads) pipeline INCRs on one key. */
+    enum { CONNS = 4, PER = 2500 };
+    redisContext *cs[CONNS];
+    for (int i = 0; i < CONNS; i++) {
+        cs[i] = it_connect(&it_srv);
+        for (int j = 0; j < PER; j++) {
+            cr_assert_eq(redisAppendCommand(cs[i], "INCR counter"), REDIS_OK);
+            cr_assert_eq(redisAppendCommand(cs[i], "APPEND log%d x", i), REDIS_OK);
+        }
+    }
+    for (int i = 0; i < CONNS; i++) { /* send everything before reading anything */
+        int done = 0;
+        while (!done) {
+            cr_assert_eq(redisBufferWrite(cs[i], &done), REDIS_OK);
+        }
+    }
+    for (int i = 0; i < CONNS; i++) {
+        long long last = 0;
+        for (int j = 0; j < PER * 2; j++) {
+            void *rv;
+            cr_assert_eq(redisGetReply(cs[i], &rv), REDIS_OK);
+            redisReply *r = rv;
+            cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
+            if (j % 2 == 0) {
+                cr_assert_gt(r->integer, last, "INCR replies increase per connection");
+                last = r->integer;
+            } else {
+                cr_assert_eq(r->integer, j / 2 + 1);
+            }
+            freeReplyObject(r);
+        }
+        it_close(cs[i]);
+    }
+    IT_STR("10000", it_c, "GET counter");
+    IT_INT(PER, it_c, "STRLEN log3");
+}
