@@ -68,6 +68,34 @@ assert_eq "GET key:0" "value:0" "$(cli GET key:0)"
 assert_eq "GET key:99999" "value:99999" "$(cli GET key:99999)"
 assert_eq "GET key:54321" "value:54321" "$(cli GET key:54321)"
 
+# --- key-space tools: --scan, --bigkeys, --memkeys, --stat, --latency-history, -r ---
+assert_eq "--scan count" "100000" "$(cli --scan | sort -u | wc -l)"
+assert_eq "--scan --pattern" "11111" "$(cli --scan --pattern 'key:1*' | sort -u | wc -l)"
+assert_eq "--scan --pattern exact" "key:77777" "$(cli --scan --pattern 'key:77777')"
+cli SET big:one "$(head -c 3000 /dev/zero | tr '\0' a)" >/dev/null
+out=$(timeout 120 redis-cli -h 127.0.0.1 -p "$SERVER_PORT" --bigkeys 2>&1)
+echo "$out" | tail -9
+echo "$out" | grep -qF "Biggest string found '\"big:one\"' has 3000 bytes" ||
+    fail "--bigkeys: no 'Biggest string found '\"big:one\"' has 3000 bytes'"
+echo "$out" | grep -qF "100001 strings with 1091890 bytes (100.00% of keys" ||
+    fail "--bigkeys: no '100001 strings with 1091890 bytes (100.00% of keys'"
+out=$(timeout 120 redis-cli -h 127.0.0.1 -p "$SERVER_PORT" --memkeys 2>&1)
+echo "$out" | grep -qE "^100001 strings with [1-9][0-9]* bytes \(100.00% of keys" ||
+    fail "--memkeys: no '100001 strings with N bytes (100.00% of keys' line; got: $(echo "$out" |
+        tail -8)"
+# --stat prints a header, then one row per interval: keys mem clients blocked requests conns.
+out=$(timeout 3 stdbuf -oL redis-cli -h 127.0.0.1 -p "$SERVER_PORT" --stat -i 0.5 2>&1)
+echo "$out" | head -3
+row=$(echo "$out" | sed -n 3p)
+[ "$(echo "$row" | awk '{ print $1 }')" = 100001 ] || fail "--stat: keys column is not 100001: $row"
+echo "$row" | awk '{ exit !($3 >= 1 && $5 > 0) }' || fail "--stat: clients/requests not counted: $row"
+out=$(timeout 3 stdbuf -oL redis-cli -h 127.0.0.1 -p "$SERVER_PORT" --latency-history -i 1 2>&1)
+echo "$out" | awk 'NF == 4 && $4 > 0 { ok = 1 } END { exit !ok }' ||
+    fail "--latency-history: no 'min max avg count' line with samples: $out"
+assert_eq "-r 3 INCR" "$(printf '1\n2\n3')" "$(cli -r 3 INCR repeated)"
+assert_eq "INFO keyspace" "db0:keys=100002,expires=0,avg_ttl=0" \
+    "$(cli INFO keyspace | tr -d '\r' | grep '^db0:')"
+
 # --- RESP3: HELLO 3 answers a map with Redis's seven fields ---
 hello=$(cli -3 --no-raw HELLO 3)
 echo "$hello"
