@@ -52,11 +52,10 @@ struct srv_queued {
     char *data;
 };
 
-/* A key watched by WATCH, with its version at WATCH time (0 = absent). */
+/* A key watched by WATCH (the registry in srv_watch.c holds the reverse mapping). */
 struct srv_watched {
     char *key;
     size_t klen;
-    uint64_t version;
 };
 
 struct srv_client {
@@ -95,6 +94,7 @@ struct srv_client {
     int mq_len, mq_cap;
     struct srv_watched *watched;
     int nwatched;
+    _Atomic int watch_dirty; /* a watched key was modified: EXEC aborts */
 
     struct srv_client *wprev, *wnext; /* worker's client list */
     struct srv_client *gprev, *gnext; /* global registry */

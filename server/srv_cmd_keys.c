@@ -352,14 +352,14 @@ static int srv_store_copy(struct srv_client *c, const struct srv_arg *dst, struc
     struct srv_obj *n;
     if (src->type != SRV_TYPE_STRING) {
         n = srv_obj_create_agg(dst->p, dst->len, (enum srv_type)src->type,
-                               srv_type_dup((enum srv_type)src->type, src->val));
+                               srv_type_dup((enum srv_type)src->type, src->payload));
     } else {
         int rc = srv_obj_create(dst->p, dst->len, src->vlen, src->vlen, &n);
         if (rc < 0) {
             srv_reply_alloc_error(c, rc);
             return -1;
         }
-        memcpy(n->val, src->val, src->vlen);
+        memcpy(srv_obj_val(n), srv_obj_val(src), src->vlen);
     }
     cm_atomic_store_relaxed(&n->expire_ms, cm_atomic_load_relaxed(&src->expire_ms));
     struct srv_db_ref r;
@@ -378,18 +378,10 @@ static int srv_store_copy(struct srv_client *c, const struct srv_arg *dst, struc
     return done;
 }
 
-static int srv_key_exists(const struct srv_arg *k, int64_t now) {
-    struct srv_db_ref r;
-    srv_db_lock(&r, k->p, k->len);
-    int e = srv_db_peek(&r, now) != NULL;
-    srv_db_unlock(&r);
-    return e;
-}
-
 static void srv_rename_generic(struct srv_client *c, int nx) {
     const struct srv_arg *src = &c->argv[1], *dst = &c->argv[2];
     int64_t now = srv_now_ms();
-    if (!srv_key_exists(src, now)) {
+    if (!srv_db_exists(src->p, src->len, now)) {
         srv_reply_error(c, "ERR no such key");
         return;
     }
@@ -401,7 +393,7 @@ static void srv_rename_generic(struct srv_client *c, int nx) {
             srv_reply_ok(c);
         return;
     }
-    if (nx && srv_key_exists(dst, now)) {
+    if (nx && srv_db_exists(dst->p, dst->len, now)) {
         resp_add_int(&c->out, 0);
         return;
     }
@@ -531,7 +523,7 @@ static const char *srv_encoding_of(const struct srv_obj *o) {
     if (o->type != SRV_TYPE_STRING)
         return agg[o->type];
     long long v;
-    if (o->vlen <= 20 && cm_str2ll(o->val, o->vlen, &v) == 0)
+    if (o->vlen <= 20 && cm_str2ll(srv_obj_val(o), o->vlen, &v) == 0)
         return "int";
     return o->vlen <= 44 ? "embstr" : "raw";
 }

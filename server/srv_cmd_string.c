@@ -327,7 +327,7 @@ void rc_getrange_command(struct srv_client *c) {
         if (!o || start > end || len == 0)
             resp_add_bulk(&c->out, "", 0);
         else
-            resp_add_bulk(&c->out, o->val + start, (size_t)(end - start + 1));
+            resp_add_bulk(&c->out, srv_obj_val(o) + start, (size_t)(end - start + 1));
     }
     srv_db_unlock(&r);
 }
@@ -362,20 +362,20 @@ static long long srv_rmw_run(struct srv_client *c, const struct srv_rmw *rmw, si
             return -1;
         }
         size_t oldlen = o ? o->vlen : 0;
-        long long newlen = rmw->plan(c, o ? o->val : NULL, oldlen, o != NULL, rmw->arg);
+        char *oval = o ? srv_obj_val(o) : NULL;
+        long long newlen = rmw->plan(c, oval, oldlen, o != NULL, rmw->arg);
         if (newlen < 0) {
             *oldlen_out = oldlen;
             srv_db_unlock(&r);
             return newlen;
         }
         if (o && cm_atomic_load_relaxed(&o->refs) == 1 && srv_obj_capacity(o) >= (uint64_t)newlen) {
-            rmw->build(o->val, o->val, oldlen, (size_t)newlen, rmw->arg);
+            rmw->build(oval, oval, oldlen, (size_t)newlen, rmw->arg);
             o->vlen = (uint32_t)newlen;
-            srv_db_touch_version(o);
+            srv_db_touch(o);
             srv_db_unlock(&r);
             return newlen;
         }
-        uint64_t version = o ? o->version : 0;
         if (o)
             srv_obj_ref(o);
         srv_db_unlock(&r);
@@ -388,10 +388,11 @@ static long long srv_rmw_run(struct srv_client *c, const struct srv_rmw *rmw, si
             srv_reply_alloc_error(c, rc);
             return -1;
         }
-        rmw->build(n->val, o ? o->val : NULL, oldlen, (size_t)newlen, rmw->arg);
+        rmw->build(srv_obj_val(n), oval, oldlen, (size_t)newlen, rmw->arg);
         srv_db_lock(&r, key->p, key->len);
         struct srv_obj *cur = srv_db_find(&r, srv_now_ms());
-        int same = (cur == o) && (!cur || cur->version == version);
+        /* o was pinned, so it was neither freed nor modified in place meanwhile. */
+        int same = cur == o;
         if (same) {
             if (cur) {
                 cm_atomic_store_relaxed(&n->expire_ms, cm_atomic_load_relaxed(&cur->expire_ms));

@@ -4,6 +4,8 @@
 
 #include "server/srv_db.h"
 
+#include "server/srv_watch.h"
+
 #include "common/cm_atomic.h"
 #include "common/cm_errno.h"
 #include "common/cm_hash.h"
@@ -31,7 +33,6 @@ static pthread_mutex_t srv_evict_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct srv_seg *srv_db_seg;
 static uint64_t srv_hash_seed;
 static uint64_t srv_clock_base_ms;
-static _Atomic uint64_t srv_version_counter;
 static _Atomic uint64_t srv_last_evict_ms;
 
 static _Atomic uint64_t stat_expired, stat_evicted, stat_hits, stat_misses, stat_evict_cycles;
@@ -113,6 +114,7 @@ static int srv_obj_eq(const struct cm_ht_node *n, const void *key, size_t klen) 
 }
 
 static void srv_shard_unlink(struct srv_shard *sh, struct srv_obj *o) {
+    srv_watch_touch(o->key, o->klen);
     cm_ht_remove(&sh->ht, &o->node);
     if (cm_atomic_load_relaxed(&o->expire_ms))
         sh->nexpires--;
@@ -144,7 +146,7 @@ struct srv_obj *srv_db_find(struct srv_db_ref *r, int64_t now_ms) {
 
 void srv_db_insert(struct srv_db_ref *r, struct srv_obj *o) {
     o->node.hash = r->hash;
-    o->version = cm_atomic_add_relaxed(&srv_version_counter, 1) + 1;
+    srv_watch_touch(o->key, o->klen);
     cm_atomic_store_relaxed(&o->lru, srv_lru_clock());
     cm_ht_insert(&r->sh->ht, &o->node);
     if (cm_atomic_load_relaxed(&o->expire_ms))
@@ -167,11 +169,15 @@ void srv_db_set_expire(struct srv_db_ref *r, struct srv_obj *o, int64_t when_ms)
     else if (!old && when_ms)
         r->sh->nexpires++;
     cm_atomic_store_relaxed(&o->expire_ms, when_ms);
-    srv_db_touch_version(o);
+    srv_db_touch(o);
 }
 
-void srv_db_touch_version(struct srv_obj *o) {
-    o->version = cm_atomic_add_relaxed(&srv_version_counter, 1) + 1;
+void srv_db_touch(struct srv_obj *o) {
+    srv_watch_touch(o->key, o->klen);
+}
+
+char *srv_obj_val(const struct srv_obj *o) {
+    return srv_seg_ptr(srv_db_seg, o->handle);
 }
 
 /* Evicts when usage passed the high watermark; at most every 10 ms if nothing was freed. */
@@ -207,7 +213,6 @@ int srv_obj_create(const char *key, size_t klen, size_t vlen, size_t cap, struct
     o->klen = (uint32_t)klen;
     o->vlen = (uint32_t)vlen;
     o->handle = blk.handle;
-    o->val = blk.ptr;
     memcpy(o->key, key, klen);
     *out = o;
     return 0;
@@ -229,7 +234,7 @@ void srv_obj_unref(struct srv_obj *o) {
     if (o->type == SRV_TYPE_STRING)
         srv_seg_free(srv_db_seg, o->handle);
     else
-        srv_type_free((enum srv_type)o->type, o->val);
+        srv_type_free((enum srv_type)o->type, o->payload);
     cm_free(o);
 }
 
@@ -240,18 +245,17 @@ struct srv_obj *srv_obj_create_agg(const char *key, size_t klen, enum srv_type t
     o->refs = 1;
     o->klen = (uint32_t)klen;
     o->type = (uint8_t)type;
-    o->val = payload;
+    o->payload = payload;
     memcpy(o->key, key, klen);
     return o;
 }
 
-uint64_t srv_db_key_version(const char *key, size_t klen, int64_t now_ms) {
+int srv_db_exists(const char *key, size_t klen, int64_t now_ms) {
     struct srv_db_ref r;
     srv_db_lock(&r, key, klen);
-    struct srv_obj *o = srv_db_peek(&r, now_ms);
-    uint64_t v = o ? o->version : 0;
+    int e = srv_db_peek(&r, now_ms) != NULL;
     srv_db_unlock(&r);
-    return v;
+    return e;
 }
 
 uint64_t srv_db_size(void) {
@@ -270,6 +274,7 @@ uint64_t srv_db_expires(void) {
 
 uint64_t srv_db_flush(void) {
     uint64_t n = 0;
+    srv_watch_touch_existing((int64_t)cm_wall_ms());
     for (int i = 0; i < SRV_DB_SHARDS; i++) {
         struct srv_shard *sh = &srv_shards[i];
         pthread_mutex_lock(&sh->lock);

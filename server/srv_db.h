@@ -3,7 +3,8 @@
  * The keyspace: key -> object, in 1024 shards, each a hash table under its own mutex.
  *
  * DESIGN. An object's value lives in the embedded segment; the object record (key, expiry,
- * LRU clock, version, pin count) lives on the heap. Every command holds the keyspace lock
+ * LRU clock, pin count: 48 bytes plus the key) lives on the heap. Every write calls the WATCH
+ * registry (srv_watch.h) so transactions see modified keys. Every command holds the keyspace lock
  * (srv_db_rdlock for ordinary commands, srv_db_wrlock for multi-key atomic ones: MSET, RENAME,
  * EXEC, FLUSHALL...) and then takes one shard lock at a time through struct srv_db_ref.
  * Objects are reference counted: the table owns one reference; a reply that points into the
@@ -41,19 +42,23 @@ enum srv_type {
 #define SRV_ERR_WRONGTYPE "WRONGTYPE Operation against a key holding the wrong kind of value"
 
 struct srv_obj {
-    struct cm_ht_node node;    /* table link; node.hash is the key's hash */
-    _Atomic uint32_t refs;     /* 1 for the table + 1 per pin */
-    uint32_t klen;             /* key length */
-    uint32_t vlen;             /* value length (<= proto-max-bulk-len) */
-    uint32_t handle;           /* segment block handle */
+    struct cm_ht_node node; /* table link; node.hash is the key's hash */
+    _Atomic uint32_t refs;  /* 1 for the table + 1 per pin */
+    uint32_t klen;          /* key length */
+    union {
+        struct {
+            uint32_t handle; /* strings: segment block handle */
+            uint32_t vlen;   /* strings: value length (<= proto-max-bulk-len) */
+        };
+        void *payload; /* aggregates: the heap structure of the type */
+    };
     _Atomic uint32_t lru;      /* last access, in srv_lru_clock() units */
     uint8_t type;              /* enum srv_type */
     uint8_t pad_[3];           /* keeps the layout explicit */
-    uint64_t version;          /* changes on every write: WATCH compares it */
     _Atomic int64_t expire_ms; /* absolute Unix ms, 0 = persistent */
-    char *val;                 /* value bytes in the segment */
     char key[];                /* key bytes, not NUL-terminated */
 };
+_Static_assert(sizeof(struct srv_obj) == 48, "srv_obj record is 48 bytes");
 
 /* A locked shard and the key being worked on. */
 struct srv_db_ref {
@@ -101,8 +106,11 @@ void srv_db_unlink(struct srv_db_ref *r, struct srv_obj *o);
 /* Sets o's absolute expiry (0 = persistent) and keeps the shard's expiry count right. */
 void srv_db_set_expire(struct srv_db_ref *r, struct srv_obj *o, int64_t when_ms);
 
-/* Marks o as modified in place (new version) — call after writing its value bytes. */
-void srv_db_touch_version(struct srv_obj *o);
+/* Marks o as modified in place (WATCH sees it) — call after writing its value bytes. */
+void srv_db_touch(struct srv_obj *o);
+
+/* Address of a string object's value bytes (valid while the object is referenced). */
+char *srv_obj_val(const struct srv_obj *o);
 
 /*
  * Allocates an object for key with room for cap >= vlen value bytes (the caller fills o->val),
@@ -136,14 +144,17 @@ void srv_obj_ref(struct srv_obj *o);
 /* Drops a reference; the last one frees the block and the record. Any thread, no lock needed. */
 void srv_obj_unref(struct srv_obj *o);
 
-/* Current version of key (0 when absent or expired). Takes the shard lock. */
-uint64_t srv_db_key_version(const char *key, size_t klen, int64_t now_ms);
+/* 1 when key exists (deleting it first if it expired). Takes the shard lock. */
+int srv_db_exists(const char *key, size_t klen, int64_t now_ms);
 
 /* Number of keys / keys with an expiry. Approximate while writers run. */
 uint64_t srv_db_size(void);
 uint64_t srv_db_expires(void);
 
-/* Deletes every key. Caller holds the exclusive keyspace lock. Returns the number removed. */
+/*
+ * Deletes every key; watched keys that existed are touched. Caller holds the exclusive
+ * keyspace lock. Returns the number removed.
+ */
 uint64_t srv_db_flush(void);
 
 /*

@@ -9,6 +9,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
 #include "server/srv_server.h"
+#include "server/srv_watch.h"
 
 #include "common/cm_atomic.h"
 #include "common/cm_hash.h"
@@ -193,11 +194,7 @@ void srv_multi_reset(struct srv_client *c) {
 }
 
 void srv_unwatch_all(struct srv_client *c) {
-    for (int i = 0; i < c->nwatched; i++)
-        cm_free(c->watched[i].key);
-    cm_free(c->watched);
-    c->watched = NULL;
-    c->nwatched = 0;
+    srv_watch_remove_all(c);
 }
 
 /* ---------------------------------------------------------------- dispatch */
@@ -311,11 +308,12 @@ void rc_discard_command(struct srv_client *c) {
 
 /* 1 when a watched key changed since WATCH (or expired). Exclusive lock held. */
 static int srv_watch_broken(struct srv_client *c) {
+    if (cm_atomic_load_relaxed(&c->watch_dirty))
+        return 1;
     int64_t now = srv_now_ms();
-    for (int i = 0; i < c->nwatched; i++)
-        if (srv_db_key_version(c->watched[i].key, c->watched[i].klen, now) != c->watched[i].version)
-            return 1;
-    return 0;
+    for (int i = 0; i < c->nwatched; i++) /* lazy expiry of watched keys touches them */
+        srv_db_exists(c->watched[i].key, c->watched[i].klen, now);
+    return cm_atomic_load_relaxed(&c->watch_dirty) != 0;
 }
 
 void rc_exec_command(struct srv_client *c) {
@@ -371,17 +369,8 @@ void rc_watch_command(struct srv_client *c) {
     }
     int64_t now = srv_now_ms();
     for (int i = 1; i < c->argc; i++) {
-        int dup = 0;
-        for (int k = 0; k < c->nwatched && !dup; k++)
-            dup = c->watched[k].klen == c->argv[i].len &&
-                  memcmp(c->watched[k].key, c->argv[i].p, c->argv[i].len) == 0;
-        if (dup)
-            continue;
-        c->watched = cm_realloc(c->watched, (size_t)(c->nwatched + 1) * sizeof(*c->watched));
-        struct srv_watched *w = &c->watched[c->nwatched++];
-        w->key = cm_strndup(c->argv[i].p, c->argv[i].len);
-        w->klen = c->argv[i].len;
-        w->version = srv_db_key_version(w->key, w->klen, now);
+        srv_db_exists(c->argv[i].p, c->argv[i].len, now); /* drop it now if already expired */
+        srv_watch_add(c, c->argv[i].p, c->argv[i].len);
     }
     srv_reply_ok(c);
 }

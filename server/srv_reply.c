@@ -13,12 +13,12 @@
 
 void srv_reply_value(struct srv_client *c, struct srv_obj *o) {
     if (o->vlen < SRV_REF_THRESHOLD) {
-        resp_add_bulk(&c->out, o->val, o->vlen);
+        resp_add_bulk(&c->out, srv_obj_val(o), o->vlen);
         return;
     }
     srv_obj_ref(o);
     resp_add_bulk_hdr(&c->out, o->vlen);
-    srv_client_add_ref(c, o, o->val, o->vlen);
+    srv_client_add_ref(c, o, srv_obj_val(o), o->vlen);
     cm_buf_append(&c->out, "\r\n", 2);
 }
 
@@ -50,6 +50,6 @@ struct srv_obj *srv_obj_from(struct srv_client *c, const char *key, size_t klen,
         srv_reply_alloc_error(c, rc);
         return NULL;
     }
-    memcpy(o->val, val, vlen);
+    memcpy(srv_obj_val(o), val, vlen);
     return o;
 }

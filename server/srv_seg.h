@@ -36,12 +36,18 @@ void srv_seg_free(struct srv_seg *seg, uint32_t handle);
 /* Capacity in bytes of an allocated block (>= the length asked for). */
 uint64_t srv_seg_block_capacity(struct srv_seg *seg, uint32_t handle);
 
+/*
+ * Address of an allocated block's bytes. Lock-free for small (slab) values; takes the
+ * allocator lock briefly for large ones. The handle must be live.
+ */
+char *srv_seg_ptr(struct srv_seg *seg, uint32_t handle);
+
 /* Figures for INFO and eviction. */
 struct srv_seg_stats {
     uint64_t size;         /* bytes managed */
     uint64_t used;         /* bytes in allocated blocks */
     uint64_t largest_free; /* largest free block */
-    uint64_t nallocs;      /* allocated blocks */
+    uint64_t nallocs;      /* allocated values */
     double fragmentation;  /* 1 - largest_free / free */
     int memfd;             /* the backing fd, for sharing */
 };
