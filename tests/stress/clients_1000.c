@@ -4,7 +4,10 @@
  * compared; INFO clients must count them and drop back when they leave. With -m LIMIT the
  * server was started with --maxclients LIMIT: LIMIT+extra connections, exactly LIMIT served,
  * the rest get Redis's "max number of clients reached" error and are closed.
- * Usage: clients_1000 HOST PORT [-n N] [-m LIMIT] */
+ * With -c COUNT, COUNT short-lived connections come and go in several ways (clean close,
+ * reset mid-request, close before reading the reply, close without a word, abandoned 1 MiB
+ * argument); none of the partial requests may run and the client count returns to 1.
+ * Usage: clients_1000 HOST PORT [-n N] [-m LIMIT] [-c COUNT] */
 #include "common/fmacros.h"
 
 #include "tests/stress/st_util.h"
@@ -289,8 +292,74 @@ static long long wait_clients(redisContext *ctl, long long want, int budget_s) {
     return got;
 }
 
+static void close_reset(int fd) {
+    struct linger lg = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    close(fd);
+}
+
+/* Opens and drops `count` connections in five ways, then checks nothing partial ran. */
+static void churn(int count) {
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    static const char partial[] = "*3\r\n$3\r\nSET\r\n$8\r\nchurn:k1\r\n$100\r\npart";
+    static const char get[] = "*2\r\n$3\r\nGET\r\n$5\r\nc1k:0\r\n";
+    static const char big_hdr[] = "*3\r\n$3\r\nSET\r\n$8\r\nchurn:k2\r\n$2097152\r\n";
+    char *big = calloc(1, 1 << 20);
+    redisContext *ctl = st_connect(host, port);
+    st_expect_status(ctl, "OK", "SET c1k:0 %b", big, (size_t)(64 * 1024));
+    uint64_t t0 = st_now_ms();
+    for (int i = 0; i < count; i++) {
+        int fd = st_connect_raw(host, port, 0);
+        char buf[16];
+        switch (i % 5) {
+        case 0: /* clean: PING, PONG, close */
+            st_write_all(fd, ping, sizeof(ping) - 1);
+            st_read_full(fd, buf, 7);
+            if (memcmp(buf, "+PONG\r\n", 7) != 0) {
+                st_die("churn %d: PING reply '%.7s'", i, buf);
+            }
+            close(fd);
+            break;
+        case 1: /* reset in the middle of a request */
+            st_write_all(fd, partial, sizeof(partial) - 1);
+            close_reset(fd);
+            break;
+        case 2: /* a 64 KiB reply nobody reads */
+            st_write_all(fd, get, sizeof(get) - 1);
+            close(fd);
+            break;
+        case 3: /* connect and leave */
+            close(fd);
+            break;
+        case 4: /* 1 MiB of a 2 MiB argument, then gone */
+            if (i % 50 == 4) {
+                st_write_all(fd, big_hdr, sizeof(big_hdr) - 1);
+                st_write_all(fd, big, 1 << 20);
+            }
+            close_reset(fd);
+            break;
+        }
+    }
+    uint64_t t1 = st_now_ms();
+    long long cc = wait_clients(ctl, 1, 30);
+    if (cc != 1) {
+        st_die("connected_clients after %d short connections: expected 1, got %lld", count, cc);
+    }
+    redisReply *r = st_command(ctl, "EXISTS churn:k1 churn:k2");
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != 0) {
+        st_die("a partial request from a dropped connection was executed (EXISTS gave %lld)",
+               r->integer);
+    }
+    freeReplyObject(r);
+    st_expect_status(ctl, "PONG", "PING");
+    redisFree(ctl);
+    free(big);
+    printf("clients_1000: %d short-lived connections in %llu ms; client count back to 1\n", count,
+           (unsigned long long)(t1 - t0));
+}
+
 int main(int argc, char **argv) {
-    int n = 1000, limit = 0;
+    int n = 1000, limit = 0, churn_count = 0;
     if (argc < 3) {
         fprintf(stderr, "usage: %s HOST PORT [-n N] [-m MAXCLIENTS]\n", argv[0]);
         return 2;
@@ -302,10 +371,16 @@ int main(int argc, char **argv) {
             n = atoi(argv[i + 1]);
         } else if (strcmp(argv[i], "-m") == 0) {
             limit = atoi(argv[i + 1]);
+        } else if (strcmp(argv[i], "-c") == 0) {
+            churn_count = atoi(argv[i + 1]);
         }
     }
     ep = epoll_create1(0);
     uint64_t t0 = st_now_ms();
+    if (churn_count > 0) {
+        churn(churn_count);
+        return 0;
+    }
 
     if (limit > 0) {
         /* maxclients: a control connection holds one slot, so LIMIT-1 of n are served. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# 1,000 concurrent connections with checked SET/GET/APPEND/INCR replies, then --maxclients:
+# 1,000 concurrent connections with checked SET/GET/APPEND/INCR replies, 5,000 short-lived
+# connections dropped in various ways (no fd or client leak), then --maxclients:
 # a server limited to 50 clients serves exactly 50 and rejects the rest with Redis's error.
 set -u
 . "$(dirname "$0")/../lib/server.sh"
@@ -12,6 +13,19 @@ prog="$CRESCENT_BUILD/tests/stress/clients_1000"
 
 start_server --memory 64mb
 timeout 300 "$prog" 127.0.0.1 "$SERVER_PORT" -n 1000 || fail "clients_1000 -n 1000 failed"
+assert_server_alive
+
+# Connection churn: no client slot and no file descriptor may leak in the server.
+fds() {
+    ls "/proc/$SERVER_PID/fd" | wc -l
+}
+before=$(fds)
+timeout 300 "$prog" 127.0.0.1 "$SERVER_PORT" -c 5000 || fail "clients_1000 -c 5000 failed"
+for ((i = 0; i < 100; i++)); do
+    [ "$(fds)" -le "$before" ] && break
+    sleep 0.1
+done
+assert_eq "server file descriptors after 5000 short connections" "$before" "$(fds)"
 assert_server_alive
 
 start_server --memory 64mb --maxclients 50
