@@ -98,11 +98,14 @@ static void log_path(struct it_server *s) {
 #define ARGV_MAX 40
 
 static int build_argv(const char **argv, char bufs[][32], const struct it_server *s,
-                      const struct it_opts *o, const char *master) {
+                      const struct it_opts *o, const char *master, const char *conf) {
     int n = 0;
     snprintf(bufs[0], 32, "%d", s->port);
     if (it_target_is_redis()) {
         argv[n++] = "redis-server";
+        if (o != NULL && o->conf != NULL) {
+            argv[n++] = conf;
+        }
         argv[n++] = "--port";
         argv[n++] = bufs[0];
         argv[n++] = "--bind";
@@ -121,6 +124,9 @@ static int build_argv(const char **argv, char bufs[][32], const struct it_server
         }
     } else {
         argv[n++] = master;
+        if (o != NULL && o->conf != NULL) {
+            argv[n++] = conf;
+        }
         argv[n++] = "--port";
         argv[n++] = bufs[0];
         argv[n++] = "--bind";
@@ -228,11 +234,19 @@ void it_server_start(struct it_server *s, const struct it_opts *opts) {
     snprintf(s->dir, sizeof(s->dir), "/tmp/crescent-it.XXXXXX");
     cr_assert(mkdtemp(s->dir) != NULL, "mkdtemp: %s", strerror(errno));
     log_path(s);
+    char conf[300];
+    snprintf(conf, sizeof(conf), "%s/server.conf", s->dir);
+    if (opts != NULL && opts->conf != NULL) {
+        FILE *f = fopen(conf, "w");
+        cr_assert_not_null(f, "%s: %s", conf, strerror(errno));
+        fputs(opts->conf, f);
+        fclose(f);
+    }
     for (int attempt = 0; attempt < 5; attempt++) {
         const char *argv[ARGV_MAX];
         char bufs[3][32];
         s->port = free_port();
-        build_argv(argv, bufs, s, opts, master);
+        build_argv(argv, bufs, s, opts, master, conf);
         s->pid = spawn(s, argv);
         int rc = wait_ready(s);
         if (rc == 1) {

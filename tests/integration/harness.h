@@ -23,6 +23,7 @@ struct it_opts {
     int timeout;             /* --timeout (seconds) */
     const char *memory;      /* crescent --memory / redis --maxmemory (e.g. "64mb") */
     const char *unixsocket;  /* --unixsocket path */
+    const char *conf;        /* redis.conf-style text, written to a file passed as first arg */
 };
 
 /* One server process under test. */

@@ -344,3 +344,28 @@ Test(server_memory, limit_evicts_or_refuses, .fini = it_teardown, .timeout = 30)
         cr_assert_gt(atoll(p + 15), 0);
     }
 }
+
+Test(server_config_file, file_then_flags, .fini = it_teardown, .timeout = 30) {
+    /* The configuration file comes first; flags given after it override it. */
+    struct it_opts o = {.conf = "# test configuration\n"
+                                "\n"
+                                "maxclients 77\n"
+                                "timeout 5\n",
+                        .maxclients = 88};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+    redisReply *r = it_cmd(it_c, "CONFIG GET timeout");
+    cr_assert_eq(r->elements, 2);
+    cr_assert_str_eq(r->element[1]->str, "5", "timeout from the file");
+    r = it_cmd(it_c, "CONFIG GET maxclients");
+    cr_assert_str_eq(r->element[1]->str, "88", "the flag overrides the file");
+}
+
+Test(server_config_file, quoted_values, .fini = it_teardown, .timeout = 30) {
+    struct it_opts o = {.conf = "requirepass \"pass word\"\n"};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+    IT_ERR("NOAUTH Authentication required.", it_c, "GET x");
+    IT_OK(it_c, "AUTH %s", "pass word");
+    IT_NIL(it_c, "GET x");
+}
