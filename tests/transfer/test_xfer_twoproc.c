@@ -410,3 +410,14 @@ Test(xfer_twoproc, fetch_descriptor_p2p, .timeout = 30) {
     /* Nobody listens there any more. */
     cr_assert_lt(xfer_fetch_desc(t.addr, 2000, &d, &dl), 0);
 }
+
+/* These tests fork target processes and measure timing: run them one at a time. */
+int main(int argc, char *argv[]) {
+    struct criterion_test_set *tests = criterion_initialize();
+    criterion_options.jobs = 1;
+    int result = 0;
+    if (criterion_handle_args(argc, argv, true))
+        result = !criterion_run_all_tests(tests);
+    criterion_finalize(tests);
+    return result;
+}

@@ -80,7 +80,8 @@ static void fill_pattern(uint8_t *p, uint64_t base_off, uint64_t len) {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: crescent-bench transfer --mode target|initiator [options]\n"
+            "usage: crescent-bench transfer --mode target|initiator|memcpy [options]\n"
+            "  (memcpy: single-thread memcpy baseline with the initiator's access pattern)\n"
             "  --protocol shm|tcp|fabric|rdma   transport (default tcp)\n"
             "  --listen host:port               target listen address (default 127.0.0.1:0)\n"
             "  --target host:port               initiator: the target to use\n"
@@ -359,6 +360,44 @@ static int run_initiator(struct bopts *o) {
     return errors || vfail || !batches ? 1 : 0;
 }
 
+/* Baseline: single-thread memcpy with the initiator's access pattern (batch_size blocks of
+ * block_size from one region into another, repeated), reported like a transfer run. */
+static int run_memcpy(struct bopts *o) {
+    uint64_t span = o->block * o->batch;
+    uint8_t *src = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *dst = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (src == MAP_FAILED || dst == MAP_FAILED)
+        return 1;
+    memset(src, 0x5a, span);
+    memset(dst, 0, span);
+    struct bthread t = {.o = o};
+    uint64_t bytes = 0, t0 = cm_mono_ns(), end = t0 + (uint64_t)(o->duration * 1e9);
+    while (cm_mono_ns() < end) {
+        uint64_t b0 = cm_mono_ns();
+        for (uint64_t i = 0; i < o->batch; i++)
+            memcpy(dst + i * o->block, src + i * o->block, o->block);
+        __asm__ volatile("" ::"r"(dst) : "memory");
+        lat_push(&t, cm_mono_ns() - b0);
+        bytes += span;
+    }
+    double secs = (double)(cm_mono_ns() - t0) / 1e9;
+    qsort(t.lat, t.n_lat, sizeof(*t.lat), cmp_u64);
+    double p50 = t.n_lat ? (double)t.lat[t.n_lat / 2] / 1e3 : 0;
+    double p99 = t.n_lat ? (double)t.lat[(t.n_lat * 99) / 100] / 1e3 : 0;
+    double gbps = (double)bytes / secs / 1e9;
+    printf("memcpy block %llu batch %llu: %.3f GB/s, latency p50 %.1f us p99 %.1f us\n",
+           (unsigned long long)o->block, (unsigned long long)o->batch, gbps, p50, p99);
+    if (o->json)
+        printf("{\"protocol\":\"memcpy\",\"operation\":\"copy\",\"block_size\":%llu,"
+               "\"batch_size\":%llu,\"threads\":1,\"GBps\":%.4f,\"p50_us\":%.2f,"
+               "\"p99_us\":%.2f}\n",
+               (unsigned long long)o->block, (unsigned long long)o->batch, gbps, p50, p99);
+    free(t.lat);
+    munmap(src, span);
+    munmap(dst, span);
+    return 0;
+}
+
 /* Entry point of `crescent-bench transfer`; see bench.h. */
 int bench_transfer_main(int argc, char **argv) {
     struct bopts o = {.mode = NULL,
@@ -461,6 +500,8 @@ int bench_transfer_main(int argc, char **argv) {
         return run_target(&o);
     if (!strcmp(o.mode, "initiator"))
         return run_initiator(&o);
+    if (!strcmp(o.mode, "memcpy"))
+        return run_memcpy(&o);
     usage(stderr);
     return 2;
 }

@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #define TCP_MAX_WORKERS 64
+/* Requests a worker sends on one connection before reading the replies. */
+#define TCP_PIPELINE 16
 /* A refused WRITE with at most this much payload is drained to keep the connection. */
 #define TCP_DRAIN_MAX (16ull << 20)
 
@@ -124,33 +126,38 @@ static void peer_put(struct tcp_peer *p, int fd) {
         close(fd);
 }
 
-/* Runs one task on a pooled connection. Returns 0 or a negative code; *reuse says whether the
- * connection is still in a known state. */
-static int tcp_run(struct tcp_ctx *c, struct xfer_task *t, int fd, int *reuse) {
+/* Sends t's request: the header, and the payload for a WRITE. */
+static int tcp_send_req(struct tcp_ctx *c, int fd, struct xfer_task *t) {
     struct xfer_wire_hdr h = {.op =
                                   t->op == XFER_OP_WRITE ? XFER_WIRE_TCP_WRITE : XFER_WIRE_TCP_READ,
                               .id = atomic_fetch_add(&c->next_id, 1),
                               .addr = t->remote,
                               .len = t->len};
+    t->tp_u64[0] = h.id;
     uint8_t hb[XFER_WIRE_HDR_LEN];
     xfer_wire_encode(&h, hb);
-    *reuse = 0;
     struct iovec v[2] = {{hb, sizeof(hb)}, {t->local, (size_t)t->len}};
-    int rc = xfer__sock_writev(fd, v, t->op == XFER_OP_WRITE ? 2 : 1, t->deadline_ns);
-    if (rc < 0)
-        return rc;
+    return xfer__sock_writev(fd, v, t->op == XFER_OP_WRITE ? 2 : 1, t->deadline_ns);
+}
+
+/* Reads t's reply (and a READ's payload into t->local). Returns 0 or a negative code; *sync
+ * says whether the connection is still at a message boundary (refusals keep it usable). */
+static int tcp_recv_reply(int fd, struct xfer_task *t, int *sync) {
+    uint8_t hb[XFER_WIRE_HDR_LEN];
     struct iovec r = {hb, sizeof(hb)};
-    rc = xfer__sock_readv(fd, &r, 1, t->deadline_ns);
+    *sync = 0;
+    int rc = xfer__sock_readv(fd, &r, 1, t->deadline_ns);
     if (rc < 0)
         return rc;
     struct xfer_wire_hdr rh;
     rc = xfer_wire_decode(hb, sizeof(hb), &rh);
     if (rc < 0)
         return rc;
-    if (!(rh.flags & XFER_WIRE_F_REPLY) || rh.id != h.id || rh.op != h.op)
+    uint8_t op = t->op == XFER_OP_WRITE ? XFER_WIRE_TCP_WRITE : XFER_WIRE_TCP_READ;
+    if (!(rh.flags & XFER_WIRE_F_REPLY) || rh.id != t->tp_u64[0] || rh.op != op)
         return -CM_EPROTOCOL;
     if (rh.status < 0) {
-        *reuse = rh.len == 0;
+        *sync = rh.len == 0;
         return rh.status;
     }
     if (t->op == XFER_OP_READ) {
@@ -163,45 +170,92 @@ static int tcp_run(struct tcp_ctx *c, struct xfer_task *t, int fd, int *reuse) {
     } else if (rh.len != 0) {
         return -CM_EPROTOCOL;
     }
-    *reuse = 1;
+    *sync = 1;
     return 0;
+}
+
+/* Pops the first queued task and up to TCP_PIPELINE-1 more for the same peer and opcode (one
+ * direction per group, so neither side can block the other). Lock held. Returns the count. */
+static int tcp_pop_group(struct tcp_ctx *c, struct xfer_task **g) {
+    struct xfer_task *t = c->head, *prev, *x;
+    int n = 0, scanned = 0;
+    c->head = t->next;
+    g[n++] = t;
+    prev = NULL;
+    for (x = c->head; x && n < TCP_PIPELINE && scanned < 4 * TCP_PIPELINE; scanned++) {
+        struct xfer_task *next = x->next;
+        if (x->tp_seg == t->tp_seg && x->op == t->op) {
+            if (prev)
+                prev->next = next;
+            else
+                c->head = next;
+            g[n++] = x;
+        } else {
+            prev = x;
+        }
+        x = next;
+    }
+    c->tail = NULL;
+    for (x = c->head; x; x = x->next)
+        c->tail = x;
+    return n;
+}
+
+/* Runs a group on one pooled connection: all requests out, then the replies in order. */
+static void tcp_run_group(struct tcp_ctx *c, struct xfer_task **g, int n) {
+    struct tcp_peer *p = g[0]->tp_seg;
+    int res[TCP_PIPELINE], sent = 0, broken = 0, sync = 1;
+    uint64_t dl = g[0]->deadline_ns;
+    for (int i = 1; i < n; i++)
+        dl = g[i]->deadline_ns < dl ? g[i]->deadline_ns : dl;
+    int fd = cm_mono_ns() >= dl ? -ETIMEDOUT : peer_get(p, dl);
+    for (int i = 0; i < n; i++)
+        res[i] = fd < 0 ? fd : -ECANCELED;
+    if (fd >= 0) {
+        for (; sent < n && !broken; sent++) {
+            res[sent] = tcp_send_req(c, fd, g[sent]);
+            broken = res[sent] < 0;
+        }
+        for (int i = 0; i < sent; i++) {
+            if (broken) {
+                res[i] = res[sent - 1] < 0 ? res[sent - 1] : -ECONNRESET;
+                continue;
+            }
+            res[i] = tcp_recv_reply(fd, g[i], &sync);
+            if (!sync) {
+                broken = 1;
+                for (int k = i + 1; k < sent; k++)
+                    res[k] = res[i];
+                break;
+            }
+        }
+        if (broken)
+            close(fd);
+        else
+            peer_put(p, fd);
+    }
+    for (int i = 0; i < n; i++) {
+        if (res[i] < 0)
+            cm_log_sparse(1000, CM_LOG_VERBOSE, "xfer", "tcp: task to %s failed: %s", p->hostport,
+                          cm_strerror(res[i]));
+        xfer__task_done(g[i], res[i], res[i] == 0 ? g[i]->len : 0);
+    }
 }
 
 static void *tcp_worker(void *arg) {
     struct tcp_ctx *c = arg;
+    struct xfer_task *g[TCP_PIPELINE];
     for (;;) {
         pthread_mutex_lock(&c->lock);
         while (!c->head && !c->stopping)
             pthread_cond_wait(&c->cond, &c->lock);
-        struct xfer_task *t = c->head;
-        if (!t) {
+        if (!c->head) {
             pthread_mutex_unlock(&c->lock);
             return NULL;
         }
-        c->head = t->next;
-        if (!c->head)
-            c->tail = NULL;
+        int n = tcp_pop_group(c, g);
         pthread_mutex_unlock(&c->lock);
-
-        struct tcp_peer *p = t->tp_seg;
-        int rc, reuse = 0;
-        if (cm_mono_ns() >= t->deadline_ns) {
-            rc = -ETIMEDOUT;
-        } else {
-            int fd = peer_get(p, t->deadline_ns);
-            rc = fd;
-            if (fd >= 0) {
-                rc = tcp_run(c, t, fd, &reuse);
-                if (reuse)
-                    peer_put(p, fd);
-                else
-                    close(fd);
-            }
-        }
-        if (rc < 0)
-            cm_log_sparse(1000, CM_LOG_VERBOSE, "xfer", "tcp: task to %s failed: %s", p->hostport,
-                          cm_strerror(rc));
-        xfer__task_done(t, rc, rc == 0 ? t->len : 0);
+        tcp_run_group(c, g, n);
     }
 }
 
