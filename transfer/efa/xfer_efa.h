@@ -78,6 +78,7 @@ struct xfer_efa_cfg {
     unsigned domains;          /* domains= : 0 = every NIC found; N > found repeats them */
     size_t cq_size;            /* cq_size= */
     uint64_t inline_poll_ns;   /* inline_poll_us= / MC_EFA_INLINE_POLL_US (50), 0 = off */
+    int delivery_complete;     /* completion=delivery|provider (see xfer_efa__cfg_parse) */
 };
 
 /* One NIC: fabric, domain, AV, CQ, endpoint, progress thread. */

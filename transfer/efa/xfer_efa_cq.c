@@ -17,7 +17,7 @@
 #include "common/cm_time.h"
 #include "transfer/efa/xfer_efa.h"
 
-#define XFER_EFA_IDLE_WAIT_MS     10 /* fi_cq_sread timeout while nothing is in flight */
+#define XFER_EFA_IDLE_WAIT_MS     1 /* fi_cq_sread timeout while nothing is in flight */
 #define XFER_EFA_DEADLINE_SCAN_NS (20ull * 1000 * 1000)
 
 /*

@@ -21,8 +21,9 @@
 /*
  * Fills cfg from the install arguments, then the environment, then defaults:
  * provider= (FI_PROVIDER, "tcp;ofi_rxm"), node=, domains=, cq_size=, stripe_threshold=
- * (MC_EFA_STRIPING_THRESHOLD, 2 MiB), inline_poll_us= (MC_EFA_INLINE_POLL_US, 50). Returns 0
- * or -EINVAL for a malformed value.
+ * (MC_EFA_STRIPING_THRESHOLD, 2 MiB), inline_poll_us= (MC_EFA_INLINE_POLL_US, 50),
+ * completion=delivery|provider (delivery, except provider for efa). Returns 0 or -EINVAL for a
+ * malformed value.
  */
 int xfer_efa__cfg_parse(const char *args, struct xfer_efa_cfg *cfg) {
     uint64_t v = 0;
@@ -54,6 +55,19 @@ int xfer_efa__cfg_parse(const char *args, struct xfer_efa_cfg *cfg) {
         return -EINVAL;
     if (rc)
         cfg->cq_size = v;
+    /* Socket-based providers report transmit completion when bytes reach the socket buffer, so
+     * they need FI_DELIVERY_COMPLETE for COMPLETED to mean "in the peer's memory". EFA
+     * completes RMA writes only after the remote NIC acknowledged them, so its default stays
+     * (FI_DELIVERY_COMPLETE would switch it to a slower emulated protocol). */
+    char comp[16] = "";
+    if (xfer__arg_str(args, "completion", comp, sizeof(comp)) < 0)
+        return -EINVAL;
+    if (!comp[0])
+        cfg->delivery_complete = strncmp(cfg->provider, "efa", 3) != 0;
+    else if (!strcmp(comp, "delivery") || !strcmp(comp, "provider"))
+        cfg->delivery_complete = comp[0] == 'd';
+    else
+        return -EINVAL;
     v = xfer__env_u64("MC_EFA_INLINE_POLL_US", 50);
     if (xfer__arg_u64(args, "inline_poll_us", &v) < 0 || v > 1000000)
         return -EINVAL;
@@ -93,7 +107,8 @@ static int xfer_efa_getinfo(struct xfer_efa *efa, int want_hmem) {
     hints->domain_attr->threading = FI_THREAD_SAFE;
     /* COMPLETED must mean "in the peer's memory": a later read through another domain (another
      * connection) or a reader told by the master must see the bytes. */
-    hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+    if (efa->cfg.delivery_complete)
+        hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
     hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
     hints->fabric_attr->prov_name = strdup(efa->cfg.provider);
     if (efa->cfg.node[0])
