@@ -5,7 +5,9 @@
  * overwrites the key, deletes it, flushes the database and writes far more than the memory
  * limit so eviction runs. Both readers must then receive exactly the original bytes and the
  * CRLF, and their connections (and the server) must keep working.
- * Usage: slow_reader HOST PORT [-s VALUE_MIB] [-f FILLER_MIB] */
+ * Then readers that vanish mid-reply (reset or close) while the value is deleted, overwritten
+ * or flushed, eight times over: the memory they held must come back (a final large SET fits).
+ * Usage: slow_reader HOST PORT [-s VALUE_MIB] [-f FILLER_MIB] [-l FINAL_MIB] */
 #include "common/fmacros.h"
 
 #include "tests/stress/st_util.h"
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define SEED_ORIG   0x0123456789ABCDEFull
@@ -156,6 +159,28 @@ static void set_value(int raw, const char *key, const uint8_t *v, size_t len) {
     }
 }
 
+/* SET key value, retrying for up to 10 s while the server answers OOM (memory held by
+ * replies of closed connections is released asynchronously). Dies on any other reply. */
+static void set_value_retry(int raw, const char *key, const uint8_t *v, size_t len,
+                            const char *what) {
+    const void *argv[3] = {"SET", key, v};
+    size_t lens[3] = {3, strlen(key), len};
+    char line[256];
+    uint64_t deadline = st_now_ms() + 10000;
+    for (;;) {
+        st_send_command(raw, 3, argv, lens);
+        st_read_line(raw, line, sizeof(line));
+        if (strcmp(line, "+OK") == 0) {
+            return;
+        }
+        if (strcmp(line, "-" ST_OOM_ERROR) != 0 || st_now_ms() > deadline) {
+            st_die("%s: SET %s (%zu bytes): expected +OK, got '%s'%s", what, key, len, line,
+                   line[0] == '-' ? " (memory of dropped readers not released?)" : "");
+        }
+        sleep_ms(100);
+    }
+}
+
 /* GET key on the raw connection; dies unless it holds the pattern `seed` of len bytes. */
 static void check_value(int raw, const char *key, size_t len, uint64_t seed) {
     const void *argv[2] = {"GET", key};
@@ -224,8 +249,53 @@ static void mutate(redisContext *c, int raw, size_t size, size_t filler_mib) {
     printf("filler %zu MiB: %llu ms\n", filler_mib, (unsigned long long)(st_now_ms() - t));
 }
 
+/* Readers that disappear mid-reply must not keep their value's memory. */
+static void dropped_readers(redisContext *c, int raw, size_t size, size_t final_mib) {
+    uint64_t t = st_now_ms();
+    uint8_t *v = malloc(size);
+    const char *get = "*2\r\n$3\r\nGET\r\n$7\r\nsr:leak\r\n";
+    for (int i = 0; i < 8; i++) {
+        char what[64];
+        snprintf(what, sizeof(what), "dropped reader round %d", i);
+        st_pattern_fill(v, size, 0, SEED_ORIG ^ (uint64_t)i);
+        set_value_retry(raw, "sr:leak", v, size, what);
+        int fd = st_connect_raw(host, port, 16 * 1024);
+        st_write_all(fd, get, strlen(get));
+        uint8_t *head = malloc(CHUNK);
+        st_read_full(fd, head, CHUNK); /* the reply is under way */
+        free(head);
+        struct linger lg = {1, 0};
+        switch (i % 3) {
+        case 0: /* value deleted, then the reader resets */
+            expect_int(c, 1, "DEL %s", "sr:leak");
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+            close(fd);
+            break;
+        case 1: /* the reader closes, then the value is overwritten */
+            close(fd);
+            break;
+        case 2: /* the reader resets, then everything is flushed */
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+            close(fd);
+            st_expect_status(c, "OK", "FLUSHALL");
+            break;
+        }
+    }
+    st_expect_status(c, "OK", "FLUSHALL");
+    free(v);
+    size_t final = final_mib << 20;
+    uint8_t *f = malloc(final);
+    st_pattern_fill(f, final, 0, SEED_OTHER);
+    set_value_retry(raw, "sr:final", f, final, "after 8 dropped readers");
+    free(f);
+    check_value(raw, "sr:final", final, SEED_OTHER);
+    expect_int(c, 1, "DEL %s", "sr:final");
+    printf("8 dropped readers, then a %zu MiB SET: %llu ms\n", final_mib,
+           (unsigned long long)(st_now_ms() - t));
+}
+
 int main(int argc, char **argv) {
-    size_t size_mib = 64, filler_mib = 512;
+    size_t size_mib = 64, filler_mib = 512, final_mib = 128;
     if (argc < 3) {
         fprintf(stderr, "usage: %s HOST PORT [-s VALUE_MIB] [-f FILLER_MIB]\n", argv[0]);
         return 2;
@@ -237,6 +307,8 @@ int main(int argc, char **argv) {
             size_mib = (size_t)atol(argv[i + 1]);
         } else if (strcmp(argv[i], "-f") == 0) {
             filler_mib = (size_t)atol(argv[i + 1]);
+        } else if (strcmp(argv[i], "-l") == 0) {
+            final_mib = (size_t)atol(argv[i + 1]);
         }
     }
     size_t size = size_mib << 20;
@@ -298,6 +370,7 @@ int main(int argc, char **argv) {
         st_die("DBSIZE after filler: expected > 0, got %lld", r->integer);
     }
     freeReplyObject(r);
+    dropped_readers(c, raw, size, final_mib);
     st_expect_status(c, "PONG", "PING");
     redisFree(c);
     close(raw);
