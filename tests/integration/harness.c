@@ -152,6 +152,16 @@ static int build_argv(const char **argv, char bufs[][32], const struct it_server
         argv[n++] = "--timeout";
         argv[n++] = bufs[2];
     }
+    /* Extra flags for every server, e.g. CRESCENT_TEST_ARGS="--threads 4" (space-separated). */
+    static char extra[512];
+    const char *e = getenv("CRESCENT_TEST_ARGS");
+    if (e != NULL) {
+        snprintf(extra, sizeof(extra), "%s", e);
+        for (char *save = NULL, *t = strtok_r(extra, " ", &save); t != NULL && n < ARGV_MAX - 1;
+             t = strtok_r(NULL, " ", &save)) {
+            argv[n++] = t;
+        }
+    }
     argv[n] = NULL;
     return n;
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Integration-test harness: starts the server under test (crescent-master, or redis-server when
- * CRESCENT_TEST_SERVER=redis) on a free loopback port, connects with hiredis, offers reply
- * checks that print the command and the reply on failure, and a raw-socket RESP reader for
- * replies hiredis 0.14 cannot parse (RESP3). Every test binary links harness.c, which also
- * provides main() (exit 77 when the server binary is missing) and dumps the server's log for
- * each failed test. */
+ * CRESCENT_TEST_SERVER=redis) on a free loopback port (plus the flags in CRESCENT_TEST_ARGS),
+ * connects with hiredis, offers reply checks that print the command and the reply on failure, and a
+ * raw-socket RESP reader for replies hiredis 0.14 cannot parse (RESP3). Every test binary links
+ * harness.c, which also provides main() (exit 77 when the server binary is missing) and dumps the
+ * server's log for each failed test. */
 #ifndef CRESCENT_TESTS_INTEGRATION_HARNESS_H
 #define CRESCENT_TESTS_INTEGRATION_HARNESS_H
 
