@@ -373,6 +373,18 @@ Test(xfer_twoproc, tcp_stalled_peer_times_out_from_submission, .timeout = 30) {
     teardown(&c, 128 + SIGKILL);
 }
 
+Test(xfer_twoproc, tcp_pooled_connection_closed_by_idle_target, .timeout = 30) {
+    setenv("MC_TCP_IDLE_TIMEOUT", "1", 1); /* inherited by the forked target */
+    struct ctx c;
+    setup(&c, "tcp", 0, 5000);
+    unsetenv("MC_TCP_IDLE_TIMEOUT");
+    struct xfer_request r = req(&c, XFER_OP_READ, c.dst, 0, 4096);
+    run_ok(&c, &r, 1);
+    cm_sleep_ms(1600); /* the target closes the idle pooled connection */
+    run_ok(&c, &r, 1); /* the stale connection is noticed and replaced, not failed */
+    teardown(&c, 0);
+}
+
 Test(xfer_twoproc, shm_peer_killed, .timeout = 30) {
     struct ctx c;
     setup(&c, "shm", 1, 5000);

@@ -112,7 +112,11 @@ static void *conn_main(void *arg) {
     for (;;) {
         uint8_t hb[XFER_WIRE_HDR_LEN];
         struct iovec v = {hb, sizeof(hb)};
-        if (xfer__sock_readv(c->fd, &v, 1, 0) < 0)
+        /* Idle pooled connections end after MC_TCP_IDLE_TIMEOUT seconds (default 300), so a
+         * peer that vanished without a FIN does not hold this thread forever. */
+        uint64_t idle = xfer__env_u64("MC_TCP_IDLE_TIMEOUT", 300);
+        idle = idle ? idle : 300;
+        if (xfer__sock_readv(c->fd, &v, 1, cm_mono_ns() + idle * 1000000000ull) < 0)
             break;
         struct xfer_wire_hdr h;
         int rc = xfer_wire_decode(hb, sizeof(hb), &h);
@@ -163,6 +167,7 @@ static void *accept_main(void *arg) {
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
         struct lconn *c = cm_try_calloc(1, sizeof(*c));
         if (!c) {
             close(fd);

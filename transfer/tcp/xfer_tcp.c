@@ -20,6 +20,7 @@
 #include "common/cm_time.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -106,11 +107,18 @@ static int tcp_serve(struct xfer_transport *tp, int fd, const struct xfer_wire_h
 /* ---- initiator side ---- */
 
 static int peer_get(struct tcp_peer *p, uint64_t deadline) {
-    pthread_mutex_lock(&p->lock);
-    int fd = p->n_idle ? p->idle[--p->n_idle] : -1;
-    pthread_mutex_unlock(&p->lock);
-    if (fd >= 0)
-        return fd;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        int fd = p->n_idle ? p->idle[--p->n_idle] : -1;
+        pthread_mutex_unlock(&p->lock);
+        if (fd < 0)
+            break;
+        /* An idle connection with anything to read was closed (or broken) by the target. */
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, 0) == 0)
+            return fd;
+        close(fd);
+    }
     uint64_t now = cm_mono_ns(), cdl = now + 5000000000ull;
     return xfer__sock_connect(p->hostport, cdl < deadline ? cdl : deadline);
 }
