@@ -407,10 +407,24 @@ static int run_bench(uint64_t block, size_t batch, double secs, int is_read) {
     size_t cap = 1 << 16, n = 0;
     uint64_t *lat = malloc(cap * sizeof(*lat)), bytes = 0;
     uint64_t t0 = cm_mono_ns(), end = t0 + (uint64_t)(secs * 1e9), t = t0;
+    uint64_t ph[4] = {0, 0, 0, 0};
     while (t < end) {
         uint64_t b0 = cm_mono_ns();
-        if (run_batch(eng, req, batch, NULL) != 0)
+        if (getenv("XFER_BENCH_PHASES")) {
+            struct xfer_batch *bb;
+            uint64_t a = cm_mono_ns();
+            xfer_batch_alloc(eng, batch, &bb);
+            uint64_t b1 = cm_mono_ns();
+            xfer_batch_submit(bb, req, batch, NULL);
+            uint64_t b2 = cm_mono_ns();
+            if (xfer_batch_wait(bb, -1, NULL, 0, NULL) != 0)
+                return 1;
+            uint64_t b3 = cm_mono_ns();
+            xfer_batch_free(bb);
+            ph[0] += b1 - a, ph[1] += b2 - b1, ph[2] += b3 - b2, ph[3] += cm_mono_ns() - b3;
+        } else if (run_batch(eng, req, batch, NULL) != 0) {
             return 1;
+        }
         t = cm_mono_ns();
         if (n == cap)
             lat = realloc(lat, (cap *= 2) * sizeof(*lat));
@@ -418,6 +432,10 @@ static int run_bench(uint64_t block, size_t batch, double secs, int is_read) {
         bytes += block * batch;
     }
     qsort(lat, n, sizeof(*lat), cmp_u64);
+    if (getenv("XFER_BENCH_PHASES"))
+        fprintf(stderr, "phases (us/batch): alloc %.2f submit %.2f wait %.2f free %.2f\n",
+                (double)ph[0] / 1e3 / (double)n, (double)ph[1] / 1e3 / (double)n,
+                (double)ph[2] / 1e3 / (double)n, (double)ph[3] / 1e3 / (double)n);
     printf("{\"tool\":\"xfer-fabric\",\"block_size\":%" PRIu64 ",\"batch_size\":%zu,"
            "\"GBps\":%.4f,\"p50_us\":%.2f,\"p99_us\":%.2f}\n",
            block, batch, (double)bytes / ((double)(t - t0) / 1e9) / 1e9, (double)lat[n / 2] / 1e3,

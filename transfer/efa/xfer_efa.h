@@ -79,6 +79,7 @@ struct xfer_efa_cfg {
     size_t cq_size;            /* cq_size= */
     uint64_t inline_poll_ns;   /* inline_poll_us= / MC_EFA_INLINE_POLL_US (50), 0 = off */
     int delivery_complete;     /* completion=delivery|provider (see xfer_efa__cfg_parse) */
+    int busy_poll;             /* busy_poll= / MC_EFA_BUSY_POLL: spin while ops are in flight */
 };
 
 /* One NIC: fabric, domain, AV, CQ, endpoint, progress thread. */
@@ -110,6 +111,7 @@ struct xfer_efa_domain {
 
     pthread_t thread;
     int thread_started;
+    int no_wait; /* the CQ has no wait object: poll with short sleeps */
     atomic_int stop;
 
     /* Warmup scratch: a small registered local buffer fi_read lands in. */

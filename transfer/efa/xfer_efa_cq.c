@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * fabric transport: completion queue, the per-domain progress thread, and the pool of
- * operation contexts. The progress thread reads completions (busy while ops are in flight,
- * blocking in fi_cq_sread while idle, which still drives the provider for peers' RMA into our
- * memory), accounts each op exactly once, and expires ops whose task deadline passed.
+ * operation contexts. The progress thread reads completions, blocking in fi_cq_sread (which
+ * also drives the provider for peers' RMA into our memory and wakes on socket activity), or,
+ * with busy_poll (the default for efa), spinning while ops are in flight. It accounts each op
+ * exactly once and expires ops whose task deadline passed.
  */
 #include "common/fmacros.h"
 
@@ -34,6 +35,7 @@ int xfer_efa__cq_open(struct xfer_efa_domain *d) {
     if (rc == -FI_ENOSYS || rc == -FI_EINVAL) {
         attr.wait_obj = FI_WAIT_NONE; /* providers without wait objects: poll only */
         rc = fi_cq_open(d->domain, &attr, &d->cq, NULL);
+        d->no_wait = 1;
     }
     return rc;
 }
@@ -163,10 +165,14 @@ static void *xfer_efa_progress_main(void *arg) {
 
     while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
         ssize_t n;
-        if (atomic_load_explicit(&d->n_inflight, memory_order_acquire) > 0 || idle < 64) {
+        int busy = d->efa->cfg.busy_poll &&
+                   (atomic_load_explicit(&d->n_inflight, memory_order_acquire) > 0 || idle < 64);
+        if (busy || d->no_wait) {
             n = xfer_efa__cq_drive(d);
             idle = n > 0 ? 0 : idle + 1;
-            if (n == 0 && idle > 16)
+            if (n == 0 && d->no_wait && idle > 64)
+                cm_sleep_ms(1);
+            else if (n == 0 && idle > 16)
                 sched_yield();
         } else {
             n = fi_cq_sread(d->cq, ent, XFER_EFA_CQ_BATCH, NULL, XFER_EFA_IDLE_WAIT_MS);
@@ -177,8 +183,8 @@ static void *xfer_efa_progress_main(void *arg) {
             } else if (n == -FI_EAVAIL) {
                 xfer_efa_read_err(d);
             } else if (n != -FI_EAGAIN && n != -FI_ETIMEDOUT && n != -FI_EINTR) {
-                /* No wait object (FI_WAIT_NONE): fall back to a short sleep between polls. */
-                cm_sleep_ms(1);
+                /* No blocking read on this CQ: poll with short sleeps from now on. */
+                d->no_wait = 1;
             }
         }
         uint64_t now = cm_mono_ns();

@@ -22,8 +22,8 @@
  * Fills cfg from the install arguments, then the environment, then defaults:
  * provider= (FI_PROVIDER, "tcp;ofi_rxm"), node=, domains=, cq_size=, stripe_threshold=
  * (MC_EFA_STRIPING_THRESHOLD, 2 MiB), inline_poll_us= (MC_EFA_INLINE_POLL_US, 50),
- * completion=delivery|provider (delivery, except provider for efa). Returns 0 or -EINVAL for a
- * malformed value.
+ * completion=delivery|provider (delivery, except provider for efa), busy_poll=0|1
+ * (MC_EFA_BUSY_POLL; 1 for efa). Returns 0 or -EINVAL for a malformed value.
  */
 int xfer_efa__cfg_parse(const char *args, struct xfer_efa_cfg *cfg) {
     uint64_t v = 0;
@@ -68,6 +68,12 @@ int xfer_efa__cfg_parse(const char *args, struct xfer_efa_cfg *cfg) {
         cfg->delivery_complete = comp[0] == 'd';
     else
         return -EINVAL;
+    /* Spinning progress threads pay off with many cores and a NIC (efa); on socket providers
+     * they steal the CPU the kernel and the peer need, so those block in fi_cq_sread. */
+    v = xfer__env_u64("MC_EFA_BUSY_POLL", strncmp(cfg->provider, "efa", 3) == 0);
+    if (xfer__arg_u64(args, "busy_poll", &v) < 0)
+        return -EINVAL;
+    cfg->busy_poll = v != 0;
     v = xfer__env_u64("MC_EFA_INLINE_POLL_US", 50);
     if (xfer__arg_u64(args, "inline_poll_us", &v) < 0 || v > 1000000)
         return -EINVAL;
