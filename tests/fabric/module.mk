@@ -11,6 +11,7 @@ $(RAW_FI_WRITE): $(call objs,tests/bench/raw_fi_write.c)
 	$(LINK) $^ $(FABRIC_LIBS)
 BINS     += $(RAW_FI_WRITE)
 ALL_SRCS += tests/bench/raw_fi_write.c
+bench-transfer-deps: $(RAW_FI_WRITE)
 endif
 
 # test_xfer_fabric: two-process fabric transport tests over tcp;ofi_rxm on loopback.
