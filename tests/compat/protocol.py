@@ -2,7 +2,8 @@
 # Raw-socket RESP robustness: malformed requests get Redis 7.0's exact protocol error and the
 # connection is closed, while the server keeps serving new connections; inline commands, empty
 # lines, quoting, fragmented and pipelined requests, large arguments and RESP3 framing work.
-# Usage: protocol.py PORT [PORT_WITH_PASSWORD PASSWORD]. Exits 0 only if every check holds.
+# Usage: protocol.py PORT [PORT_WITH_PASSWORD PASSWORD [PORT_WITH_TIMEOUT_1S]].
+# Exits 0 only if every check holds.
 import random
 import socket
 import sys
@@ -274,6 +275,51 @@ def test_framing():
                    b"+OK\r\n*3\r\n" + bulk(b"mv0") + bulk(b"mv4999") + b"$-1\r\n")
 
 
+def test_write_all_then_read():
+    """A client that writes 40 MiB of requests before reading any of the 40 MiB of replies
+    (what hiredis's blocking pipelining does) must not deadlock the connection."""
+    n = 640
+    v = bytes(range(256)) * 256  # 64 KiB
+    one = cmd("SET", "wb:k", v) + cmd("GET", "wb:k")
+    s = connect()
+    s.settimeout(120)
+    s.sendall(one * n)
+    want = (b"+OK\r\n" + bulk(v)) * n
+    got = read_exact(s, len(want))
+    if got != want:
+        fail("write-all-then-read: replies differ")
+    assert_no_more(s)
+    s.close()
+    print(f"ok   {n} x (SET+GET 64 KiB) written before reading")
+
+
+def test_idle_timeout(port):
+    """--timeout 1: an idle client is closed, an active one is not."""
+    idle = connect(port)
+    busy = connect(port)
+    start = time.time()
+    for _ in range(10):
+        busy.sendall(cmd("PING"))
+        got = read_reply(busy)
+        if got != b"+PONG\r\n":
+            fail(f"active client under --timeout 1: PING gave {got!r}")
+        time.sleep(0.3)
+    busy.close()
+    idle.settimeout(30)
+    try:
+        d = idle.recv(100)
+    except socket.timeout:
+        fail("idle client not closed within 30 s under --timeout 1")
+    except ConnectionResetError:
+        d = b""
+    if d != b"":
+        fail(f"idle client under --timeout 1 received {d!r} instead of a close")
+    idle.close()
+    check_alive(port)
+    print(f"ok   --timeout 1 closed the idle client after {time.time() - start:.1f}s, "
+          "kept the active one")
+
+
 def test_resp3():
     s = connect()
     s.sendall(cmd("HELLO", "4"))
@@ -339,10 +385,13 @@ def main():
     test_errors()
     test_inline()
     test_framing()
+    test_write_all_then_read()
     test_resp3()
     test_quit_and_half_close()
     if len(sys.argv) > 3:
         test_auth_limits(int(sys.argv[2]), sys.argv[3])
+    if len(sys.argv) > 4:
+        test_idle_timeout(int(sys.argv[4]))
     check_alive()
     print("protocol: all checks passed")
 
