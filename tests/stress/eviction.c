@@ -4,6 +4,8 @@
  * write must answer OK or Redis's exact OOM error, every read nil or a value whose checksum
  * verifies and whose header names the requested key; in the end the server is alive, holds
  * keys and reports evictions.
+ * Reads alternate between pipelined GETs and MGETs of 16 keys. Finally keys written with a
+ * 300 ms TTL into the full memory must all be gone 400 ms after their SETs were answered.
  * Usage: eviction HOST PORT [-n TOTAL_SETS] [-w WRITERS] [-k KEYSPACE]
  *
  * Value layout (little-endian): u64 key id, u32 version, u32 total length, payload (pattern
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HDR_LEN  16
 #define MIN_SIZE 100
@@ -142,37 +145,67 @@ static void *writer_main(void *arg) {
     return NULL;
 }
 
-/* GETs `n` keys (pipelined) and checks every reply; returns the number of hits. */
-static long check_keys(redisContext *c, uint64_t *rng, int n, const char *who) {
+/* Checks one GET reply (or MGET element) for key; returns 1 for a hit, 0 for nil. */
+static int check_reply(const redisReply *r, uint64_t key, const char *who) {
+    if (r->type == REDIS_REPLY_STRING) {
+        const char *why = verify_value((const uint8_t *)r->str, (size_t)r->len, key);
+        if (why != NULL) {
+            st_die("%s: ev:%llu returned %zu wrong bytes: %s", who, (unsigned long long)key,
+                   (size_t)r->len, why);
+        }
+        atomic_fetch_add(&gets_hit, 1);
+        return 1;
+    }
+    if (r->type == REDIS_REPLY_NIL) {
+        atomic_fetch_add(&gets_nil, 1);
+        return 0;
+    }
+    st_die("%s: ev:%llu: expected a string or nil, got type %d '%s'", who, (unsigned long long)key,
+           r->type, r->str ? r->str : "");
+}
+
+/* Reads `n` random keys, as pipelined GETs or (mget) one MGET, and checks every value;
+ * returns the number of hits. */
+static long check_keys(redisContext *c, uint64_t *rng, int n, int mget, const char *who) {
     uint64_t keys[PIPELINE];
+    char names[PIPELINE][32];
+    const char *argv[PIPELINE + 1];
+    size_t lens[PIPELINE + 1];
     long hits = 0;
+    argv[0] = "MGET";
+    lens[0] = 4;
     for (int i = 0; i < n; i++) {
-        char key[32];
         keys[i] = rng_next(rng) % keyspace;
-        snprintf(key, sizeof(key), "ev:%llu", (unsigned long long)keys[i]);
-        redisAppendCommand(c, "GET %s", key);
+        snprintf(names[i], sizeof(names[i]), "ev:%llu", (unsigned long long)keys[i]);
+        if (mget) {
+            argv[i + 1] = names[i];
+            lens[i + 1] = strlen(names[i]);
+        } else {
+            redisAppendCommand(c, "GET %s", names[i]);
+        }
+    }
+    if (mget) {
+        redisReply *r = redisCommandArgv(c, n + 1, argv, lens);
+        if (r == NULL) {
+            st_die("%s: MGET: connection error: %s", who, c->errstr);
+        }
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != (size_t)n) {
+            st_die("%s: MGET of %d keys: got type %d with %zu elements", who, n, r->type,
+                   r->elements);
+        }
+        for (int i = 0; i < n; i++) {
+            hits += check_reply(r->element[i], keys[i], who);
+        }
+        freeReplyObject(r);
+        return hits;
     }
     for (int i = 0; i < n; i++) {
         void *rep;
         if (redisGetReply(c, &rep) != REDIS_OK) {
             st_die("%s: connection error: %s", who, c->errstr);
         }
-        redisReply *r = rep;
-        if (r->type == REDIS_REPLY_STRING) {
-            const char *why = verify_value((const uint8_t *)r->str, (size_t)r->len, keys[i]);
-            if (why != NULL) {
-                st_die("%s: GET ev:%llu returned %zu wrong bytes: %s", who,
-                       (unsigned long long)keys[i], (size_t)r->len, why);
-            }
-            hits++;
-            atomic_fetch_add(&gets_hit, 1);
-        } else if (r->type == REDIS_REPLY_NIL) {
-            atomic_fetch_add(&gets_nil, 1);
-        } else {
-            st_die("%s: GET ev:%llu: expected a string or nil, got type %d '%s'", who,
-                   (unsigned long long)keys[i], r->type, r->str ? r->str : "");
-        }
-        freeReplyObject(r);
+        hits += check_reply(rep, keys[i], who);
+        freeReplyObject(rep);
     }
     return hits;
 }
@@ -181,11 +214,68 @@ static void *reader_main(void *arg) {
     (void)arg;
     redisContext *c = st_connect(host, port);
     uint64_t rng = 0xC0FFEE1234567ull;
-    while (atomic_load(&writers_done) < writers) {
-        check_keys(c, &rng, PIPELINE, "reader");
+    for (int round = 0; atomic_load(&writers_done) < writers; round++) {
+        check_keys(c, &rng, round % 2 ? 16 : PIPELINE, round % 2, "reader");
     }
     redisFree(c);
     return NULL;
+}
+
+/* 1,000 keys with PX 300 in full memory: 400 ms after the last reply none may be readable
+ * (the server set each expiry before it answered, so this holds without timing margins). */
+static void expiry_check(redisContext *c) {
+    char key[32];
+    uint8_t v[200];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof(key), "ev:ttl:%d", i);
+        build_value(v, sizeof(v), 1000000u + (uint64_t)i, 1);
+        redisAppendCommand(c, "SET %s %b PX 300", key, v, sizeof(v));
+    }
+    long ok = 0;
+    for (int i = 0; i < 1000; i++) {
+        void *rep;
+        if (redisGetReply(c, &rep) != REDIS_OK) {
+            st_die("SET PX: connection error: %s", c->errstr);
+        }
+        redisReply *r = rep;
+        if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0) {
+            ok++;
+        } else if (r->type != REDIS_REPLY_ERROR || strcmp(r->str, ST_OOM_ERROR) != 0) {
+            st_die("SET ev:ttl:%d PX 300: expected OK or OOM, got type %d '%s'", i, r->type,
+                   r->str ? r->str : "");
+        }
+        freeReplyObject(r);
+    }
+    uint64_t answered = st_now_ms();
+    redisReply *r = st_command(c, "EXISTS ev:ttl:0 ev:ttl:999");
+    long long early = r->integer;
+    freeReplyObject(r);
+    while (st_now_ms() < answered + 400) {
+        usleep(20 * 1000);
+    }
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof(key), "ev:ttl:%d", i);
+        redisAppendCommand(c, "GET %s", key);
+    }
+    for (int i = 0; i < 1000; i++) {
+        void *rep;
+        if (redisGetReply(c, &rep) != REDIS_OK) {
+            st_die("GET: connection error: %s", c->errstr);
+        }
+        r = rep;
+        if (r->type != REDIS_REPLY_NIL) {
+            st_die("GET ev:ttl:%d 400 ms after SET PX 300 was answered: expected nil, got type "
+                   "%d (%zu bytes)",
+                   i, r->type, (size_t)r->len);
+        }
+        freeReplyObject(r);
+    }
+    printf("expiry: %ld of 1000 SET PX 300 accepted (%lld of 2 probed at once existed), all gone "
+           "after 400 ms\n",
+           ok, early);
+    if (ok < 990) {
+        st_die("only %ld of 1000 small SET PX were accepted", ok);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -231,7 +321,7 @@ int main(int argc, char **argv) {
     uint64_t rng = 0xBADC0DEull;
     long sweep_hits = 0;
     for (int i = 0; i < 40; i++) {
-        sweep_hits += check_keys(c, &rng, PIPELINE, "final sweep");
+        sweep_hits += check_keys(c, &rng, PIPELINE, i % 2, "final sweep");
     }
     long long evicted = st_info_field(c, "stats", "evicted_keys") - evicted0;
     redisReply *r = st_command(c, "DBSIZE");
@@ -262,6 +352,7 @@ int main(int argc, char **argv) {
                "memory",
                evicted);
     }
+    expiry_check(c);
     st_expect_status(c, "PONG", "PING");
     st_expect_status(c, "OK", "SET ev:after ok");
     st_expect_status(c, "ok", "GET ev:after");
