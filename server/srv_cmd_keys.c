@@ -188,13 +188,11 @@ static void srv_ttl_generic(struct srv_client *c, int ms, int rel) {
         resp_add_int(&c->out, -2);
     } else if (!e) {
         resp_add_int(&c->out, -1);
-    } else if (rel) {
-        int64_t ttl = e - now;
+    } else {
+        int64_t ttl = rel ? e - now : e;
         if (ttl < 0)
             ttl = 0;
-        resp_add_int(&c->out, ms ? ttl : (ttl + 500) / 1000);
-    } else {
-        resp_add_int(&c->out, ms ? e : e / 1000);
+        resp_add_int(&c->out, ms ? ttl : (ttl + 500) / 1000); /* Redis rounds both forms */
     }
 }
 

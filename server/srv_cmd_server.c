@@ -217,11 +217,11 @@ void rc_config_command(struct srv_client *c) {
         srv_config_set(c);
     } else if (srv_arg_is(c, 1, "resetstat")) {
         srv_db_reset_stats();
-        cm_atomic_store_relaxed(&srv_stats.total_commands, 0);
+        cm_pcounter_reset(&srv_stats.total_commands);
         cm_atomic_store_relaxed(&srv_stats.total_connections, 0);
         cm_atomic_store_relaxed(&srv_stats.rejected_connections, 0);
-        cm_atomic_store_relaxed(&srv_stats.net_input_bytes, 0);
-        cm_atomic_store_relaxed(&srv_stats.net_output_bytes, 0);
+        cm_pcounter_reset(&srv_stats.net_input_bytes);
+        cm_pcounter_reset(&srv_stats.net_output_bytes);
         srv_reply_ok(c);
     } else if (srv_arg_is(c, 1, "help")) {
         resp_add_array_hdr(&c->out, 4);
@@ -305,9 +305,9 @@ static void srv_info_stats(struct cm_buf *b) {
         "expired_keys:%llu\r\nevicted_keys:%llu\r\nkeyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n"
         "total_error_replies:%llu\r\nunexpected_error_replies:0\r\n\r\n",
         (unsigned long long)cm_atomic_load_relaxed(&srv_stats.total_connections),
-        (unsigned long long)cm_atomic_load_relaxed(&srv_stats.total_commands),
-        (unsigned long long)cm_atomic_load_relaxed(&srv_stats.net_input_bytes),
-        (unsigned long long)cm_atomic_load_relaxed(&srv_stats.net_output_bytes),
+        (unsigned long long)cm_pcounter_read(&srv_stats.total_commands),
+        (unsigned long long)cm_pcounter_read(&srv_stats.net_input_bytes),
+        (unsigned long long)cm_pcounter_read(&srv_stats.net_output_bytes),
         (unsigned long long)cm_atomic_load_relaxed(&srv_stats.rejected_connections),
         (unsigned long long)ds.expired_keys, (unsigned long long)ds.evicted_keys,
         (unsigned long long)ds.keyspace_hits, (unsigned long long)ds.keyspace_misses,

@@ -11,6 +11,7 @@
 #include "common/cm_hash.h"
 #include "common/cm_log.h"
 #include "common/cm_mem.h"
+#include "common/cm_pcounter.h"
 #include "common/cm_time.h"
 
 #include <errno.h>
@@ -28,25 +29,31 @@ double srv_db_high_watermark = 0.90;
 double srv_db_evict_ratio = 0.05;
 
 static struct srv_shard srv_shards[SRV_DB_SHARDS];
-static pthread_rwlock_t srv_db_rwlock;
+/*
+ * The keyspace lock is a "big reader" lock: one mutex per worker thread, each on its own cache
+ * line. A reader locks only its own thread's mutex (no shared line bounces between cores on
+ * every command); a writer locks all of them in order.
+ */
+#define SRV_DB_LOCK_SLOTS 256
+static struct { pthread_mutex_t m; } __attribute__((aligned(64))) srv_db_locks[SRV_DB_LOCK_SLOTS];
+static unsigned srv_db_nlocks = 1;
+static __thread unsigned srv_db_my_lock;
 static pthread_mutex_t srv_evict_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct srv_seg *srv_db_seg;
 static uint64_t srv_hash_seed;
 static uint64_t srv_clock_base_ms;
 static _Atomic uint64_t srv_last_evict_ms;
 
-static _Atomic uint64_t stat_expired, stat_evicted, stat_hits, stat_misses, stat_evict_cycles;
+static _Atomic uint64_t stat_expired, stat_evicted, stat_evict_cycles;
+static struct cm_pcounter stat_hits, stat_misses;
 
 uint32_t srv_lru_clock(void) {
     return (uint32_t)((cm_mono_ms() - srv_clock_base_ms) >> 4);
 }
 
 int srv_db_init(struct srv_seg *seg) {
-    pthread_rwlockattr_t attr;
-    pthread_rwlockattr_init(&attr);
-    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&srv_db_rwlock, &attr);
-    pthread_rwlockattr_destroy(&attr);
+    for (int i = 0; i < SRV_DB_LOCK_SLOTS; i++)
+        pthread_mutex_init(&srv_db_locks[i].m, NULL);
     for (int i = 0; i < SRV_DB_SHARDS; i++) {
         pthread_mutex_init(&srv_shards[i].lock, NULL);
         cm_ht_init(&srv_shards[i].ht, 16);
@@ -68,23 +75,34 @@ void srv_db_fini(void) {
         cm_ht_fini(&srv_shards[i].ht);
         pthread_mutex_destroy(&srv_shards[i].lock);
     }
-    pthread_rwlock_destroy(&srv_db_rwlock);
+    for (int i = 0; i < SRV_DB_LOCK_SLOTS; i++)
+        pthread_mutex_destroy(&srv_db_locks[i].m);
+}
+
+void srv_db_set_threads(unsigned n) {
+    srv_db_nlocks = n < 1 ? 1 : (n > SRV_DB_LOCK_SLOTS ? SRV_DB_LOCK_SLOTS : n);
+}
+
+void srv_db_register_thread(unsigned id) {
+    srv_db_my_lock = id % srv_db_nlocks;
 }
 
 void srv_db_rdlock(void) {
-    pthread_rwlock_rdlock(&srv_db_rwlock);
+    pthread_mutex_lock(&srv_db_locks[srv_db_my_lock].m);
 }
 
 void srv_db_rdunlock(void) {
-    pthread_rwlock_unlock(&srv_db_rwlock);
+    pthread_mutex_unlock(&srv_db_locks[srv_db_my_lock].m);
 }
 
 void srv_db_wrlock(void) {
-    pthread_rwlock_wrlock(&srv_db_rwlock);
+    for (unsigned i = 0; i < srv_db_nlocks; i++)
+        pthread_mutex_lock(&srv_db_locks[i].m);
 }
 
 void srv_db_wrunlock(void) {
-    pthread_rwlock_unlock(&srv_db_rwlock);
+    for (unsigned i = srv_db_nlocks; i-- > 0;)
+        pthread_mutex_unlock(&srv_db_locks[i].m);
 }
 
 static inline uint64_t srv_key_hash(const char *key, size_t klen) {
@@ -502,8 +520,8 @@ uint64_t srv_db_evict(double ratio) {
 void srv_db_get_stats(struct srv_db_stats *st) {
     st->expired_keys = cm_atomic_load_relaxed(&stat_expired);
     st->evicted_keys = cm_atomic_load_relaxed(&stat_evicted);
-    st->keyspace_hits = cm_atomic_load_relaxed(&stat_hits);
-    st->keyspace_misses = cm_atomic_load_relaxed(&stat_misses);
+    st->keyspace_hits = cm_pcounter_read(&stat_hits);
+    st->keyspace_misses = cm_pcounter_read(&stat_misses);
     st->eviction_cycles = cm_atomic_load_relaxed(&stat_evict_cycles);
     st->heap_objects_bytes = 0;
 }
@@ -511,11 +529,11 @@ void srv_db_get_stats(struct srv_db_stats *st) {
 void srv_db_reset_stats(void) {
     cm_atomic_store_relaxed(&stat_expired, 0);
     cm_atomic_store_relaxed(&stat_evicted, 0);
-    cm_atomic_store_relaxed(&stat_hits, 0);
-    cm_atomic_store_relaxed(&stat_misses, 0);
+    cm_pcounter_reset(&stat_hits);
+    cm_pcounter_reset(&stat_misses);
     cm_atomic_store_relaxed(&stat_evict_cycles, 0);
 }
 
 void srv_db_count_hit(int hit) {
-    cm_atomic_add_relaxed(hit ? &stat_hits : &stat_misses, 1);
+    cm_pcounter_add(hit ? &stat_hits : &stat_misses, 1);
 }

@@ -74,7 +74,16 @@ int srv_db_init(struct srv_seg *seg);
 /* Frees every object (the segment must still exist). Call once at exit, no threads running. */
 void srv_db_fini(void);
 
-/* The keyspace lock: shared for ordinary commands, exclusive for multi-key atomic ones. */
+/* Sets the number of worker threads (before they start). */
+void srv_db_set_threads(unsigned n);
+
+/* Called by each worker thread (id 0..n-1) before it runs commands. */
+void srv_db_register_thread(unsigned id);
+
+/*
+ * The keyspace lock: shared for ordinary commands, exclusive for multi-key atomic ones.
+ * Not recursive: a thread holding it shared must not take it again, shared or exclusive.
+ */
 void srv_db_rdlock(void);
 void srv_db_rdunlock(void);
 void srv_db_wrlock(void);

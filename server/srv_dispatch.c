@@ -213,7 +213,7 @@ void srv_call(struct srv_client *c, const struct srv_cmd *cmd) {
             c->last_cmd = sub->name;
     }
     cmd->proc(c);
-    cm_atomic_add_relaxed(&srv_stats.total_commands, 1);
+    cm_pcounter_add(&srv_stats.total_commands, 1);
 }
 
 static int srv_is_multi_ctl(const struct srv_cmd *cmd) {

@@ -317,7 +317,7 @@ static int srv_client_flush(struct srv_client *c) {
             srv_client_free(c);
             return -1;
         }
-        cm_atomic_add_relaxed(&srv_stats.net_output_bytes, (uint64_t)wr);
+        cm_pcounter_add(&srv_stats.net_output_bytes, (uint64_t)wr);
         srv_client_advance(c, (size_t)wr);
         budget = (size_t)wr >= budget ? 0 : budget - (size_t)wr;
     }
@@ -428,7 +428,7 @@ static void srv_client_read_cb(struct cm_ev_loop *loop, int fd, unsigned mask, v
     }
     c->qbuf.len += (size_t)n;
     c->last_ms = cm_ev_now_ms(c->worker->loop);
-    cm_atomic_add_relaxed(&srv_stats.net_input_bytes, (uint64_t)n);
+    cm_pcounter_add(&srv_stats.net_input_bytes, (uint64_t)n);
     if (c->qbuf.len > (size_t)srv_cfg.client_query_buffer_limit) {
         cm_log(CM_LOG_WARNING, "net", "closing client %s: query buffer of %zu bytes over the limit",
                c->addr, c->qbuf.len);
@@ -573,6 +573,7 @@ static void srv_cron(struct cm_ev_loop *loop, void *arg) {
 
 static void *srv_worker_main(void *arg) {
     struct srv_worker *w = arg;
+    srv_db_register_thread(w->id);
     cm_ev_run(w->loop);
     return NULL;
 }
@@ -587,6 +588,7 @@ void srv_shutdown_request(void) {
 
 static int srv_workers_setup(void) {
     int maxfd = (int)srv_cfg.maxclients + 1024;
+    srv_db_set_threads(srv_nworkers);
     srv_workers = cm_calloc(srv_nworkers, sizeof(*srv_workers));
     for (unsigned i = 0; i < srv_nworkers; i++) {
         struct srv_worker *w = &srv_workers[i];

@@ -8,6 +8,7 @@
 #define CRESCENT_SERVER_SRV_SERVER_H
 
 #include "common/cm_config.h"
+#include "common/cm_pcounter.h"
 #include "server/srv_seg.h"
 
 #include <stdatomic.h>
@@ -58,9 +59,9 @@ extern struct cm_config srv_config_table;
 struct srv_stats {
     _Atomic uint64_t total_connections;
     _Atomic uint64_t rejected_connections;
-    _Atomic uint64_t total_commands;
-    _Atomic uint64_t net_input_bytes;
-    _Atomic uint64_t net_output_bytes;
+    struct cm_pcounter total_commands;
+    struct cm_pcounter net_input_bytes;
+    struct cm_pcounter net_output_bytes;
     _Atomic uint64_t connected_clients;
     _Atomic uint64_t error_replies;
 };
