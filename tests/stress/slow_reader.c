@@ -2,12 +2,12 @@
 /* A reply in flight survives overwrite, DEL, FLUSHALL and eviction. A 64 MiB value with a
  * position-derived pattern is SET; two clients with small receive buffers GET it, one reading
  * slowly (64 KiB, then a pause) and one stalling completely; meanwhile another client
- * overwrites the key, deletes it, flushes the database and writes far more than the memory
- * limit so eviction runs. Both readers must then receive exactly the original bytes and the
- * CRLF, and their connections (and the server) must keep working.
- * Then readers that vanish mid-reply (reset or close) while the value is deleted, overwritten
- * or flushed, eight times over: the memory they held must come back (a final large SET fits).
- * Usage: slow_reader HOST PORT [-s VALUE_MIB] [-f FILLER_MIB] [-l FINAL_MIB] */
+ * edits the value in place (SETRANGE in the middle, APPEND), overwrites the key, deletes it,
+ * flushes the database and writes far more than the memory limit so eviction runs. Both readers
+ * must then receive exactly the original bytes and the CRLF, and their connections (and the server)
+ * must keep working. Then readers that vanish mid-reply (reset or close) while the value is
+ * deleted, overwritten or flushed, eight times over: the memory they held must come back (a final
+ * large SET fits). Usage: slow_reader HOST PORT [-s VALUE_MIB] [-f FILLER_MIB] [-l FINAL_MIB] */
 #include "common/fmacros.h"
 
 #include "tests/stress/st_util.h"
@@ -204,8 +204,45 @@ static void check_value(int raw, const char *key, size_t len, uint64_t seed) {
     free(buf);
 }
 
+/* In-place edits of the value being sent: SETRANGE in the middle (not yet sent), APPEND. */
+static void edit_in_place(redisContext *c, size_t size) {
+    size_t mid = size / 2, n = 1 << 20;
+    uint8_t *patch = malloc(n);
+    st_pattern_fill(patch, n, mid, SEED_OTHER);
+    redisReply *r = st_command(c, "SETRANGE %s %lld %b", KEY, (long long)mid, patch, n);
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != (long long)size) {
+        st_die("SETRANGE %s %zu <1 MiB>: expected %zu, got type %d '%s' %lld", KEY, mid, size,
+               r->type, r->str ? r->str : "", r->integer);
+    }
+    freeReplyObject(r);
+    r = st_command(c, "APPEND %s tail", KEY);
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != (long long)size + 4) {
+        st_die("APPEND %s tail: expected %zu, got type %d '%s' %lld", KEY, size + 4, r->type,
+               r->str ? r->str : "", r->integer);
+    }
+    freeReplyObject(r);
+    r = st_command(c, "GETRANGE %s %lld %lld", KEY, (long long)mid, (long long)(mid + n - 1));
+    if (r->type != REDIS_REPLY_STRING || (size_t)r->len != n || memcmp(r->str, patch, n) != 0) {
+        st_die("GETRANGE after SETRANGE: the patched 1 MiB does not read back");
+    }
+    freeReplyObject(r);
+    r = st_command(c, "GETRANGE %s -8 -1", KEY);
+    uint8_t want[8];
+    st_pattern_fill(want, 4, size - 4, SEED_ORIG);
+    memcpy(want + 4, "tail", 4);
+    if (r->type != REDIS_REPLY_STRING || r->len != 8 || memcmp(r->str, want, 8) != 0) {
+        st_die("GETRANGE -8 -1 after APPEND: wrong bytes");
+    }
+    freeReplyObject(r);
+    free(patch);
+}
+
 static void mutate(redisContext *c, int raw, size_t size, size_t filler_mib) {
     uint64_t t = st_now_ms();
+    edit_in_place(c, size);
+    printf("SETRANGE and APPEND on the value in flight: %llu ms\n",
+           (unsigned long long)(st_now_ms() - t));
+    t = st_now_ms();
     uint8_t *other = malloc(size);
     st_pattern_fill(other, size, 0, SEED_OTHER);
     set_value(raw, KEY, other, size);
