@@ -7,9 +7,7 @@
  * Reads alternate between pipelined GETs and MGETs of 16 keys. Finally keys written with a
  * 300 ms TTL into the full memory must all be gone 400 ms after their SETs were answered.
  * Usage: eviction HOST PORT [-n TOTAL_SETS] [-w WRITERS] [-k KEYSPACE]
- *
- * Value layout (little-endian): u64 key id, u32 version, u32 total length, payload (pattern
- * derived from key id and version), u32 CRC-32 of everything before it. */
+ * Values are st_value_build() records (key id, version, length, pattern payload, CRC-32). */
 #include "common/fmacros.h"
 
 #include "tests/stress/st_util.h"
@@ -21,7 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define HDR_LEN  16
 #define MIN_SIZE 100
 #define MAX_SIZE 65536
 #define PIPELINE 64
@@ -57,46 +54,6 @@ static size_t pick_size(uint64_t *rng) {
     return 8192 + v % (MAX_SIZE - 8192 + 1);
 }
 
-static uint64_t value_seed(uint64_t key, uint32_t version) {
-    return (key << 32) ^ version ^ 0xA5A5A5A5A5A5A5A5ull;
-}
-
-static void build_value(uint8_t *buf, size_t len, uint64_t key, uint32_t version) {
-    uint32_t len32 = (uint32_t)len;
-    memcpy(buf, &key, 8);
-    memcpy(buf + 8, &version, 4);
-    memcpy(buf + 12, &len32, 4);
-    st_pattern_fill(buf + HDR_LEN, len - HDR_LEN - 4, 0, value_seed(key, version));
-    uint32_t crc = st_crc32(0, buf, len - 4);
-    memcpy(buf + len - 4, &crc, 4);
-}
-
-/* Returns NULL when the value is a valid value of `key`, else a description of the damage. */
-static const char *verify_value(const uint8_t *buf, size_t len, uint64_t key) {
-    uint64_t k;
-    uint32_t version, len32, crc;
-    if (len < MIN_SIZE || len > MAX_SIZE) {
-        return "length outside 100..65536";
-    }
-    memcpy(&k, buf, 8);
-    memcpy(&version, buf + 8, 4);
-    memcpy(&len32, buf + 12, 4);
-    memcpy(&crc, buf + len - 4, 4);
-    if (st_crc32(0, buf, len - 4) != crc) {
-        return "CRC-32 mismatch";
-    }
-    if (k != key) {
-        return "value belongs to another key";
-    }
-    if (len32 != len) {
-        return "length in the header differs from the reply length";
-    }
-    if (st_pattern_check(buf + HDR_LEN, len - HDR_LEN - 4, 0, value_seed(key, version)) >= 0) {
-        return "payload differs from the pattern (with a matching CRC)";
-    }
-    return NULL;
-}
-
 struct writer_arg {
     int id;
     long count;
@@ -115,7 +72,7 @@ static void *writer_main(void *arg) {
             char key[32];
             keys[i] = rng_next(&rng) % keyspace;
             size_t len = pick_size(&rng);
-            build_value(buf, len, keys[i], ++version);
+            st_value_build(buf, len, keys[i], ++version);
             snprintf(key, sizeof(key), "ev:%llu", (unsigned long long)keys[i]);
             redisAppendCommand(c, "SET %s %b", key, buf, len);
             atomic_fetch_add(&bytes_written, (long)len);
@@ -148,7 +105,7 @@ static void *writer_main(void *arg) {
 /* Checks one GET reply (or MGET element) for key; returns 1 for a hit, 0 for nil. */
 static int check_reply(const redisReply *r, uint64_t key, const char *who) {
     if (r->type == REDIS_REPLY_STRING) {
-        const char *why = verify_value((const uint8_t *)r->str, (size_t)r->len, key);
+        const char *why = st_value_verify((const uint8_t *)r->str, (size_t)r->len, key, NULL);
         if (why != NULL) {
             st_die("%s: ev:%llu returned %zu wrong bytes: %s", who, (unsigned long long)key,
                    (size_t)r->len, why);
@@ -228,7 +185,7 @@ static void expiry_check(redisContext *c) {
     uint8_t v[200];
     for (int i = 0; i < 1000; i++) {
         snprintf(key, sizeof(key), "ev:ttl:%d", i);
-        build_value(v, sizeof(v), 1000000u + (uint64_t)i, 1);
+        st_value_build(v, sizeof(v), 1000000u + (uint64_t)i, 1);
         redisAppendCommand(c, "SET %s %b PX 300", key, v, sizeof(v));
     }
     long ok = 0;

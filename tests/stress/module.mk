@@ -3,7 +3,7 @@
 # C programs take HOST PORT; the bash wrappers listed in TEST_SCRIPTS start the server through
 # tests/lib/server.sh and run them. The programs are built by `make all`.
 STRESS_UTIL_SRCS := tests/stress/st_util.c
-STRESS_PROGS     := clients_1000 eviction slow_reader
+STRESS_PROGS     := clients_1000 eviction overwrite_race slow_reader
 STRESS_CFLAGS    := $(shell pkg-config --cflags hiredis)
 STRESS_LIBS      := $(shell pkg-config --libs hiredis)
 STRESS_BINS      := $(addprefix $(BUILD)/tests/stress/,$(STRESS_PROGS))
@@ -21,5 +21,6 @@ TEST_SCRIPTS += \
     tests/stress/clients_1000.sh \
     tests/stress/eviction.sh \
     tests/stress/oom.sh \
+    tests/stress/overwrite_race.sh \
     tests/stress/slow_reader.sh \
     # EOL

@@ -209,6 +209,56 @@ int64_t st_pattern_check(const uint8_t *buf, size_t len, uint64_t offset, uint64
     return -1;
 }
 
+#define ST_VALUE_HDR 16
+
+static uint64_t value_seed(uint64_t key, uint32_t version) {
+    return (key << 32) ^ version ^ 0xA5A5A5A5A5A5A5A5ull;
+}
+
+/* Builds a self-checking value of len bytes (len >= 20) for key and version. Layout,
+ * little-endian: u64 key id, u32 version, u32 total length, payload (pattern derived from key
+ * and version), u32 CRC-32 of everything before it. Thread-safe once st_crc32 ran once. */
+void st_value_build(uint8_t *buf, size_t len, uint64_t key, uint32_t version) {
+    uint32_t len32 = (uint32_t)len;
+    memcpy(buf, &key, 8);
+    memcpy(buf + 8, &version, 4);
+    memcpy(buf + 12, &len32, 4);
+    st_pattern_fill(buf + ST_VALUE_HDR, len - ST_VALUE_HDR - 4, 0, value_seed(key, version));
+    uint32_t crc = st_crc32(0, buf, len - 4);
+    memcpy(buf + len - 4, &crc, 4);
+}
+
+/* Checks a value made by st_value_build for `key`. Returns NULL when it is intact (and stores
+ * its version when version is not NULL), else a description of the damage. */
+const char *st_value_verify(const uint8_t *buf, size_t len, uint64_t key, uint32_t *version) {
+    uint64_t k;
+    uint32_t ver, len32, crc;
+    if (len < ST_VALUE_HDR + 4) {
+        return "shorter than a value header";
+    }
+    memcpy(&k, buf, 8);
+    memcpy(&ver, buf + 8, 4);
+    memcpy(&len32, buf + 12, 4);
+    memcpy(&crc, buf + len - 4, 4);
+    if (st_crc32(0, buf, len - 4) != crc) {
+        return "CRC-32 mismatch";
+    }
+    if (k != key) {
+        return "value belongs to another key";
+    }
+    if (len32 != len) {
+        return "length in the header differs from the reply length";
+    }
+    if (st_pattern_check(buf + ST_VALUE_HDR, len - ST_VALUE_HDR - 4, 0, value_seed(key, ver)) >=
+        0) {
+        return "payload differs from the pattern (with a matching CRC)";
+    }
+    if (version != NULL) {
+        *version = ver;
+    }
+    return NULL;
+}
+
 /* Writes all of buf to a blocking fd; dies on error. */
 void st_write_all(int fd, const void *buf, size_t len) {
     const char *p = buf;

@@ -31,6 +31,10 @@ void st_pattern_fill(uint8_t *buf, size_t len, uint64_t offset, uint64_t seed);
 
 int64_t st_pattern_check(const uint8_t *buf, size_t len, uint64_t offset, uint64_t seed);
 
+void st_value_build(uint8_t *buf, size_t len, uint64_t key, uint32_t version);
+
+const char *st_value_verify(const uint8_t *buf, size_t len, uint64_t key, uint32_t *version);
+
 void st_write_all(int fd, const void *buf, size_t len);
 
 void st_read_full(int fd, void *buf, size_t len);
