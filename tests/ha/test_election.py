@@ -19,6 +19,7 @@ LEASE, RENEW, RETRY = 1000, 600, 200
 TIMINGS = ["--lease-ms", str(LEASE), "--renew-ms", str(RENEW), "--retry-ms", str(RETRY),
            "--timeout-ms", "300", "--verbose"]
 SLACK = 400  # scheduling slack on a loaded 2-core machine, ms
+LATE = 150  # lateness allowed for a timer wake-up, ms
 
 failures = []
 all_elects = []
@@ -146,8 +147,10 @@ def test_backend_down(c):
     until = max(int(ln[2]["until"]) for ln in a.lines()
                 if ln[1] in ("LEADER", "RENEWED") and ln[0] <= sd[0])
     check(sd[2].get("reason") == "renew_deadline", "reason=renew_deadline")
-    check(sd[0] <= until + 50, "stepped down at %d, by its until %d (+50 ms)" % (sd[0], until))
-    check(sd[0] - t_down <= RENEW + 50, "within the renew deadline of the outage: %d ms"
+    # LATE: how late a wake-up may be on a loaded 2-core machine (or under ASan).
+    check(sd[0] <= until + LATE, "stepped down at %d, by its until %d (+%d ms)"
+          % (sd[0], until, LATE))
+    check(sd[0] - t_down <= RENEW + LATE, "within the renew deadline of the outage: %d ms"
           % (sd[0] - t_down))
     la = a.wait_for("LEADER", 3 * LEASE + SLACK, after_ms=sd[0])
     check(la is not None, "a leads again once the backend is back")
@@ -223,6 +226,19 @@ def test_errors(c):
     e.term()
 
 
+def test_checker_itself():
+    print("the overlap checker finds overlaps (synthetic logs)")
+    a = H.intervals([(0, "LEADER", {"epoch": "1", "until": "600"}),
+                     (200, "RENEWED", {"epoch": "1", "until": "800"}),
+                     (700, "STEPPED_DOWN", {"reason": "stop"})], "a")
+    check(a == [(0, 700, 1, "a")], "interval cut at STEPPED_DOWN: %s" % a)
+    b = H.intervals([(650, "LEADER", {"epoch": "2", "until": "1250"})], "b")
+    check(len(H.check_overlap(a + b, 0)) == 1, "50 ms overlap detected")
+    check(len(H.check_overlap(a + b, 60)) == 0, "within a 60 ms tolerance: none")
+    c = H.intervals([(700, "LEADER", {"epoch": "2", "until": "1300"})], "c")
+    check(len(H.check_overlap(a + c, 0)) == 0, "back-to-back terms do not overlap")
+
+
 def check_no_overlap():
     by_cluster = {}
     for cluster, e in all_elects:
@@ -252,6 +268,7 @@ def main():
                   test_sigstop, test_backend_down, test_api, test_errors):
             t(c)
         check_no_overlap()
+        test_checker_itself()
         san = [e.name for _, e in all_elects
                if "Sanitizer" in e.raw() or "runtime error:" in e.raw()]
         check(not san, "no sanitizer report in any crescent-elect log %s" % san)
