@@ -193,6 +193,7 @@ static pid_t spawn(const struct it_server *s, const char **argv) {
 }
 
 /* Polls until the server answers PING with any reply (PONG or NOAUTH), it exits, or 10 s pass.
+ * The probe connection then QUITs and waits for the server to close it.
  * Returns 1 when ready, 0 when the process exited (e.g. port taken), -1 on timeout. */
 static int wait_ready(struct it_server *s) {
     long long deadline = it_now_ms() + 10000;
@@ -208,7 +209,14 @@ static int wait_ready(struct it_server *s) {
             redisSetTimeout(c, tv);
             redisReply *r = redisCommand(c, "PING");
             if (r != NULL) {
+                /* Leave with QUIT and wait for the server's close, so that this probe is no
+                 * longer counted as a client when the test starts (maxclients, CLIENT LIST). */
                 freeReplyObject(r);
+                freeReplyObject(redisCommand(c, "QUIT"));
+                void *eof = NULL;
+                if (redisGetReply(c, &eof) == REDIS_OK) {
+                    freeReplyObject(eof);
+                }
                 redisFree(c);
                 return 1;
             }
