@@ -145,6 +145,7 @@ class Chaos:
         for p in self.procs:
             ivs.extend(H.intervals(p.lines(), p.name))
         bad = H.check_overlap(ivs, TOLERANCE_MS)
+        epoch_bad = H.check_epochs(ivs)
         # Share of [t0, t1) covered by some leader interval.
         covered, cur = 0, t0
         for s, e, _, _ in sorted(ivs):
@@ -163,6 +164,8 @@ class Chaos:
               % (len(ivs), len(bad), TOLERANCE_MS))
         for x, y in bad[:10]:
             print("chaos:   OVERLAP %s %s" % (x, y))
+        print("chaos: epochs strictly increasing from term to term: %s"
+              % ("yes" if not epoch_bad else "NO %s" % epoch_bad[:5]))
         print("chaos: leader share %.1f%% of %.0f s" % (100.0 * covered / max(1, t1 - t0),
                                                       (t1 - t0) / 1000.0))
         if self.failovers:
@@ -171,7 +174,7 @@ class Chaos:
                                              min(self.failovers), target))
         else:
             print("chaos: no failover measured")
-        ok = not bad and (p50 is None or p50 <= target)
+        ok = not bad and not epoch_bad and (p50 is None or p50 <= target)
         print("chaos: %s" % ("PASS" if ok else "FAIL"))
         return ok
 

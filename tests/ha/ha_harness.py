@@ -321,6 +321,12 @@ def check_overlap(all_intervals, tolerance_ms=0):
     return bad
 
 
+def check_epochs(all_intervals):
+    """Returns pairs of consecutive terms (by start time) whose epochs do not grow."""
+    ivs = sorted(set((s, e, ep) for s, e, ep, _ in all_intervals))
+    return [(a, b) for a, b in zip(ivs, ivs[1:]) if b[2] <= a[2]]
+
+
 class TempDir:
     def __init__(self, prefix):
         self.path = tempfile.mkdtemp(prefix=prefix)

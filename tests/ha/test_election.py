@@ -246,6 +246,8 @@ def check_no_overlap():
     total = sum(len(v) for v in by_cluster.values())
     bad = [p for v in by_cluster.values() for p in H.check_overlap(v, 0)]
     check(not bad, "no overlapping leader intervals across %d terms %s" % (total, bad[:3]))
+    ebad = [p for v in by_cluster.values() for p in H.check_epochs(v)]
+    check(not ebad, "epochs grow from term to term in every cluster %s" % ebad[:3])
 
 
 def main():
