@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # redis-py (Debian python3-redis) against the server: strings, MSET/MGET, counters, TTLs,
 # SCAN iteration, MULTI/EXEC and plain pipelines, binary-safe values, WATCH with a retry loop
-# (also under contention from threads) and the Unix socket. Usage: redis_py.py PORT [SOCKET].
+# (also under contention from threads), INFO/CONFIG/CLIENT and other server commands, a
+# shared connection pool and the Unix socket. Usage: redis_py.py PORT [SOCKET].
 # Exits 0 only when every assertion holds.
 import sys
 import threading
@@ -194,6 +195,76 @@ def test_watch(r, port, sock):
     check("watch race total", str(4 * per_thread).encode(), r.get("w:race"))
 
 
+def test_server_commands(r, port):
+    r.set("sv:a", "hello")
+    info = r.info()
+    for field in ("redis_version", "connected_clients", "used_memory", "uptime_in_seconds"):
+        if field not in info:
+            raise AssertionError(f"INFO has no {field}")
+    if not isinstance(info["connected_clients"], int) or info["connected_clients"] < 1:
+        raise AssertionError(f"INFO connected_clients: {info['connected_clients']!r}")
+    if "db0" not in info or info["db0"].get("keys", 0) < 1:
+        raise AssertionError(f"INFO keyspace db0: {info.get('db0')!r}")
+    stats = r.info("stats")
+    for field in ("evicted_keys", "expired_keys", "total_commands_processed", "keyspace_hits"):
+        if not isinstance(stats.get(field), int):
+            raise AssertionError(f"INFO stats {field}: {stats.get(field)!r}")
+    check("CONFIG GET maxmemory", {"maxmemory": str(256 << 20)}, r.config_get("maxmemory"))
+    check("client_setname", True, r.client_setname("py-test"))
+    check("client_getname", "py-test", r.client_getname())
+    me = [c for c in r.client_list() if c.get("name") == "py-test"]
+    check("client_list has py-test", 1, len(me))
+    check("client_id", int(me[0]["id"]), r.client_id())
+    check("type string", b"string", r.type("sv:a"))
+    check("type none", b"none", r.type("sv:nokey"))
+    check("rename", True, r.rename("sv:a", "sv:b"))
+    r.set("sv:other", "1")
+    check("renamenx existing", False, r.renamenx("sv:b", "sv:other"))
+    check("getex", b"hello", r.getex("sv:b", ex=50))
+    if r.ttl("sv:b") not in (49, 50):
+        raise AssertionError(f"ttl after getex ex=50: {r.ttl('sv:b')}")
+    check("getdel", b"hello", r.getdel("sv:b"))
+    check("getdel gone", None, r.get("sv:b"))
+    secs, usecs = r.time()
+    if abs(secs - time.time()) > 5 or not 0 <= usecs < 1000000:
+        raise AssertionError(f"TIME: {secs} {usecs}")
+    r.set("sv:m", b"x" * 1000)
+    usage = r.memory_usage("sv:m")
+    if not isinstance(usage, int) or usage < 1000:
+        raise AssertionError(f"MEMORY USAGE of a 1000-byte value: {usage!r}")
+    if r.randomkey() is None:
+        raise AssertionError("RANDOMKEY returned nil with keys present")
+    check("echo", b"hi", r.echo("hi"))
+    # health_check_interval makes redis-py PING before reusing an idle connection.
+    h = redis.Redis(host="127.0.0.1", port=port, health_check_interval=1)
+    check("health-checked set", True, h.set("sv:h", "1"))
+    time.sleep(1.2)
+    check("health-checked get", b"1", h.get("sv:h"))
+
+    # A shared connection pool used by 8 threads.
+    pool = redis.ConnectionPool(host="127.0.0.1", port=port, max_connections=8)
+    errors = []
+
+    def work(t):
+        try:
+            c = redis.Redis(connection_pool=pool)
+            for i in range(200):
+                c.set(f"pool:{t}:{i}", i)
+                if c.get(f"pool:{t}:{i}") != str(i).encode():
+                    errors.append(f"thread {t} key {i}")
+                    return
+        except Exception as e:
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    check("pool errors", [], errors)
+    check("pool keys", 1600, len(list(r.scan_iter(match="pool:*", count=500))))
+
+
 def test_unix_socket(sock):
     if not sock:
         return
@@ -216,6 +287,7 @@ def main():
         ("pipelines", lambda: test_pipelines(r)),
         ("binary", lambda: test_binary(r)),
         ("watch", lambda: test_watch(r, port, sock)),
+        ("server commands", lambda: test_server_commands(r, port)),
         ("unix socket", lambda: test_unix_socket(sock)),
     ):
         start = time.time()
