@@ -82,6 +82,23 @@ Test(connection, hello_setname) {
     redisReply *r = it_cmd(it_c, "HELLO 2 SETNAME myname");
     IT_TYPE(r, REDIS_REPLY_ARRAY);
     IT_STR("myname", it_c, "CLIENT GETNAME");
+    IT_ERR("ERR Client names cannot contain spaces, newlines or special characters.", it_c,
+           "HELLO 2 SETNAME %s", "a b");
+    IT_STR("myname", it_c, "CLIENT GETNAME");
+}
+
+Test(connection_auth, config_set_requirepass, .init = it_setup, .fini = it_teardown,
+     .timeout = 30) {
+    IT_OK(it_c, "CONFIG SET requirepass newpw");
+    IT_STATUS("PONG", it_c, "PING"); /* existing connections stay authenticated */
+    redisContext *c2 = it_connect(&it_srv);
+    IT_ERR("NOAUTH Authentication required.", c2, "PING");
+    IT_OK(c2, "AUTH newpw");
+    IT_OK(it_c, "CONFIG SET requirepass %s", "");
+    redisContext *c3 = it_connect(&it_srv);
+    IT_STATUS("PONG", c3, "PING");
+    it_close(c3);
+    it_close(c2);
 }
 
 static void raw_expect(int fd, const char *send, const char *want) {
@@ -196,6 +213,14 @@ Test(connection_auth, with_requirepass, .fini = it_teardown, .timeout = 30) {
     redisReply *r = it_cmd(c3, "HELLO 2 AUTH default s3cret");
     IT_TYPE(r, REDIS_REPLY_ARRAY);
     IT_STATUS("PONG", c3, "PING");
+    /* HELLO without AUTH on an unauthenticated connection. */
+    redisContext *c4 = it_connect(&it_srv);
+    IT_ERR("NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+           "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+           "the RESP protocol version at the same time",
+           c4, "HELLO 3");
+    IT_ERR("NOAUTH Authentication required.", c4, "CLIENT ID");
+    it_close(c4);
     /* RESET de-authenticates when the default user has a password. */
     IT_STATUS("RESET", c3, "RESET");
     IT_ERR("NOAUTH Authentication required.", c3, "GET x");

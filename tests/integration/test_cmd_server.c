@@ -369,3 +369,27 @@ Test(server_config_file, quoted_values, .fini = it_teardown, .timeout = 30) {
     IT_OK(it_c, "AUTH %s", "pass word");
     IT_NIL(it_c, "GET x");
 }
+
+Test(server, object_encoding_transitions) {
+    IT_OK(it_c, "SET n 123");
+    IT_INT(4, it_c, "APPEND n 4");
+    /* Redis reports "raw" for strings modified in place (APPEND, SETRANGE); crescent derives the
+     * encoding from the value alone (documented difference). */
+    const char *modified_int = it_target_is_redis() ? "raw" : "int";
+    const char *modified_short = it_target_is_redis() ? "raw" : "embstr";
+    IT_STR(modified_int, it_c, "OBJECT ENCODING n");
+    IT_STR("1234", it_c, "GET n");
+    IT_OK(it_c, "SET m 10");
+    IT_INT(11, it_c, "INCR m");
+    IT_STR("int", it_c, "OBJECT ENCODING m");
+    IT_OK(it_c, "SET neg -5");
+    IT_STR("int", it_c, "OBJECT ENCODING neg");
+    IT_OK(it_c, "SET big 12345678901234567890"); /* does not fit in a long */
+    IT_STR("embstr", it_c, "OBJECT ENCODING big");
+    IT_OK(it_c, "SET sp %s", " 1");
+    IT_STR("embstr", it_c, "OBJECT ENCODING sp");
+    IT_STR("1", it_c, "INCRBYFLOAT f 1");
+    IT_STR(it_target_is_redis() ? "embstr" : "int", it_c, "OBJECT ENCODING f");
+    IT_INT(3, it_c, "SETRANGE s 0 abc");
+    IT_STR(modified_short, it_c, "OBJECT ENCODING s");
+}

@@ -232,3 +232,18 @@ Test(transactions, watch_errors) {
     cr_assert_eq(r->elements, 1);
     IT_OK(it_c, "UNWATCH");
 }
+
+Test(transactions, quit_and_reset_inside_multi_run_at_once) {
+    IT_OK(it_c, "MULTI");
+    IT_STATUS("QUEUED", it_c, "SET q 1");
+    IT_OK(it_c, "QUIT");
+    cr_assert_null(redisCommand(it_c, "PING"), "QUIT inside MULTI closes the connection");
+    redisContext *c2 = it_connect(&it_srv);
+    IT_INT(0, c2, "EXISTS q");
+    IT_OK(c2, "MULTI");
+    IT_STATUS("QUEUED", c2, "SET q 1");
+    IT_STATUS("RESET", c2, "RESET");
+    IT_ERR("ERR EXEC without MULTI", c2, "EXEC");
+    IT_INT(0, c2, "EXISTS q");
+    it_close(c2);
+}
