@@ -81,4 +81,5 @@ $(BUILD)/bin/crescent-bench: $(call objs,$(XFER_BENCH_SRCS)) $(BUILD)/lib/libxfe
 # Other modules add prerequisites with `bench-transfer-deps: <binary>` (e.g. raw_fi_write).
 bench-transfer-deps:
 bench-transfer: $(BUILD)/bin/crescent-bench bench-transfer-deps
-	@CRESCENT_BUILD=$(abspath $(BUILD)) tests/bench/bench-transfer.sh
+	@CRESCENT_BUILD=$(abspath $(BUILD)) BENCH_SECONDS=$(BENCH_SECONDS) BENCH_REPEAT=$(BENCH_REPEAT) \
+	    tests/bench/bench-transfer.sh
