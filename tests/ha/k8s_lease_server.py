@@ -138,15 +138,16 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def read_body(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
         try:
-            return json.loads(raw or b"null")
+            return json.loads(self.raw_body or b"null")
         except ValueError:
             return ValueError
 
     def gate(self):
-        """Auth and outage handling; returns True when the request may proceed."""
+        """Auth and outage handling; returns True when the request may proceed. Always consumes
+        the request body so that the kept-alive connection stays in sync."""
+        n = int(self.headers.get("Content-Length") or 0)
+        self.raw_body = self.rfile.read(n) if n else b""
         if STORE.outage:
             if ARGS.outage == "hang":
                 with STORE.cond:

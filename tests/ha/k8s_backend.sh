@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The Kubernetes Lease backend alone (tests/ha/k8s_driver, no elector) against the Lease API
+# double: create, renew, release, epochs after re-acquire, busy views, expiry by observation,
+# a stale holder losing its renew, a three-way create race, watch wake-up, wrong token, outage
+# (503 and hanging API), in-cluster service-account config and inline CA data.
+set -u
+D=$CRESCENT_BUILD/tests/ha/k8s_driver
+[ -x "$D" ] || { echo "k8s_driver not built"; exit 77; }
+. "$(dirname "$0")/k8s_env.sh"
+TMP=$(mktemp -d /tmp/crescent-k8s-backend.XXXXXX)
+cleanup() { k8s_env_stop; rm -rf "$TMP"; }
+trap cleanup EXIT
+k8s_env_start "$TMP/env" || exit $?
+fails=0
+# expect LABEL OUTPUT REGEX...: every regex must match a line of OUTPUT, in order.
+expect() {
+    local label=$1 out=$2 line=1
+    shift 2
+    for re in "$@"; do
+        local got
+        got=$(printf '%s\n' "$out" | sed -n "${line}p")
+        if ! [[ $got =~ $re ]]; then
+            echo "FAIL $label: line $line: '$got' !~ /$re/"
+            printf '%s\n' "$out" | sed 's/^/    /'
+            fails=$((fails + 1))
+            return
+        fi
+        line=$((line + 1))
+    done
+    echo "ok   $label"
+}
+U=k8s://ns1/lease1
+
+out=$($D $U c a acquire:2000 renew:2000 holder release holder acquire:2000 release)
+expect "acquire/renew/release, epoch grows on re-acquire by the same identity" "$out" \
+    '^open rc=OK$' '^acquire rc=OK epoch=1 ' '^renew rc=OK' '^holder rc=OK holder=a epoch=1 ttl=(19|20)[0-9]{2} ' \
+    '^release rc=OK' '^holder rc=OK holder=- epoch=1 ttl=-1' '^acquire rc=OK epoch=2 ' '^release rc=OK'
+lease=$(k8s_lease_json ns1 lease1)
+python3 - "$lease" <<'PY' && echo "ok   released Lease JSON" || { echo "FAIL released Lease JSON: $lease"; exit 1; }
+import json, re, sys
+l = json.loads(sys.argv[1])
+assert l["kind"] == "Lease" and l["apiVersion"] == "coordination.k8s.io/v1", l
+s = l["spec"]
+assert "holderIdentity" not in s and s["leaseDurationSeconds"] == 1 and s["leaseTransitions"] == 2, s
+assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$", s["renewTime"]), s
+PY
+
+# a holds a 1 s lease and never renews; b must see it busy, then free after 1 s of no change.
+out=$($D $U c a acquire:1000)
+expect "a acquires" "$out" '^open rc=OK' '^acquire rc=OK epoch=3 '
+out=$($D $U c b acquire:1000 holder sleep:1100 holder acquire:1000)
+expect "b: busy, then expired by observation, then acquires epoch 4" "$out" '^open rc=OK' \
+    '^acquire rc=EBUSY holder=a epoch=3 ttl=(9[0-9]{2}|1000) ' '^holder rc=OK holder=a epoch=3' \
+    '^sleep' '^holder rc=OK holder=- epoch=3 ttl=-1' '^acquire rc=OK epoch=4 '
+
+# Stale leader: a leads, stalls past its lease, c takes over; a's renew must say NOT_LEADER.
+$D k8s://ns1/lease2 c a acquire:1000 sleep:2500 renew:1000 >"$TMP/a.out" &
+apid=$!
+sleep 0.2
+out=$($D k8s://ns1/lease2 c c acquire:1000 sleep:1200 acquire:1000)
+wait $apid
+expect "c takes over an expired lease" "$out" '^open' '^acquire rc=EBUSY holder=a epoch=1' '^sleep' \
+    '^acquire rc=OK epoch=2 '
+expect "stale a: renew -> NOT_LEADER" "$(cat "$TMP/a.out")" '^open' '^acquire rc=OK epoch=1' '^sleep' \
+    '^renew rc=NOT_LEADER .*held by "c" \(epoch 2\)'
+
+# Three candidates create the same Lease at once: exactly one wins.
+pids=()
+for i in 1 2 3; do
+    $D k8s://ns1/race c n$i acquire:2000 >"$TMP/race$i" &
+    pids+=($!)
+done
+wait "${pids[@]}"
+wins=$(cat "$TMP"/race? | grep -c 'acquire rc=OK epoch=1 ')
+busy=$(cat "$TMP"/race? | grep -c 'acquire rc=EBUSY holder=n[123] epoch=1')
+[ "$wins" = 1 ] && [ "$busy" = 2 ] && echo "ok   create race: 1 winner, 2 busy" ||
+    { echo "FAIL create race: wins=$wins busy=$busy"; cat "$TMP"/race?; fails=$((fails + 1)); }
+
+# Watch: a waits up to 3 s; b releases after ~0.3 s; a must wake well before 3 s.
+$D k8s://ns1/w c b acquire:2000 >/dev/null
+$D k8s://ns1/w c a holder wait:3000 >"$TMP/w.out" &
+wpid=$!
+sleep 0.3
+curl -s --cacert "$K8S_DIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" -X PUT \
+    -d "$(k8s_lease_json ns1 w | python3 -c 'import json,sys; l=json.load(sys.stdin); l["spec"]["holderIdentity"]="z"; print(json.dumps(l))')" \
+    "https://127.0.0.1:$K8S_PORT/apis/coordination.k8s.io/v1/namespaces/ns1/leases/w" >/dev/null
+wait $wpid
+wms=$(sed -n 's/^wait rc=OK ms=\([0-9]*\).*/\1/p' "$TMP/w.out")
+[ -n "$wms" ] && [ "$wms" -lt 2000 ] && echo "ok   watch wakes on change (${wms} ms)" ||
+    { echo "FAIL watch: $(cat "$TMP/w.out")"; fails=$((fails + 1)); }
+
+# Default lease name from the cluster id when the URI names none.
+out=$($D k8s:// My_Cluster a acquire:2000)
+expect "k8s:// -> crescent-<cluster> in the kubeconfig namespace" "$out" '^open rc=OK' '^acquire rc=OK epoch=1'
+k8s_lease_json crescent-test crescent-my-cluster | grep -q '"holderIdentity": "a"' &&
+    echo "ok   lease crescent-test/crescent-my-cluster" || { echo "FAIL default lease name"; fails=$((fails + 1)); }
+
+# Wrong token: one clear error at open.
+k8s_write_kubeconfig "$TMP/bad.kc" wrong-token
+out=$(KUBECONFIG=$TMP/bad.kc $D $U c a acquire:2000; echo "exit=$?")
+expect "wrong token" "$out" '^open rc=AUTH err=kubernetes API: 401 Unauthorized: check the service-account token' '^exit=2$'
+
+# In-cluster service account (token, ca.crt, namespace files) instead of a kubeconfig.
+mkdir -p "$TMP/sa"
+printf '%s\n' "$K8S_TOKEN" >"$TMP/sa/token"
+cp "$K8S_DIR/ca.crt" "$TMP/sa/ca.crt"
+printf 'sa-ns\n' >"$TMP/sa/namespace"
+out=$(env -u KUBECONFIG HOME=$TMP KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$K8S_PORT \
+    CRESCENT_K8S_SA_DIR=$TMP/sa $D k8s://salease c a acquire:2000)
+expect "in-cluster service account" "$out" '^open rc=OK' '^acquire rc=OK epoch=1'
+k8s_lease_json sa-ns salease | grep -q '"namespace": "sa-ns"' && echo "ok   namespace from the service account" ||
+    { echo "FAIL in-cluster namespace"; fails=$((fails + 1)); }
+
+# Inline certificate-authority-data instead of a CA file.
+sed "s|certificate-authority: .*|certificate-authority-data: $(base64 -w0 "$K8S_DIR/ca.crt")|" \
+    "$KUBECONFIG" >"$TMP/inline.kc"
+out=$(KUBECONFIG=$TMP/inline.kc $D k8s://ns1/inl c a acquire:2000)
+expect "certificate-authority-data" "$out" '^open rc=OK' '^acquire rc=OK epoch=1'
+
+# A CA that did not sign the server certificate: TLS verification error, not a hang.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$TMP/o.key" \
+    -out "$TMP/other.crt" -days 1 -subj /CN=other 2>/dev/null
+sed "s|certificate-authority: .*|certificate-authority: $TMP/other.crt|" "$KUBECONFIG" >"$TMP/other.kc"
+out=$(KUBECONFIG=$TMP/other.kc $D $U c a holder)
+expect "wrong CA" "$out" '^open rc=AUTH err=.*TLS verification failed'
+
+# Outage (503): the holder's renew fails fast with UNREACHABLE; after it, b sees the lease.
+$D k8s://ns1/out c a acquire:2000 sleep:400 renew:2000 sleep:300 renew:2000 >"$TMP/o.out" &
+opid=$!
+sleep 0.2
+k8s_outage
+sleep 0.4
+k8s_outage
+wait $opid
+expect "503 outage: renew UNREACHABLE, then OK" "$(cat "$TMP/o.out")" '^open' '^acquire rc=OK' '^sleep' \
+    '^renew rc=UNREACHABLE .*err=kubernetes API: 503' '^sleep' '^renew rc=OK'
+
+# Hanging API server: every call returns within the 2 s operation budget.
+k8s_env_stop
+k8s_env_start "$TMP/env2" hang || exit 1
+$D k8s://ns1/hang c a acquire:2000 sleep:300 renew:2000 >"$TMP/h.out" &
+hpid=$!
+sleep 0.15
+k8s_outage
+wait $hpid
+k8s_outage
+hms=$(sed -n 's/^renew rc=UNREACHABLE ms=\([0-9]*\).*/\1/p' "$TMP/h.out")
+[ -n "$hms" ] && [ "$hms" -ge 1900 ] && [ "$hms" -le 2600 ] && echo "ok   hanging API: renew gives up after ${hms} ms" ||
+    { echo "FAIL hang: $(cat "$TMP/h.out")"; fails=$((fails + 1)); }
+
+[ $fails -eq 0 ] && echo "k8s backend: all checks passed" || echo "k8s backend: $fails checks failed"
+[ $fails -eq 0 ]
