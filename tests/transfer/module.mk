@@ -30,3 +30,4 @@ $(BUILD)/fuzz/fuzz_xfer_wire: tests/fuzz/fuzz_xfer_wire.c transfer/core/xfer_wir
 	    -fno-sanitize-recover=undefined -o $@ $^ -pthread
 FUZZ_TARGETS += $(BUILD)/fuzz/fuzz_xfer_desc $(BUILD)/fuzz/fuzz_xfer_wire
 endif
+TEST_SCRIPTS += tests/transfer/test_bench_transfer.sh
