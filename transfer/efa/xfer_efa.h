@@ -108,10 +108,12 @@ struct xfer_efa_domain {
     struct xfer_efa_op inflight; /* list head (sentinel) */
     struct xfer_efa_op *free_ops;
     atomic_long n_inflight;
+    atomic_int pollers; /* submitters polling inline: the progress thread stays out of the way */
 
     pthread_t thread;
     int thread_started;
     int no_wait; /* the CQ has no wait object: poll with short sleeps */
+    int wait_fd; /* FI_WAIT_FD descriptor of the CQ, or -1 (then fi_cq_sread) */
     atomic_int stop;
 
     /* Warmup scratch: a small registered local buffer fi_read lands in. */

@@ -9,8 +9,10 @@
 #include "common/fmacros.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/cm_errno.h"
 #include "common/cm_log.h"
@@ -28,10 +30,20 @@
 int xfer_efa__cq_open(struct xfer_efa_domain *d) {
     struct fi_cq_attr attr = {
         .format = FI_CQ_FORMAT_CONTEXT,
-        .wait_obj = FI_WAIT_UNSPEC,
+        .wait_obj = FI_WAIT_FD,
         .size = d->efa->cfg.cq_size,
     };
+    /* Preferred: a file descriptor we poll ourselves after fi_trywait, so an idle progress
+     * thread holds no provider lock while it sleeps (fi_cq_sread would, and a submitter polling
+     * inline would queue behind it). */
+    d->wait_fd = -1;
     int rc = fi_cq_open(d->domain, &attr, &d->cq, NULL);
+    if (rc == 0 && fi_control(&d->cq->fid, FI_GETWAIT, &d->wait_fd) != 0)
+        d->wait_fd = -1;
+    if (rc == -FI_ENOSYS || rc == -FI_EINVAL) {
+        attr.wait_obj = FI_WAIT_UNSPEC;
+        rc = fi_cq_open(d->domain, &attr, &d->cq, NULL);
+    }
     if (rc == -FI_ENOSYS || rc == -FI_EINVAL) {
         attr.wait_obj = FI_WAIT_NONE; /* providers without wait objects: poll only */
         rc = fi_cq_open(d->domain, &attr, &d->cq, NULL);
@@ -167,13 +179,28 @@ static void *xfer_efa_progress_main(void *arg) {
         ssize_t n;
         int busy = d->efa->cfg.busy_poll &&
                    (atomic_load_explicit(&d->n_inflight, memory_order_acquire) > 0 || idle < 64);
-        if (busy || d->no_wait) {
+        if (atomic_load_explicit(&d->pollers, memory_order_acquire) > 0) {
+            struct timespec ts = {0, 20000}; /* a submitter reaps its own completions */
+            nanosleep(&ts, NULL);
+            n = 0;
+        } else if (busy || d->no_wait) {
             n = xfer_efa__cq_drive(d);
             idle = n > 0 ? 0 : idle + 1;
             if (n == 0 && d->no_wait && idle > 64)
                 cm_sleep_ms(1);
             else if (n == 0 && idle > 16)
                 sched_yield();
+        } else if (d->wait_fd >= 0) {
+            n = xfer_efa__cq_drive(d);
+            if (n > 0) {
+                idle = 0;
+            } else {
+                struct fid *fids[1] = {&d->cq->fid};
+                if (fi_trywait(d->fabric, fids, 1) == FI_SUCCESS) {
+                    struct pollfd p = {.fd = d->wait_fd, .events = POLLIN};
+                    poll(&p, 1, XFER_EFA_IDLE_WAIT_MS);
+                }
+            }
         } else {
             n = fi_cq_sread(d->cq, ent, XFER_EFA_CQ_BATCH, NULL, XFER_EFA_IDLE_WAIT_MS);
             if (n > 0) {

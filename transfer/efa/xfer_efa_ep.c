@@ -189,6 +189,8 @@ int xfer_efa__submit(struct xfer_transport *tp, struct xfer_task **tasks, size_t
      * this thread saves the hand-off through the progress thread and the waiter's wake-up. */
     if (efa->cfg.inline_poll_ns) {
         uint64_t end = cm_mono_ns() + efa->cfg.inline_poll_ns;
+        for (int d = 0; d < efa->n_dom; d++)
+            atomic_fetch_add(&efa->dom[d].pollers, 1);
         for (;;) {
             long busy = 0;
             for (int d = 0; d < efa->n_dom; d++) {
@@ -200,6 +202,8 @@ int xfer_efa__submit(struct xfer_transport *tp, struct xfer_task **tasks, size_t
             if (busy == 0 || cm_mono_ns() >= end)
                 break;
         }
+        for (int d = 0; d < efa->n_dom; d++)
+            atomic_fetch_sub(&efa->dom[d].pollers, 1);
     }
     return 0;
 }
