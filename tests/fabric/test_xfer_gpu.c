@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cm_errno.h"
 #include "transfer/core/xfer_pinned.h"
 #include "transfer/xfer_int.h"
 
@@ -144,6 +145,28 @@ Test(gpu, fake_runtime_pinned_and_fallback) {
     cr_assert_eq(st.frees, 1);
     xfer_pinned_pool_destroy(p);
 }
+
+#ifdef XFER_HAVE_FABRIC
+/* Device memory is registered with fabric only where the provider has FI_HMEM (not tcp). */
+Test(gpu, fabric_refuses_device_memory_without_hmem) {
+    setenv("XFER_CUDART_LIB", FAKE_CUDART, 1);
+    cr_assert_eq(xfer__cuda_init(), 1);
+    void *(*dmalloc)(size_t, int) = (void *(*)(size_t, int))fake_sym("fake_cuda_malloc");
+    struct xfer_engine *eng;
+    cr_assert_eq(xfer_engine_create(NULL, &eng), 0);
+    if (xfer_engine_install(eng, "fabric", NULL) != 0) {
+        xfer_engine_destroy(eng);
+        cr_skip_test("no tcp;ofi_rxm provider");
+    }
+    char *dev = dmalloc(1 << 20, 0);
+    static char host[1 << 16];
+    int rc = xfer_engine_register(eng, dev, 1 << 20, "*", XFER_REG_REMOTE);
+    cr_assert_eq(rc, -CM_ENOT_SUPPORTED, "register device memory: %d", rc);
+    cr_assert_eq(xfer_engine_register(eng, host, sizeof(host), "*", XFER_REG_REMOTE), 0);
+    xfer_engine_unregister(eng, host);
+    xfer_engine_destroy(eng);
+}
+#endif
 
 Test(gpu, fake_runtime_without_devices) {
     setenv("XFER_CUDART_LIB", FAKE_CUDART, 1);
