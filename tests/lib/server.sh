@@ -7,8 +7,9 @@
 # translated: --memory M becomes --maxmemory M --maxmemory-policy allkeys-lru, options redis
 # does not know (--threads, --eviction_*) are dropped, the rest is passed through.
 # After start_server: SERVER_PORT, SERVER_PID, SERVER_LOG, SERVER_DIR describe the last server.
-# On exit every started server is stopped; its log is printed when the test failed, and a
-# sanitizer report found in any log turns the exit status into a failure.
+# On exit every started server is stopped with SIGTERM; its log is printed when the test failed.
+# A sanitizer report in any log, or a server that crashed (died by a signal other than SIGTERM)
+# or did not exit within 10 s, turns the exit status into a failure.
 
 : "${CRESCENT_BUILD:=$(pwd)/build}"
 : "${CRESCENT_TEST_SERVER:=crescent}"
@@ -103,17 +104,24 @@ start_server() {
     SERVER_DIR=$dir
 }
 
-# Stops the server with the given pid: SIGTERM, then SIGKILL after 10 s.
+# Stops the server with the given pid: SIGTERM, then SIGKILL after 10 s (under sanitizers
+# the exit can take a while). Prints nothing; returns the server's exit status as `wait`
+# reports it (128+N for a death by signal N), or 124 when it needed SIGKILL.
 stop_server() {
-    local pid=$1 i
-    kill -TERM "$pid" 2>/dev/null || return 0
+    local pid=$1 i rc
+    kill -TERM "$pid" 2>/dev/null
     for ((i = 0; i < 100; i++)); do
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
-    kill -KILL "$pid" 2>/dev/null
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        return 124
+    fi
     wait "$pid" 2>/dev/null
-    return 0
+    rc=$?
+    return $rc
 }
 
 # cli ARGS...: redis-cli against the last started server.
@@ -142,9 +150,24 @@ assert_server_alive() {
 }
 
 srv_cleanup() {
-    local rc=$? i log
+    local rc=$? i log src
     for i in "${!SRV_PIDS[@]}"; do
         stop_server "${SRV_PIDS[$i]}"
+        src=$?
+        # 0: clean exit on SIGTERM; 143: killed by the SIGTERM itself (no handler). Anything
+        # else (a crash now or earlier, a hang) fails the test.
+        if [ $src -ne 0 ] && [ $src -ne 143 ]; then
+            if [ $src -eq 124 ]; then
+                echo "FAIL: server ${SRV_PIDS[$i]} did not exit within 10 s of SIGTERM"
+            elif [ $src -gt 128 ]; then
+                echo "FAIL: server ${SRV_PIDS[$i]} died by signal $((src - 128))" \
+                    "($(kill -l $((src - 128)) 2>/dev/null))"
+            else
+                echo "FAIL: server ${SRV_PIDS[$i]} exited with status $src"
+            fi
+            [ "$rc" -eq 0 ] && rc=1
+            [ "$rc" -eq 77 ] && rc=1
+        fi
     done
     for log in "${SRV_LOGS[@]}"; do
         if grep -qE '^(SUMMARY|==[0-9]+==ERROR): .*Sanitizer|runtime error:' "$log"; then
