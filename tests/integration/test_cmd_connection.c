@@ -323,15 +323,13 @@ Test(connection, client_list_and_info) {
     it_close(c2);
 }
 
-static char *client_addr(redisContext *c) {
-    redisReply *r = redisCommand(c, "CLIENT INFO");
-    cr_assert(r != NULL && r->type == REDIS_REPLY_STRING);
+static void client_addr(redisContext *c, char *out, size_t cap) {
+    redisReply *r = it_cmd(c, "CLIENT INFO");
+    cr_assert(r->type == REDIS_REPLY_STRING);
     const char *a = strstr(r->str, "addr=");
     cr_assert_not_null(a);
     a += 5;
-    char *out = strndup(a, strcspn(a, " "));
-    freeReplyObject(r);
-    return out;
+    snprintf(out, cap, "%.*s", (int)strcspn(a, " "), a);
 }
 
 Test(connection, client_kill) {
@@ -344,20 +342,19 @@ Test(connection, client_kill) {
     IT_ERR("ERR client-id should be greater than 0", it_c, "CLIENT KILL ID x");
 
     redisContext *c3 = it_connect(&it_srv);
-    char *addr = client_addr(c3);
+    char addr[64];
+    client_addr(c3, addr, sizeof(addr));
     IT_INT(1, it_c, "CLIENT KILL ADDR %s", addr);
     cr_assert_null(redisCommand(c3, "PING"));
     it_close(c3);
     IT_INT(0, it_c, "CLIENT KILL ADDR %s", addr);
-    free(addr);
 
     redisContext *c4 = it_connect(&it_srv);
-    addr = client_addr(c4);
+    client_addr(c4, addr, sizeof(addr));
     IT_OK(it_c, "CLIENT KILL %s", addr); /* old form: one address argument */
     cr_assert_null(redisCommand(c4, "PING"));
     it_close(c4);
     IT_ERR("ERR No such client", it_c, "CLIENT KILL %s", addr);
-    free(addr);
     IT_STATUS("PONG", it_c, "PING");
 }
 
