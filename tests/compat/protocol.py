@@ -293,6 +293,39 @@ def test_write_all_then_read():
     print(f"ok   {n} x (SET+GET 64 KiB) written before reading")
 
 
+def test_same_key_pipeline():
+    """Replies queued on one connection keep the value they read even when later commands
+    of the same pipeline overwrite, delete or flush it (same sizes, so memory gets reused)."""
+    rnd = random.Random(11)
+    for size in (1 << 20, 8 << 20):
+        vals = [bytes([rnd.getrandbits(8)]) * 64 + rnd.randbytes(256) * (size // 256 - 1) +
+                bytes(192) for _ in range(6)]
+        req, want = b"", b""
+        for v in vals:
+            req += cmd("SET", "sk:k", v) + cmd("GET", "sk:k")
+            want += b"+OK\r\n" + bulk(v)
+        req += cmd("GET", "sk:k") + cmd("DEL", "sk:k") + cmd("GET", "sk:k")
+        want += bulk(vals[-1]) + b":1\r\n$-1\r\n"
+        req += cmd("SET", "sk:k", vals[0]) + cmd("GET", "sk:k") + cmd("FLUSHALL")
+        req += cmd("SET", "sk:k", vals[1]) + cmd("GET", "sk:k")
+        want += b"+OK\r\n" + bulk(vals[0]) + b"+OK\r\n+OK\r\n" + bulk(vals[1])
+        req += cmd("SET", "sk:k", vals[2]) + cmd("GET", "sk:k") + cmd("APPEND", "sk:k", "xy")
+        req += cmd("SETRANGE", "sk:k", 0, vals[3][:4096]) + cmd("GET", "sk:k")
+        want += b"+OK\r\n" + bulk(vals[2]) + b":%d\r\n:%d\r\n" % (size + 2, size + 2)
+        want += bulk(vals[3][:4096] + vals[2][4096:] + b"xy")
+        s = connect()
+        s.settimeout(120)
+        s.sendall(req)
+        got = read_exact(s, len(want))
+        if got != want:
+            i = next(i for i in range(len(want)) if got[i] != want[i])
+            fail(f"same-key pipeline of {size >> 20} MiB values: replies differ at byte {i} "
+                 f"of {len(want)}")
+        assert_no_more(s)
+        s.close()
+    print("ok   pipelined GET/SET/DEL/FLUSHALL/APPEND/SETRANGE of one key keep reply contents")
+
+
 def test_idle_timeout(port):
     """--timeout 1: an idle client is closed, an active one is not."""
     idle = connect(port)
@@ -386,6 +419,7 @@ def main():
     test_inline()
     test_framing()
     test_write_all_then_read()
+    test_same_key_pipeline()
     test_resp3()
     test_quit_and_half_close()
     if len(sys.argv) > 3:
