@@ -24,6 +24,7 @@ static void usage(FILE *f) {
         fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].help);
 }
 
+/* Dispatches to the subcommand named by argv[1]; exit status 2 on usage errors. */
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
