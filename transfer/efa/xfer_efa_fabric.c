@@ -249,14 +249,16 @@ static int xfer_efa_install(struct xfer_transport *tp, const char *args) {
     }
     efa->n_dom = want;
     cm_log(CM_LOG_NOTICE, "xfer",
-           "fabric: provider %s, %d domain(s) (first %s), stripe >%llu B, %s, progress %s",
+           "fabric: provider %s, %d domain(s) (first %s), stripe >%llu B, %s, progress %s, "
+           "mr_mode 0x%llx",
            pick[0]->fabric_attr->prov_name, want, pick[0]->domain_attr->name,
            (unsigned long long)efa->cfg.stripe_threshold,
            efa->cfg.delivery_complete ? "delivery-complete" : "provider completion",
            efa->cfg.busy_poll         ? "busy"
            : efa->dom[0].wait_fd >= 0 ? "fd wait"
            : efa->dom[0].no_wait      ? "poll+sleep"
-                                      : "fi_cq_sread");
+                                      : "fi_cq_sread",
+           (unsigned long long)efa->dom[0].mr_mode);
     return 0;
 fail:
     xfer_efa_uninstall(tp);
