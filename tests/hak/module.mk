@@ -1,5 +1,6 @@
 # tests/hak: the Kubernetes Lease election backend (ha/k8s) against the Lease API double
-# tests/ha/k8s_lease_server.py: a backend-level driver and crescent-elect scenarios.
+# tests/ha/k8s_lease_server.py: the backend alone through a driver (k8s_backend.sh) and
+# crescent-elect scenarios (k8s_election.py). tests/ha/chaos.sh k8s uses tests/ha/k8s_env.sh.
 ifneq ($(and $(wildcard ha/module.mk),$(wildcard ha/k8s/ha_k8s.c)),)
 HAK_DRIVER := $(BUILD)/tests/ha/k8s_driver
 
@@ -8,5 +9,5 @@ $(HAK_DRIVER): $(call objs,tests/ha/k8s_driver.c) $(BUILD)/lib/libha.a $(BUILD)/
 
 ALL_SRCS     += tests/ha/k8s_driver.c
 all: $(HAK_DRIVER)
-TEST_SCRIPTS += $(sort $(wildcard tests/ha/k8s_*.sh))
+TEST_SCRIPTS += tests/ha/k8s_backend.sh tests/ha/k8s_election.py
 endif

@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Leader election through the Kubernetes Lease backend: crescent-elect processes against the
+Lease API double (tests/ha/k8s_lease_server.py over TLS, kubeconfig with a bearer token), at
+lease 2000 ms (leaseDurationSeconds is whole seconds), renew deadline 1200 ms, retry 300 ms.
+Scenarios: one winner and growing epochs; hand-off after release (SIGTERM); three simultaneous
+candidates; stop => prompt loss; kill -9 => a running observer reads no holder after the lease
+and a standby leads within lease + retry; API outage (503, and a hanging API) => the leader
+steps down by its renew deadline; leader SIGSTOPped past the lease => a new leader, and the
+paused one steps down on SIGCONT without overlapping (checked from the until= figures); wrong
+token and unreachable API => one error line and exit 1. Exit 0 pass, 1 fail, 77 skip."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ha_harness as H  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LEASE, RENEW, RETRY = 2000, 1200, 300
+TIMINGS = ["--lease-ms", str(LEASE), "--renew-ms", str(RENEW), "--retry-ms", str(RETRY),
+           "--timeout-ms", "500", "--verbose"]
+SLACK = 400  # scheduling slack on a loaded 2-core machine, ms
+LATE = 150  # lateness allowed for a timer wake-up, ms
+NS = "crescent-test"
+
+failures = []
+all_elects = []
+
+
+def check(cond, msg):
+    print("  %s %s" % ("ok  " if cond else "FAIL", msg))
+    if not cond:
+        failures.append(msg)
+    return cond
+
+
+class K8sDouble:
+    """The Lease API double with a CA and server certificate made by the openssl CLI."""
+    kind = "k8s"
+    uri = "k8s://"  # lease crescent-<cluster> in the kubeconfig's namespace
+
+    def __init__(self, tmp, mode="503"):
+        self.dir = os.path.join(tmp, "k8s-%s" % mode)
+        self.mode = mode
+        self.token = "tok-%d" % os.getpid()
+        self.proc = None
+        self.port = None
+        self.outage = False
+
+    def start(self):
+        os.makedirs(self.dir, exist_ok=True)
+        d = self.dir
+
+        def ossl(*a):
+            subprocess.run(["openssl"] + list(a), cwd=d, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        ossl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+             "-subj", "/CN=crescent-test-ca", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        ossl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
+        with open(os.path.join(d, "server.ext"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+                    "extendedKeyUsage=serverAuth\n")
+        ossl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
+        port_file = os.path.join(d, "port")
+        log = open(os.path.join(d, "double.log"), "a")
+        self.proc = H.spawn([sys.executable, os.path.join(HERE, "k8s_lease_server.py"),
+                             "--cert", os.path.join(d, "server.crt"),
+                             "--key", os.path.join(d, "server.key"), "--token", self.token,
+                             "--port-file", port_file, "--outage", self.mode], log)
+        for _ in range(200):
+            if os.path.exists(port_file):
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError("the Lease API double exited")
+            time.sleep(0.02)
+        with open(port_file) as f:
+            self.port = int(f.read())
+        self.kubeconfig = self.write_kubeconfig("kubeconfig", self.token)
+
+    def write_kubeconfig(self, name, token, port=None):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: t\n"
+                    "clusters:\n- name: d\n  cluster:\n    server: https://127.0.0.1:%d\n"
+                    "    certificate-authority: %s\n"
+                    "contexts:\n- name: t\n  context:\n    cluster: d\n    user: u\n"
+                    "    namespace: %s\n"
+                    "users:\n- name: u\n  user:\n    token: %s\n"
+                    % (port or self.port, os.path.join(self.dir, "ca.crt"), NS, token))
+        return path
+
+    def use(self):
+        os.environ["KUBECONFIG"] = self.kubeconfig
+
+    def pause(self):
+        if not self.outage:
+            self.outage = True
+            os.kill(self.proc.pid, signal.SIGUSR1)
+
+    def resume(self):
+        if self.outage:
+            self.outage = False
+            os.kill(self.proc.pid, signal.SIGUSR1)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Ctx:
+    def __init__(self, backend, tmp):
+        self.backend = backend
+        self.tmp = tmp
+        self.n = 0
+
+    def elect(self, cluster, identity, extra=()):
+        self.n += 1
+        e = H.Elect(self.tmp, self.backend, cluster, identity, TIMINGS, extra,
+                    name="%02d-%s" % (self.n, identity))
+        all_elects.append((cluster, e))
+        return e
+
+
+def ep(ln):
+    return int(ln[2]["epoch"])
+
+
+def test_one_winner_and_epochs(c):
+    print("one candidate wins; epochs grow; hand-off after release; stop => prompt loss")
+    a = c.elect("c1", "a:1").start()
+    la = a.wait_for("LEADER", 3000)
+    if not check(la is not None, "a leads"):
+        return
+    obs = c.elect("c1", "observer", ["--observe"]).start()
+    ho = obs.wait_for("HOLDER", 3000)
+    check(ho is not None and ho[2]["leader"] == "a:1" and ep(ho) == ep(la),
+          "observer reads holder a:1 epoch %d (got %s)" % (ep(la), ho and ho[2]))
+    b = c.elect("c1", "b:1").start()
+    fb = b.wait_for("FOLLOWER", 3000)
+    check(fb is not None and fb[2]["leader"] == "a:1", "b follows a:1")
+    t_stop = H.mono_ms()
+    rc = a.term()
+    check(rc == 0, "a exits 0 on SIGTERM (rc=%s)" % rc)
+    sd = a.wait_for("STEPPED_DOWN", 1000)
+    check(sd is not None and sd[2].get("reason") == "stop" and sd[0] - t_stop < SLACK,
+          "a steps down (reason=stop) promptly: %s ms" % (sd and sd[0] - t_stop))
+    lb = b.wait_for("LEADER", 3000, after_ms=t_stop)
+    check(lb is not None and lb[0] - t_stop < RETRY + SLACK,
+          "b leads after the release, well before a lease: %s ms (watch)"
+          % (lb and lb[0] - t_stop))
+    check(lb is not None and ep(lb) > ep(la), "epoch grows: %d -> %s" % (ep(la), lb and ep(lb)))
+    b.term()
+    a2 = c.elect("c1", "a:1").start()
+    la2 = a2.wait_for("LEADER", 3000)
+    check(la2 is not None and lb is not None and ep(la2) > ep(lb),
+          "epoch grows when a:1 comes back after b's release: %s" % (la2 and ep(la2)))
+    a2.term()
+    time.sleep(0.2)
+    eps = [int(ln[2]["epoch"]) for ln in obs.lines() if ln[1] == "HOLDER"]
+    check(eps == sorted(eps) and len(set(eps)) >= 3,
+          "the observer saw epochs %s in order" % sorted(set(eps)))
+    obs.term()
+
+
+def test_three_candidates(c):
+    print("three simultaneous candidates => exactly one winner")
+    es = [c.elect("c3", "n%d:1" % i) for i in range(3)]
+    for e in es:
+        e.start()
+    time.sleep((LEASE + SLACK) / 1000.0)
+    leaders = [e for e in es if any(ln[1] == "LEADER" for ln in e.lines())]
+    check(len(leaders) == 1, "exactly one LEADER among 3 (got %d)" % len(leaders))
+    if len(leaders) == 1:
+        win = leaders[0].identity
+        others = [e for e in es if e is not leaders[0]]
+        check(all(any(ln[1] == "FOLLOWER" and ln[2]["leader"] == win for ln in e.lines())
+                  for e in others), "both others report FOLLOWER leader=%s" % win)
+    for e in es:
+        e.term()
+
+
+def test_kill9(c):
+    print("leader kill -9: the lease reads as no holder after expiry; standby leads in "
+          "lease + retry")
+    a = c.elect("c4", "a:1").start()
+    if not check(a.wait_for("LEADER", 3000) is not None, "a leads"):
+        return
+    obs = c.elect("c4", "observer", ["--observe"]).start()
+    check(obs.wait_for("HOLDER", 3000, pred=lambda ln: ln[2]["leader"] == "a:1") is not None,
+          "observer sees a:1")
+    time.sleep(0.3)
+    t_kill = H.mono_ms()
+    a.kill9()
+    # Expiry is judged by the observer's own clock since the Lease last changed (client-go).
+    ho = obs.wait_for("HOLDER", LEASE + RETRY + 2 * SLACK, after_ms=t_kill,
+                      pred=lambda ln: ln[2]["leader"] == "-")
+    took = ho[0] - t_kill if ho else None
+    check(ho is not None and LEASE - RETRY - 100 <= took <= LEASE + RETRY + SLACK,
+          "observer reads no holder %s ms after kill -9 (lease %d)" % (took, LEASE))
+    obs.term()
+    a = c.elect("c4", "a:2").start()
+    la = a.wait_for("LEADER", 3000)
+    if not check(la is not None, "a:2 leads"):
+        return
+    b = c.elect("c4", "b:2").start()
+    check(b.wait_for("FOLLOWER", 3000) is not None, "b:2 follows")
+    time.sleep(0.3)
+    t_kill = H.mono_ms()
+    a.kill9()
+    lb = b.wait_for("LEADER", LEASE + RETRY + 2 * SLACK, after_ms=t_kill)
+    took = lb[0] - t_kill if lb else None
+    check(lb is not None and took <= LEASE + RETRY + SLACK,
+          "standby leads %s ms after kill -9 (bound %d + slack)" % (took, LEASE + RETRY))
+    check(lb is not None and ep(lb) == ep(la) + 1, "epoch %d -> %s" % (ep(la), lb and ep(lb)))
+    b.term()
+
+
+def test_backend_down(c, backend, cluster):
+    print("API %s outage => the leader steps down by its renew deadline" % backend.mode)
+    a = c.elect(cluster, "a:1").start()
+    la = a.wait_for("LEADER", 3000)
+    if not check(la is not None, "a leads"):
+        return
+    time.sleep(0.3)
+    t_down = H.mono_ms()
+    backend.pause()
+    sd = a.wait_for("STEPPED_DOWN", RENEW + 2 * SLACK, after_ms=t_down)
+    backend.resume()
+    if not check(sd is not None, "a steps down while the API is down"):
+        return
+    until = max(int(ln[2]["until"]) for ln in a.lines()
+                if ln[1] in ("LEADER", "RENEWED") and ln[0] <= sd[0])
+    check(sd[2].get("reason") == "renew_deadline", "reason=renew_deadline (%s)" % sd[2])
+    check(sd[0] <= until + LATE, "stepped down at %d, by its until %d (+%d ms)"
+          % (sd[0], until, LATE))
+    check(sd[0] - t_down <= RENEW + LATE, "within the renew deadline of the outage: %d ms"
+          % (sd[0] - t_down))
+    la2 = a.wait_for("LEADER", 2 * LEASE + SLACK, after_ms=sd[0])
+    check(la2 is not None and ep(la2) > ep(la), "a leads again once the API is back "
+          "(epoch %d -> %s)" % (ep(la), la2 and ep(la2)))
+    a.term()
+
+
+def test_sigstop(c):
+    print("leader SIGSTOPped longer than the lease: a new leader; no overlap after SIGCONT")
+    a = c.elect("c6", "a:1").start()
+    if not check(a.wait_for("LEADER", 3000) is not None, "a leads"):
+        return
+    b = c.elect("c6", "b:1").start()
+    check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
+    time.sleep(0.3)
+    t_stop = H.mono_ms()
+    a.signal(signal.SIGSTOP)
+    lb = b.wait_for("LEADER", LEASE + RETRY + 2 * SLACK, after_ms=t_stop)
+    check(lb is not None, "b leads while a is stopped (%s ms)" % (lb and lb[0] - t_stop))
+    time.sleep(0.5)
+    t_cont = H.mono_ms()
+    a.signal(signal.SIGCONT)
+    sd = a.wait_for("STEPPED_DOWN", 2000, after_ms=t_stop)
+    check(sd is not None and sd[2].get("reason") in ("renew_deadline", "lease_lost")
+          and sd[0] - t_cont < SLACK,
+          "a steps down %s ms after SIGCONT (%s)" % (sd and sd[0] - t_cont, sd and sd[2]))
+    check(not any(ln[1] == "RENEWED" and ln[0] >= t_cont for ln in a.lines()),
+          "a never renews after SIGCONT")
+    ua = max(int(ln[2]["until"]) for ln in a.lines() if ln[1] in ("LEADER", "RENEWED"))
+    check(lb is not None and ua <= lb[0], "a's last until %d <= b's LEADER at %s" %
+          (ua, lb and lb[0]))
+    time.sleep(0.3)
+    a.term()
+    b.term()
+
+
+def run_elect_once(extra_env, timeout=8):
+    """Runs crescent-elect expecting it to fail at start: (rc, stderr lines, seconds)."""
+    t0 = time.time()
+    env = dict(os.environ, **extra_env)
+    p = subprocess.run([H.ELECT, "--backend", "k8s://ns/l", "--cluster", "e", "--identity",
+                        "x:1"] + TIMINGS, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=timeout, text=True, env=env)
+    return p.returncode, p.stderr.splitlines(), time.time() - t0
+
+
+def test_errors(c, backend):
+    print("wrong token, unreachable API, bad URI: one error line and exit 1")
+    bad = backend.write_kubeconfig("bad.kc", "wrong-token")
+    rc, err, secs = run_elect_once({"KUBECONFIG": bad})
+    check(rc == 1 and len(err) == 1 and "401 Unauthorized" in err[0] and secs < 3,
+          "wrong token -> rc=%d in %.1f s: %s" % (rc, secs, err[:2]))
+    dead = backend.write_kubeconfig("dead.kc", backend.token, port=H.free_port())
+    rc, err, secs = run_elect_once({"KUBECONFIG": dead})
+    check(rc == 1 and len(err) == 1 and "unreachable" in err[0] and secs < 3,
+          "unreachable API -> rc=%d in %.1f s: %s" % (rc, secs, err[:2]))
+    t0 = time.time()
+    p = subprocess.run([H.ELECT, "--backend", "k8s://Bad_NS/x", "--cluster", "e",
+                        "--identity", "x:1"], stderr=subprocess.PIPE, text=True, timeout=8)
+    err = p.stderr.splitlines()
+    check(p.returncode == 1 and len(err) == 1 and "k8s URI" in err[0],
+          "bad namespace -> rc=%d: %s" % (p.returncode, err[:2]))
+    nocfg = {"KUBECONFIG": "", "HOME": c.tmp, "KUBERNETES_SERVICE_HOST": ""}
+    rc, err, secs = run_elect_once(nocfg)
+    check(rc == 1 and len(err) == 1 and "no configuration" in err[0],
+          "no kubeconfig and no service account -> rc=%d: %s" % (rc, err[:2]))
+
+
+def check_no_overlap():
+    by_cluster = {}
+    for cluster, e in all_elects:
+        by_cluster.setdefault(cluster, []).extend(H.intervals(e.lines(), e.name))
+    total = sum(len(v) for v in by_cluster.values())
+    bad = [p for v in by_cluster.values() for p in H.check_overlap(v, 0)]
+    check(not bad, "no overlapping leader intervals across %d terms %s" % (total, bad[:3]))
+    ebad = [p for v in by_cluster.values() for p in H.check_epochs(v)]
+    check(not ebad, "epochs grow from term to term in every cluster %s" % ebad[:3])
+
+
+def main():
+    if not shutil.which("openssl"):
+        print("skip: openssl not installed")
+        return 77
+    if not os.access(H.ELECT, os.X_OK):
+        print("missing %s" % H.ELECT)
+        return 1
+    tmp = H.TempDir("crescent-ha-k8s.")
+    ok = False
+    doubles = []
+    try:
+        t0 = time.time()
+        backend = K8sDouble(tmp.path)
+        hang = K8sDouble(tmp.path, "hang")
+        doubles = [backend, hang]
+        backend.start()
+        hang.start()
+        backend.use()
+        c = Ctx(backend, tmp.path)
+        for t in (test_one_winner_and_epochs, test_three_candidates, test_kill9, test_sigstop):
+            t(c)
+        test_backend_down(c, backend, "c5")
+        hang.use()
+        test_backend_down(c, hang, "c7")
+        backend.use()
+        test_errors(c, backend)
+        check_no_overlap()
+        san = [e.name for _, e in all_elects
+               if "Sanitizer" in e.raw() or "runtime error:" in e.raw()]
+        check(not san, "no sanitizer report in any crescent-elect log %s" % san)
+        print("k8s: %d failures in %.1f s" % (len(failures), time.time() - t0))
+        ok = not failures
+    finally:
+        H.cleanup()
+        for d in doubles:
+            d.stop()
+        if not ok:
+            for _, e in all_elects:
+                print("---- %s" % e.name)
+                print(e.raw(), end="")
+        tmp.remove()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
