@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -121,6 +122,9 @@ static void *shm_accept_main(void *arg) {
         /* Only processes of our own user may ask (the abstract namespace has no permissions). */
         struct ucred cr;
         socklen_t cl = sizeof(cr);
+        struct timeval tv = {.tv_sec = 5}; /* a stalled client cannot hold this thread */
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 && cr.uid == getuid())
             shm_serve_one(c, fd);
         close(fd);
