@@ -6,18 +6,9 @@
 #include "common/fmacros.h"
 
 #include "server/srv_db.h"
+#include "server/srv_t.h"
 
 #include <stddef.h>
-
-/* Weak defaults so the server links before the aggregate modules exist. */
-__attribute__((weak)) void srv_list_free(void *p);
-__attribute__((weak)) void srv_set_free(void *p);
-__attribute__((weak)) void srv_hash_free(void *p);
-__attribute__((weak)) void srv_zset_free(void *p);
-__attribute__((weak)) void *srv_list_dup(const void *p);
-__attribute__((weak)) void *srv_set_dup(const void *p);
-__attribute__((weak)) void *srv_hash_dup(const void *p);
-__attribute__((weak)) void *srv_zset_dup(const void *p);
 
 void srv_type_free(enum srv_type type, void *payload) {
     void (*fn)(void *) = type == SRV_TYPE_LIST   ? srv_list_free

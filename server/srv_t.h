@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Private helpers shared by the aggregate type modules (srv_t_list.c, srv_t_set.c,
+ * srv_t_hash.c, srv_t_zset.c): heap byte strings, member hashing, the typed key lookup that
+ * replies WRONGTYPE, and the payload free/dup entry points called by srv_types.c.
+ */
+#ifndef CRESCENT_SERVER_SRV_T_H
+#define CRESCENT_SERVER_SRV_T_H
+
+#include "server/srv_client.h"
+#include "server/srv_db.h"
+#include "server/srv_server.h"
+
+#include "common/cm_hash.h"
+#include "common/cm_mem.h"
+
+#include <stddef.h>
+#include <string.h>
+
+/* Seed of the member hash tables of sets, hashes and sorted sets. */
+#define SRV_T_HASH_SEED 0x6a09e667f3bcc909ull
+
+/* A heap byte string (list elements, set members): length then bytes, no terminator. */
+struct srv_t_str {
+    size_t len;
+    char p[];
+};
+
+/* Copies n bytes at p into a new string (aborts on OOM). Free with cm_free(). */
+static inline struct srv_t_str *srv_t_str_new(const char *p, size_t n) {
+    struct srv_t_str *s = cm_malloc(sizeof(*s) + n);
+    s->len = n;
+    if (n)
+        memcpy(s->p, p, n);
+    return s;
+}
+
+/* Hash of a member for the cm_ht tables of the aggregate types. */
+static inline uint64_t srv_t_hash(const char *p, size_t n) {
+    return cm_hash64(p, n, SRV_T_HASH_SEED);
+}
+
+/*
+ * Locks the shard of argv[1] into r and finds its object. When the key holds another type
+ * than type, unlocks, replies WRONGTYPE and sets *bad (the caller returns). Otherwise returns
+ * the object or NULL with the shard still locked (the caller unlocks). read = 1 counts a
+ * keyspace hit or miss, as Redis does for read lookups.
+ */
+static inline struct srv_obj *srv_t_find(struct srv_client *c, struct srv_db_ref *r,
+                                         enum srv_type type, int read, int *bad) {
+    srv_db_lock(r, c->argv[1].p, c->argv[1].len);
+    struct srv_obj *o = srv_db_find(r, srv_now_ms());
+    *bad = 0;
+    if (o && o->type != type) {
+        srv_db_unlock(r);
+        srv_reply_error(c, SRV_ERR_WRONGTYPE);
+        *bad = 1;
+        return NULL;
+    }
+    if (read)
+        srv_db_count_hit(o != NULL);
+    return o;
+}
+
+/*
+ * Payload entry points for srv_types.c: free a payload and everything it owns, or build a
+ * deep copy. Payloads are only touched under their key's shard lock (or by the last owner).
+ */
+void srv_list_free(void *p);
+void *srv_list_dup(const void *p);
+void srv_set_free(void *p);
+void *srv_set_dup(const void *p);
+void srv_hash_free(void *p);
+void *srv_hash_dup(const void *p);
+void srv_zset_free(void *p);
+void *srv_zset_dup(const void *p);
+
+#endif

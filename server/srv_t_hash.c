@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The hash type and its commands: HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS HSTRLEN
+ * HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT. A hash is a cm_ht of fields; each field node holds
+ * the field bytes inline and points to its value (a separate heap string, replaced on update).
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_client.h"
+#include "server/srv_cmd.h"
+#include "server/srv_db.h"
+#include "server/srv_reply.h"
+#include "server/srv_server.h"
+#include "server/srv_t.h"
+
+#include "common/cm_ht.h"
+#include "common/cm_mem.h"
+#include "common/cm_util.h"
+#include "redis-compat/resp_write.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+struct srv_hash {
+    struct cm_ht ht;
+};
+
+struct srv_hfield {
+    struct cm_ht_node node; /* first: the node pointer is the field pointer */
+    struct srv_t_str *val;
+    size_t flen;
+    char f[];
+};
+
+static int srv_hfield_eq(const struct cm_ht_node *n, const void *key, size_t klen) {
+    const struct srv_hfield *h = (const struct srv_hfield *)n;
+    return h->flen == klen && memcmp(h->f, key, klen) == 0;
+}
+
+static struct srv_hash *srv_hash_new(void) {
+    struct srv_hash *h = cm_malloc(sizeof(*h));
+    cm_ht_init(&h->ht, 4);
+    return h;
+}
+
+static struct srv_hfield *srv_hash_find(const struct srv_hash *h, const char *f, size_t n) {
+    return (struct srv_hfield *)cm_ht_find(&h->ht, srv_t_hash(f, n), f, n, srv_hfield_eq);
+}
+
+/*
+ * Sets field f to value v (copied). Returns 1 when the field was created, 0 when updated;
+ * with nx = 1 an existing field is left alone (returns 0).
+ */
+static int srv_hash_set(struct srv_hash *h, const char *f, size_t fn, const char *v, size_t vn,
+                        int nx) {
+    uint64_t hv = srv_t_hash(f, fn);
+    struct srv_hfield *e = (struct srv_hfield *)cm_ht_find(&h->ht, hv, f, fn, srv_hfield_eq);
+    if (e) {
+        if (!nx) {
+            cm_free(e->val);
+            e->val = srv_t_str_new(v, vn);
+        }
+        return 0;
+    }
+    e = cm_malloc(sizeof(*e) + fn);
+    e->node.hash = hv;
+    e->flen = fn;
+    if (fn)
+        memcpy(e->f, f, fn);
+    e->val = srv_t_str_new(v, vn);
+    cm_ht_insert(&h->ht, &e->node);
+    return 1;
+}
+
+static void srv_hfield_destroy(struct cm_ht_node *n, void *arg) {
+    (void)arg;
+    struct srv_hfield *e = (struct srv_hfield *)n;
+    cm_free(e->val);
+    cm_free(e);
+}
+
+void srv_hash_free(void *p) {
+    struct srv_hash *h = p;
+    cm_ht_clear(&h->ht, srv_hfield_destroy, NULL);
+    cm_ht_fini(&h->ht);
+    cm_free(h);
+}
+
+void *srv_hash_dup(const void *p) {
+    const struct srv_hash *h = p;
+    struct srv_hash *n = srv_hash_new();
+    size_t i;
+    struct cm_ht_node *node, *tmp;
+    cm_ht_foreach_node(&h->ht, i, node, tmp) {
+        const struct srv_hfield *e = (const struct srv_hfield *)node;
+        srv_hash_set(n, e->f, e->flen, e->val->p, e->val->len, 0);
+    }
+    return n;
+}
+
+/*
+ * Finds the hash at argv[1] for writing, creating (and linking) an empty one when absent.
+ * Returns NULL after replying WRONGTYPE (shard unlocked); otherwise the shard stays locked.
+ */
+static struct srv_obj *srv_hash_lookup_create(struct srv_client *c, struct srv_db_ref *r) {
+    int bad;
+    struct srv_obj *o = srv_t_find(c, r, SRV_TYPE_HASH, 0, &bad);
+    if (bad)
+        return NULL;
+    if (!o) {
+        o = srv_obj_create_agg(c->argv[1].p, c->argv[1].len, SRV_TYPE_HASH, srv_hash_new());
+        srv_db_insert(r, o);
+    }
+    return o;
+}
+
+/* ---------------------------------------------------------------- writes */
+
+/* HSET (reply = number created) and HMSET (reply = OK). */
+static void srv_hset_generic(struct srv_client *c, int hmset) {
+    if (c->argc % 2 != 0) {
+        srv_reply_wrong_arity(c, hmset ? "hmset" : "hset");
+        return;
+    }
+    struct srv_db_ref r;
+    struct srv_obj *o = srv_hash_lookup_create(c, &r);
+    if (!o)
+        return;
+    long long created = 0;
+    for (int i = 2; i < c->argc; i += 2)
+        created += srv_hash_set(o->payload, c->argv[i].p, c->argv[i].len, c->argv[i + 1].p,
+                                c->argv[i + 1].len, 0);
+    srv_db_touch(o);
+    srv_db_unlock(&r);
+    if (hmset)
+        srv_reply_ok(c);
+    else
+        resp_add_int(&c->out, created);
+}
+
+void rc_hset_command(struct srv_client *c) {
+    srv_hset_generic(c, 0);
+}
+
+void rc_hmset_command(struct srv_client *c) {
+    srv_hset_generic(c, 1);
+}
+
+void rc_hsetnx_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    struct srv_obj *o = srv_hash_lookup_create(c, &r);
+    if (!o)
+        return;
+    int created =
+        srv_hash_set(o->payload, c->argv[2].p, c->argv[2].len, c->argv[3].p, c->argv[3].len, 1);
+    if (created)
+        srv_db_touch(o);
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, created);
+}
+
+void rc_hdel_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 0, &bad);
+    if (bad)
+        return;
+    long long removed = 0;
+    if (o) {
+        struct srv_hash *h = o->payload;
+        for (int i = 2; i < c->argc && cm_ht_count(&h->ht); i++) {
+            struct srv_hfield *e = srv_hash_find(h, c->argv[i].p, c->argv[i].len);
+            if (e) {
+                cm_ht_remove(&h->ht, &e->node);
+                srv_hfield_destroy(&e->node, NULL);
+                removed++;
+            }
+        }
+        if (cm_ht_count(&h->ht) == 0)
+            srv_db_unlink(&r, o);
+        else if (removed)
+            srv_db_touch(o);
+    }
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, removed);
+}
+
+void rc_hincrby_command(struct srv_client *c) {
+    long long incr, cur = 0;
+    if (srv_arg_ll(c, 3, &incr, NULL) < 0)
+        return;
+    struct srv_db_ref r;
+    struct srv_obj *o = srv_hash_lookup_create(c, &r);
+    if (!o)
+        return;
+    struct srv_hfield *e = srv_hash_find(o->payload, c->argv[2].p, c->argv[2].len);
+    const char *err = NULL;
+    if (e && cm_str2ll(e->val->p, e->val->len, &cur) != 0)
+        err = "ERR hash value is not an integer";
+    else if ((incr < 0 && cur < 0 && incr < LLONG_MIN - cur) ||
+             (incr > 0 && cur > 0 && incr > LLONG_MAX - cur))
+        err = "ERR increment or decrement would overflow";
+    if (err) {
+        if (cm_ht_count(&((struct srv_hash *)o->payload)->ht) == 0)
+            srv_db_unlink(&r, o);
+        srv_db_unlock(&r);
+        srv_reply_error(c, err);
+        return;
+    }
+    cur += incr;
+    char buf[CM_LL_STR_SIZE];
+    int n = cm_ll2str(buf, sizeof(buf), cur);
+    srv_hash_set(o->payload, c->argv[2].p, c->argv[2].len, buf, (size_t)n, 0);
+    srv_db_touch(o);
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, cur);
+}
+
+void rc_hincrbyfloat_command(struct srv_client *c) {
+    long double incr, cur = 0;
+    if (cm_str2ld(c->argv[3].p, c->argv[3].len, &incr) != 0) {
+        srv_reply_error(c, "ERR value is not a valid float");
+        return;
+    }
+    if (isnan(incr) || isinf(incr)) {
+        srv_reply_error(c, "ERR value is NaN or Infinity");
+        return;
+    }
+    struct srv_db_ref r;
+    struct srv_obj *o = srv_hash_lookup_create(c, &r);
+    if (!o)
+        return;
+    struct srv_hfield *e = srv_hash_find(o->payload, c->argv[2].p, c->argv[2].len);
+    const char *err = NULL;
+    if (e && cm_str2ld(e->val->p, e->val->len, &cur) != 0)
+        err = "ERR hash value is not a float";
+    else if (isnan(cur + incr) || isinf(cur + incr))
+        err = "ERR increment would produce NaN or Infinity";
+    if (err) {
+        if (cm_ht_count(&((struct srv_hash *)o->payload)->ht) == 0)
+            srv_db_unlink(&r, o);
+        srv_db_unlock(&r);
+        srv_reply_error(c, err);
+        return;
+    }
+    char buf[CM_LD_STR_SIZE];
+    int n = cm_ld2str(buf, sizeof(buf), cur + incr);
+    srv_hash_set(o->payload, c->argv[2].p, c->argv[2].len, buf, (size_t)n, 0);
+    srv_db_touch(o);
+    srv_db_unlock(&r);
+    resp_add_bulk(&c->out, buf, (size_t)n);
+}
+
+/* ---------------------------------------------------------------- reads */
+
+void rc_hget_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 1, &bad);
+    if (bad)
+        return;
+    const struct srv_hfield *e = o ? srv_hash_find(o->payload, c->argv[2].p, c->argv[2].len) : NULL;
+    if (e)
+        resp_add_bulk(&c->out, e->val->p, e->val->len);
+    else
+        resp_add_null(&c->out, c->proto);
+    srv_db_unlock(&r);
+}
+
+void rc_hmget_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 1, &bad);
+    if (bad)
+        return;
+    resp_add_array_hdr(&c->out, c->argc - 2);
+    for (int i = 2; i < c->argc; i++) {
+        const struct srv_hfield *e =
+            o ? srv_hash_find(o->payload, c->argv[i].p, c->argv[i].len) : NULL;
+        if (e)
+            resp_add_bulk(&c->out, e->val->p, e->val->len);
+        else
+            resp_add_null(&c->out, c->proto);
+    }
+    srv_db_unlock(&r);
+}
+
+/* HLEN (what = 0), HEXISTS (1), HSTRLEN (2): integer replies. */
+static void srv_hash_int_reply(struct srv_client *c, int what) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 1, &bad);
+    if (bad)
+        return;
+    long long v = 0;
+    if (o && what == 0) {
+        v = (long long)cm_ht_count(&((struct srv_hash *)o->payload)->ht);
+    } else if (o) {
+        const struct srv_hfield *e = srv_hash_find(o->payload, c->argv[2].p, c->argv[2].len);
+        v = !e ? 0 : what == 1 ? 1 : (long long)e->val->len;
+    }
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, v);
+}
+
+void rc_hlen_command(struct srv_client *c) {
+    srv_hash_int_reply(c, 0);
+}
+
+void rc_hexists_command(struct srv_client *c) {
+    srv_hash_int_reply(c, 1);
+}
+
+void rc_hstrlen_command(struct srv_client *c) {
+    srv_hash_int_reply(c, 2);
+}
+
+#define SRV_H_KEYS 1
+#define SRV_H_VALS 2
+
+/* HGETALL (keys and values, a map), HKEYS, HVALS (arrays). */
+static void srv_hash_dump(struct srv_client *c, int what) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 1, &bad);
+    if (bad)
+        return;
+    long n = o ? (long)cm_ht_count(&((struct srv_hash *)o->payload)->ht) : 0;
+    if (what == (SRV_H_KEYS | SRV_H_VALS))
+        resp_add_map_hdr(&c->out, c->proto, n);
+    else
+        resp_add_array_hdr(&c->out, n);
+    if (o) {
+        struct srv_hash *h = o->payload;
+        size_t i;
+        struct cm_ht_node *node, *tmp;
+        cm_ht_foreach_node(&h->ht, i, node, tmp) {
+            const struct srv_hfield *e = (const struct srv_hfield *)node;
+            if (what & SRV_H_KEYS)
+                resp_add_bulk(&c->out, e->f, e->flen);
+            if (what & SRV_H_VALS)
+                resp_add_bulk(&c->out, e->val->p, e->val->len);
+        }
+    }
+    srv_db_unlock(&r);
+}
+
+void rc_hgetall_command(struct srv_client *c) {
+    srv_hash_dump(c, SRV_H_KEYS | SRV_H_VALS);
+}
+
+void rc_hkeys_command(struct srv_client *c) {
+    srv_hash_dump(c, SRV_H_KEYS);
+}
+
+void rc_hvals_command(struct srv_client *c) {
+    srv_hash_dump(c, SRV_H_VALS);
+}

@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The list type and its commands: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LRANGE LINDEX LSET
+ * LREM LTRIM. A list is a ring buffer of element pointers whose capacity is a power of two:
+ * push and pop at either end are O(1) amortized, index access is O(1), and LRANGE is O(k).
+ * The buffer doubles when full and halves when a quarter full.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_client.h"
+#include "server/srv_cmd.h"
+#include "server/srv_db.h"
+#include "server/srv_reply.h"
+#include "server/srv_server.h"
+#include "server/srv_t.h"
+
+#include "common/cm_mem.h"
+#include "redis-compat/resp_write.h"
+
+#include <limits.h>
+#include <string.h>
+
+#define SRV_LIST_MIN_CAP 8
+
+struct srv_list {
+    struct srv_t_str **buf; /* cap slots; elements at head .. head + len - 1 (mod cap) */
+    size_t cap;             /* a power of two */
+    size_t head;
+    size_t len;
+};
+
+static struct srv_list *srv_list_new(void) {
+    struct srv_list *l = cm_malloc(sizeof(*l));
+    l->cap = SRV_LIST_MIN_CAP;
+    l->buf = cm_malloc(l->cap * sizeof(*l->buf));
+    l->head = 0;
+    l->len = 0;
+    return l;
+}
+
+/* Slot of the element at index i (0 <= i < len). */
+static inline struct srv_t_str **srv_list_at(const struct srv_list *l, size_t i) {
+    return &l->buf[(l->head + i) & (l->cap - 1)];
+}
+
+/* Moves the elements into a buffer of cap slots (cap >= len), starting at slot 0. */
+static void srv_list_resize(struct srv_list *l, size_t cap) {
+    struct srv_t_str **nb = cm_malloc(cap * sizeof(*nb));
+    for (size_t i = 0; i < l->len; i++)
+        nb[i] = *srv_list_at(l, i);
+    cm_free(l->buf);
+    l->buf = nb;
+    l->cap = cap;
+    l->head = 0;
+}
+
+static void srv_list_push(struct srv_list *l, struct srv_t_str *e, int front) {
+    if (l->len == l->cap)
+        srv_list_resize(l, l->cap * 2);
+    if (front) {
+        l->head = (l->head - 1) & (l->cap - 1);
+        l->buf[l->head] = e;
+    } else {
+        l->buf[(l->head + l->len) & (l->cap - 1)] = e;
+    }
+    l->len++;
+}
+
+/* Halves the buffer when it is at most a quarter full. */
+static void srv_list_maybe_shrink(struct srv_list *l) {
+    if (l->cap > SRV_LIST_MIN_CAP && l->len <= l->cap / 4)
+        srv_list_resize(l, l->cap / 2);
+}
+
+/* Removes and returns the first (front = 1) or last element; the list must not be empty. */
+static struct srv_t_str *srv_list_pop(struct srv_list *l, int front) {
+    struct srv_t_str *e;
+    if (front) {
+        e = l->buf[l->head];
+        l->head = (l->head + 1) & (l->cap - 1);
+    } else {
+        e = *srv_list_at(l, l->len - 1);
+    }
+    l->len--;
+    return e;
+}
+
+void srv_list_free(void *p) {
+    struct srv_list *l = p;
+    for (size_t i = 0; i < l->len; i++)
+        cm_free(*srv_list_at(l, i));
+    cm_free(l->buf);
+    cm_free(l);
+}
+
+void *srv_list_dup(const void *p) {
+    const struct srv_list *l = p;
+    struct srv_list *n = cm_malloc(sizeof(*n));
+    n->cap = l->cap;
+    n->buf = cm_malloc(n->cap * sizeof(*n->buf));
+    n->head = 0;
+    n->len = l->len;
+    for (size_t i = 0; i < l->len; i++) {
+        const struct srv_t_str *e = *srv_list_at(l, i);
+        n->buf[i] = srv_t_str_new(e->p, e->len);
+    }
+    return n;
+}
+
+/* Deletes the key of o when its list became empty, else marks it modified. */
+static void srv_list_done(struct srv_db_ref *r, struct srv_obj *o) {
+    struct srv_list *l = o->payload;
+    if (l->len == 0) {
+        srv_db_unlink(r, o);
+    } else {
+        srv_list_maybe_shrink(l);
+        srv_db_touch(o);
+    }
+}
+
+/* ---------------------------------------------------------------- push */
+
+/* LPUSH/RPUSH (xx = 0) and LPUSHX/RPUSHX (xx = 1). */
+static void srv_push_generic(struct srv_client *c, int front, int xx) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 0, &bad);
+    if (bad)
+        return;
+    if (!o && xx) {
+        srv_db_unlock(&r);
+        resp_add_int(&c->out, 0);
+        return;
+    }
+    int fresh = o == NULL;
+    if (fresh)
+        o = srv_obj_create_agg(c->argv[1].p, c->argv[1].len, SRV_TYPE_LIST, srv_list_new());
+    struct srv_list *l = o->payload;
+    for (int i = 2; i < c->argc; i++)
+        srv_list_push(l, srv_t_str_new(c->argv[i].p, c->argv[i].len), front);
+    if (fresh)
+        srv_db_insert(&r, o);
+    else
+        srv_db_touch(o);
+    long long n = (long long)l->len;
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, n);
+}
+
+void rc_lpush_command(struct srv_client *c) {
+    srv_push_generic(c, 1, 0);
+}
+
+void rc_rpush_command(struct srv_client *c) {
+    srv_push_generic(c, 0, 0);
+}
+
+void rc_lpushx_command(struct srv_client *c) {
+    srv_push_generic(c, 1, 1);
+}
+
+void rc_rpushx_command(struct srv_client *c) {
+    srv_push_generic(c, 0, 1);
+}
+
+/* ---------------------------------------------------------------- pop */
+
+/* Replies e as a bulk string and frees it. */
+static void srv_list_reply_free(struct srv_client *c, struct srv_t_str *e) {
+    resp_add_bulk(&c->out, e->p, e->len);
+    cm_free(e);
+}
+
+static void srv_pop_generic(struct srv_client *c, int front) {
+    long long count = 1;
+    int hascount = c->argc == 3;
+    if (c->argc > 3) {
+        srv_reply_wrong_arity(c, front ? "lpop" : "rpop");
+        return;
+    }
+    if (hascount && srv_arg_ll(c, 2, &count, "ERR value is out of range, must be positive") < 0)
+        return;
+    if (count < 0) {
+        srv_reply_error(c, "ERR value is out of range, must be positive");
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 0, &bad);
+    if (bad)
+        return;
+    if (!o) {
+        srv_db_unlock(&r);
+        if (hascount)
+            resp_add_null_array(&c->out, c->proto);
+        else
+            resp_add_null(&c->out, c->proto);
+        return;
+    }
+    struct srv_list *l = o->payload;
+    if (!hascount) {
+        srv_list_reply_free(c, srv_list_pop(l, front));
+    } else {
+        size_t n = (size_t)count < l->len ? (size_t)count : l->len;
+        resp_add_array_hdr(&c->out, (long)n);
+        for (size_t i = 0; i < n; i++)
+            srv_list_reply_free(c, srv_list_pop(l, front));
+        if (n == 0) {
+            srv_db_unlock(&r);
+            return;
+        }
+    }
+    srv_list_done(&r, o);
+    srv_db_unlock(&r);
+}
+
+void rc_lpop_command(struct srv_client *c) {
+    srv_pop_generic(c, 1);
+}
+
+void rc_rpop_command(struct srv_client *c) {
+    srv_pop_generic(c, 0);
+}
+
+/* ---------------------------------------------------------------- reads */
+
+void rc_llen_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 1, &bad);
+    if (bad)
+        return;
+    long long n = o ? (long long)((struct srv_list *)o->payload)->len : 0;
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, n);
+}
+
+/*
+ * Clamps the inclusive range [*start, *end] (negative = from the end) to a list of len
+ * elements. Returns 0 when the range is empty.
+ */
+static int srv_list_range(long long *start, long long *end, long long len) {
+    if (*start < 0)
+        *start += len;
+    if (*end < 0)
+        *end += len;
+    if (*start < 0)
+        *start = 0;
+    if (*start > *end || *start >= len)
+        return 0;
+    if (*end >= len)
+        *end = len - 1;
+    return 1;
+}
+
+void rc_lrange_command(struct srv_client *c) {
+    long long start, end;
+    if (srv_arg_ll(c, 2, &start, NULL) < 0 || srv_arg_ll(c, 3, &end, NULL) < 0)
+        return;
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 1, &bad);
+    if (bad)
+        return;
+    if (!o || !srv_list_range(&start, &end, (long long)((struct srv_list *)o->payload)->len)) {
+        srv_db_unlock(&r);
+        resp_add_array_hdr(&c->out, 0);
+        return;
+    }
+    const struct srv_list *l = o->payload;
+    resp_add_array_hdr(&c->out, (long)(end - start + 1));
+    for (long long i = start; i <= end; i++) {
+        const struct srv_t_str *e = *srv_list_at(l, (size_t)i);
+        resp_add_bulk(&c->out, e->p, e->len);
+    }
+    srv_db_unlock(&r);
+}
+
+/* Converts index (negative = from the end) to a position; -1 when out of range. */
+static long long srv_list_index(long long index, size_t len) {
+    if (index < 0)
+        index += (long long)len;
+    return index < 0 || index >= (long long)len ? -1 : index;
+}
+
+void rc_lindex_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 1, &bad);
+    if (bad)
+        return;
+    long long index;
+    if (!o) {
+        srv_db_unlock(&r);
+        resp_add_null(&c->out, c->proto);
+        return;
+    }
+    if (srv_arg_ll(c, 2, &index, NULL) < 0) {
+        srv_db_unlock(&r);
+        return;
+    }
+    const struct srv_list *l = o->payload;
+    long long pos = srv_list_index(index, l->len);
+    if (pos < 0) {
+        resp_add_null(&c->out, c->proto);
+    } else {
+        const struct srv_t_str *e = *srv_list_at(l, (size_t)pos);
+        resp_add_bulk(&c->out, e->p, e->len);
+    }
+    srv_db_unlock(&r);
+}
+
+/* ---------------------------------------------------------------- LSET, LREM, LTRIM */
+
+void rc_lset_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 0, &bad);
+    if (bad)
+        return;
+    long long index;
+    if (!o) {
+        srv_db_unlock(&r);
+        srv_reply_error(c, "ERR no such key");
+        return;
+    }
+    if (srv_arg_ll(c, 2, &index, NULL) < 0) {
+        srv_db_unlock(&r);
+        return;
+    }
+    struct srv_list *l = o->payload;
+    long long pos = srv_list_index(index, l->len);
+    if (pos < 0) {
+        srv_db_unlock(&r);
+        srv_reply_error(c, "ERR index out of range");
+        return;
+    }
+    struct srv_t_str **slot = srv_list_at(l, (size_t)pos);
+    cm_free(*slot);
+    *slot = srv_t_str_new(c->argv[3].p, c->argv[3].len);
+    srv_db_touch(o);
+    srv_db_unlock(&r);
+    srv_reply_ok(c);
+}
+
+static int srv_list_elem_eq(const struct srv_t_str *e, const struct srv_arg *a) {
+    return e->len == a->len && memcmp(e->p, a->p, a->len) == 0;
+}
+
+/*
+ * Removes up to limit (0 = all) elements equal to v, scanning from the head (dir = 1) or the
+ * tail (dir = -1), and compacts the survivors in place. Returns the number removed.
+ */
+static size_t srv_list_remove(struct srv_list *l, const struct srv_arg *v, size_t limit, int dir) {
+    size_t removed = 0, w = 0;
+    for (size_t k = 0; k < l->len; k++) {
+        size_t i = dir > 0 ? k : l->len - 1 - k;
+        struct srv_t_str *e = *srv_list_at(l, i);
+        if ((limit == 0 || removed < limit) && srv_list_elem_eq(e, v)) {
+            cm_free(e);
+            removed++;
+            continue;
+        }
+        size_t to = dir > 0 ? w : l->len - 1 - w;
+        *srv_list_at(l, to) = e;
+        w++;
+    }
+    if (dir < 0) /* survivors sit at the tail end: move the head up */
+        l->head = (l->head + removed) & (l->cap - 1);
+    l->len -= removed;
+    return removed;
+}
+
+void rc_lrem_command(struct srv_client *c) {
+    long long count;
+    if (srv_arg_ll(c, 2, &count, NULL) < 0)
+        return;
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 0, &bad);
+    if (bad)
+        return;
+    size_t removed = 0;
+    if (o) {
+        size_t limit = count == LLONG_MIN ? (size_t)LLONG_MAX + 1
+                       : count < 0        ? (size_t)-count
+                                          : (size_t)count;
+        removed = srv_list_remove(o->payload, &c->argv[3], limit, count < 0 ? -1 : 1);
+        if (removed)
+            srv_list_done(&r, o);
+    }
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, (long long)removed);
+}
+
+void rc_ltrim_command(struct srv_client *c) {
+    long long start, end;
+    if (srv_arg_ll(c, 2, &start, NULL) < 0 || srv_arg_ll(c, 3, &end, NULL) < 0)
+        return;
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 0, &bad);
+    if (bad)
+        return;
+    if (o) {
+        struct srv_list *l = o->payload;
+        long long len = (long long)l->len;
+        size_t ltrim, rtrim;
+        if (srv_list_range(&start, &end, len)) {
+            ltrim = (size_t)start;
+            rtrim = (size_t)(len - end - 1);
+        } else {
+            ltrim = l->len;
+            rtrim = 0;
+        }
+        for (size_t i = 0; i < ltrim; i++)
+            cm_free(srv_list_pop(l, 1));
+        for (size_t i = 0; i < rtrim; i++)
+            cm_free(srv_list_pop(l, 0));
+        if (ltrim || rtrim)
+            srv_list_done(&r, o);
+    }
+    srv_db_unlock(&r);
+    srv_reply_ok(c);
+}

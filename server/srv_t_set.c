@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The set type and its commands: SADD SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SPOP
+ * SRANDMEMBER. A set is a cm_ht of members (one heap node per member, bytes inline), so
+ * membership, add and remove are O(1) expected and random picks use cm_ht_random.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_client.h"
+#include "server/srv_cmd.h"
+#include "server/srv_db.h"
+#include "server/srv_reply.h"
+#include "server/srv_server.h"
+#include "server/srv_t.h"
+
+#include "common/cm_hash.h"
+#include "common/cm_ht.h"
+#include "common/cm_mem.h"
+#include "redis-compat/resp_write.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <string.h>
+
+struct srv_set {
+    struct cm_ht ht;
+};
+
+struct srv_smember {
+    struct cm_ht_node node; /* first: the node pointer is the member pointer */
+    size_t len;
+    char p[];
+};
+
+static int srv_smember_eq(const struct cm_ht_node *n, const void *key, size_t klen) {
+    const struct srv_smember *m = (const struct srv_smember *)n;
+    return m->len == klen && memcmp(m->p, key, klen) == 0;
+}
+
+static struct srv_set *srv_set_new(void) {
+    struct srv_set *s = cm_malloc(sizeof(*s));
+    cm_ht_init(&s->ht, 4);
+    return s;
+}
+
+static struct srv_smember *srv_set_find(const struct srv_set *s, const char *p, size_t n) {
+    return (struct srv_smember *)cm_ht_find(&s->ht, srv_t_hash(p, n), p, n, srv_smember_eq);
+}
+
+/* Adds member (p, n); returns 1 when it was new. */
+static int srv_set_add(struct srv_set *s, const char *p, size_t n) {
+    uint64_t h = srv_t_hash(p, n);
+    if (cm_ht_find(&s->ht, h, p, n, srv_smember_eq))
+        return 0;
+    struct srv_smember *m = cm_malloc(sizeof(*m) + n);
+    m->node.hash = h;
+    m->len = n;
+    if (n)
+        memcpy(m->p, p, n);
+    cm_ht_insert(&s->ht, &m->node);
+    return 1;
+}
+
+static void srv_smember_destroy(struct cm_ht_node *n, void *arg) {
+    (void)arg;
+    cm_free(n);
+}
+
+void srv_set_free(void *p) {
+    struct srv_set *s = p;
+    cm_ht_clear(&s->ht, srv_smember_destroy, NULL);
+    cm_ht_fini(&s->ht);
+    cm_free(s);
+}
+
+void *srv_set_dup(const void *p) {
+    const struct srv_set *s = p;
+    struct srv_set *n = srv_set_new();
+    size_t i;
+    struct cm_ht_node *node, *tmp;
+    cm_ht_foreach_node(&s->ht, i, node, tmp) {
+        const struct srv_smember *m = (const struct srv_smember *)node;
+        srv_set_add(n, m->p, m->len);
+    }
+    return n;
+}
+
+/* Deletes the key of o when its set became empty, else marks it modified. */
+static void srv_set_done(struct srv_db_ref *r, struct srv_obj *o) {
+    struct srv_set *s = o->payload;
+    if (cm_ht_count(&s->ht) == 0)
+        srv_db_unlink(r, o);
+    else
+        srv_db_touch(o);
+}
+
+/* ---------------------------------------------------------------- SADD, SREM */
+
+void rc_sadd_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 0, &bad);
+    if (bad)
+        return;
+    int fresh = o == NULL;
+    if (fresh)
+        o = srv_obj_create_agg(c->argv[1].p, c->argv[1].len, SRV_TYPE_SET, srv_set_new());
+    long long added = 0;
+    for (int i = 2; i < c->argc; i++)
+        added += srv_set_add(o->payload, c->argv[i].p, c->argv[i].len);
+    if (fresh)
+        srv_db_insert(&r, o);
+    else if (added)
+        srv_db_touch(o);
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, added);
+}
+
+void rc_srem_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 0, &bad);
+    if (bad)
+        return;
+    long long removed = 0;
+    if (o) {
+        struct srv_set *s = o->payload;
+        for (int i = 2; i < c->argc && cm_ht_count(&s->ht); i++) {
+            struct srv_smember *m = srv_set_find(s, c->argv[i].p, c->argv[i].len);
+            if (m) {
+                cm_ht_remove(&s->ht, &m->node);
+                cm_free(m);
+                removed++;
+            }
+        }
+        if (removed)
+            srv_set_done(&r, o);
+    }
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, removed);
+}
+
+/* ---------------------------------------------------------------- reads */
+
+void rc_scard_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
+    if (bad)
+        return;
+    long long n = o ? (long long)cm_ht_count(&((struct srv_set *)o->payload)->ht) : 0;
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, n);
+}
+
+void rc_sismember_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
+    if (bad)
+        return;
+    int in = o && srv_set_find(o->payload, c->argv[2].p, c->argv[2].len) != NULL;
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, in);
+}
+
+void rc_smismember_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
+    if (bad)
+        return;
+    resp_add_array_hdr(&c->out, c->argc - 2);
+    for (int i = 2; i < c->argc; i++)
+        resp_add_int(&c->out, o && srv_set_find(o->payload, c->argv[i].p, c->argv[i].len));
+    srv_db_unlock(&r);
+}
+
+/* Replies every member of s, after a set header of n (RESP3 set) or array header. */
+static void srv_set_reply_all(struct srv_client *c, const struct srv_set *s, int as_set) {
+    long n = (long)cm_ht_count(&s->ht);
+    if (as_set)
+        resp_add_set_hdr(&c->out, c->proto, n);
+    else
+        resp_add_array_hdr(&c->out, n);
+    size_t i;
+    struct cm_ht_node *node, *tmp;
+    cm_ht_foreach_node(&s->ht, i, node, tmp) {
+        const struct srv_smember *m = (const struct srv_smember *)node;
+        resp_add_bulk(&c->out, m->p, m->len);
+    }
+}
+
+void rc_smembers_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
+    if (bad)
+        return;
+    if (o)
+        srv_set_reply_all(c, o->payload, 1);
+    else
+        resp_add_set_hdr(&c->out, c->proto, 0);
+    srv_db_unlock(&r);
+}
+
+/* ---------------------------------------------------------------- SPOP, SRANDMEMBER */
+
+static void srv_spop_with_count(struct srv_client *c) {
+    long long count;
+    const char *range = "ERR value is out of range, must be positive";
+    if (srv_arg_ll(c, 2, &count, range) < 0)
+        return;
+    if (count < 0) {
+        srv_reply_error(c, range);
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 0, &bad);
+    if (bad)
+        return;
+    if (!o || count == 0) {
+        srv_db_unlock(&r);
+        resp_add_set_hdr(&c->out, c->proto, 0);
+        return;
+    }
+    struct srv_set *s = o->payload;
+    if ((size_t)count >= cm_ht_count(&s->ht)) {
+        srv_set_reply_all(c, s, 1);
+        srv_db_unlink(&r, o);
+        srv_db_unlock(&r);
+        return;
+    }
+    resp_add_set_hdr(&c->out, c->proto, (long)count);
+    for (long long k = 0; k < count; k++) {
+        struct srv_smember *m = (struct srv_smember *)cm_ht_random(&s->ht);
+        resp_add_bulk(&c->out, m->p, m->len);
+        cm_ht_remove(&s->ht, &m->node);
+        cm_free(m);
+    }
+    srv_set_done(&r, o);
+    srv_db_unlock(&r);
+}
+
+void rc_spop_command(struct srv_client *c) {
+    if (c->argc == 3) {
+        srv_spop_with_count(c);
+        return;
+    }
+    if (c->argc > 3) {
+        srv_reply_syntax_error(c);
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 0, &bad);
+    if (bad)
+        return;
+    if (!o) {
+        srv_db_unlock(&r);
+        resp_add_null(&c->out, c->proto);
+        return;
+    }
+    struct srv_set *s = o->payload;
+    struct srv_smember *m = (struct srv_smember *)cm_ht_random(&s->ht);
+    resp_add_bulk(&c->out, m->p, m->len);
+    cm_ht_remove(&s->ht, &m->node);
+    cm_free(m);
+    srv_set_done(&r, o);
+    srv_db_unlock(&r);
+}
+
+/* A temporary set of member pointers, to pick distinct random members. */
+struct srv_pick {
+    struct cm_ht_node node;
+    const struct srv_smember *m;
+};
+
+static int srv_pick_eq(const struct cm_ht_node *n, const void *key, size_t klen) {
+    (void)klen;
+    return ((const struct srv_pick *)n)->m == key;
+}
+
+/* Replies count (< size) distinct random members of s as an array. */
+static void srv_srand_distinct(struct srv_client *c, const struct srv_set *s, size_t count) {
+    struct srv_pick *picks = cm_malloc(count * sizeof(*picks));
+    struct cm_ht seen;
+    cm_ht_init(&seen, count);
+    resp_add_array_hdr(&c->out, (long)count);
+    size_t got = 0;
+    while (got < count) {
+        const struct srv_smember *m = (const struct srv_smember *)cm_ht_random(&s->ht);
+        uint64_t h = cm_hash64(&m, sizeof(m), 0);
+        if (cm_ht_find(&seen, h, m, 0, srv_pick_eq))
+            continue;
+        picks[got].node.hash = h;
+        picks[got].m = m;
+        cm_ht_insert(&seen, &picks[got].node);
+        resp_add_bulk(&c->out, m->p, m->len);
+        got++;
+    }
+    cm_ht_fini(&seen);
+    cm_free(picks);
+}
+
+static void srv_srandmember_with_count(struct srv_client *c) {
+    long long count;
+    if (srv_arg_ll(c, 2, &count, NULL) < 0)
+        return;
+    if (count == LLONG_MIN) {
+        srv_reply_errorf(c, "ERR value is out of range, value must between %lld and %lld",
+                         -LLONG_MAX, LLONG_MAX);
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
+    if (bad)
+        return;
+    if (!o || count == 0) {
+        srv_db_unlock(&r);
+        resp_add_array_hdr(&c->out, 0);
+        return;
+    }
+    const struct srv_set *s = o->payload;
+    size_t size = cm_ht_count(&s->ht);
+    if (count < 0) { /* repetitions allowed */
+        resp_add_array_hdr(&c->out, (long)-count);
+        for (long long k = 0; k < -count; k++) {
+            const struct srv_smember *m = (const struct srv_smember *)cm_ht_random(&s->ht);
+            resp_add_bulk(&c->out, m->p, m->len);
+        }
+    } else if ((size_t)count >= size) {
+        srv_set_reply_all(c, s, 0);
+    } else {
+        srv_srand_distinct(c, s, (size_t)count);
+    }
+    srv_db_unlock(&r);
+}
+
+void rc_srandmember_command(struct srv_client *c) {
+    if (c->argc == 3) {
+        srv_srandmember_with_count(c);
+        return;
+    }
+    if (c->argc > 3) {
+        srv_reply_syntax_error(c);
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
+    if (bad)
+        return;
+    if (o) {
+        const struct srv_smember *m =
+            (const struct srv_smember *)cm_ht_random(&((struct srv_set *)o->payload)->ht);
+        resp_add_bulk(&c->out, m->p, m->len);
+    } else {
+        resp_add_null(&c->out, c->proto);
+    }
+    srv_db_unlock(&r);
+}

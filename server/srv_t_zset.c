@@ -1,0 +1,812 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sorted set type and its commands: ZADD ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZCOUNT ZRANK
+ * ZREVRANK ZRANGE (index, BYSCORE, REV, LIMIT, WITHSCORES) ZREVRANGE ZRANGEBYSCORE
+ * ZREVRANGEBYSCORE ZPOPMIN ZPOPMAX. A sorted set is a skip list ordered by (score, member)
+ * whose links carry spans (so ranks are O(log n)), plus a cm_ht from member to node for O(1)
+ * score lookups. Each node is one allocation: links, then the member bytes.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_client.h"
+#include "server/srv_cmd.h"
+#include "server/srv_db.h"
+#include "server/srv_reply.h"
+#include "server/srv_server.h"
+#include "server/srv_t.h"
+
+#include "common/cm_hash.h"
+#include "common/cm_ht.h"
+#include "common/cm_mem.h"
+#include "common/cm_util.h"
+#include "redis-compat/resp_write.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#define SRV_ZSL_MAX_LEVEL 32
+
+struct srv_zn {
+    struct cm_ht_node hnode; /* first: member table link */
+    double score;
+    struct srv_zn *back; /* previous node on level 0, NULL for the first */
+    char *ele;           /* member bytes, stored after lev[] */
+    size_t len;
+    int nlev;
+    struct {
+        struct srv_zn *fwd;
+        size_t span; /* level-0 steps to fwd (to the end when fwd is NULL) */
+    } lev[];
+};
+
+struct srv_zset {
+    struct cm_ht ht;
+    struct srv_zn *header; /* sentinel with SRV_ZSL_MAX_LEVEL links */
+    struct srv_zn *tail;
+    size_t length;
+    int level;
+};
+
+static struct srv_zn *srv_zn_new(int nlev, double score, const char *p, size_t n) {
+    struct srv_zn *z = cm_malloc(sizeof(*z) + (size_t)nlev * sizeof(z->lev[0]) + n);
+    z->score = score;
+    z->back = NULL;
+    z->nlev = nlev;
+    z->ele = (char *)&z->lev[nlev];
+    z->len = n;
+    if (n)
+        memcpy(z->ele, p, n);
+    for (int i = 0; i < nlev; i++) {
+        z->lev[i].fwd = NULL;
+        z->lev[i].span = 0;
+    }
+    return z;
+}
+
+static struct srv_zset *srv_zset_new(void) {
+    struct srv_zset *z = cm_malloc(sizeof(*z));
+    cm_ht_init(&z->ht, 4);
+    z->header = srv_zn_new(SRV_ZSL_MAX_LEVEL, 0, NULL, 0);
+    z->tail = NULL;
+    z->length = 0;
+    z->level = 1;
+    return z;
+}
+
+/* Level of a new node: 1 + geometric with p = 1/4. */
+static int srv_zsl_random_level(void) {
+    uint64_t r = cm_rand64();
+    int lvl = 1;
+    while (lvl < SRV_ZSL_MAX_LEVEL && (r & 3) == 0) {
+        lvl++;
+        r >>= 2;
+    }
+    return lvl;
+}
+
+/* Orders (score, member) pairs: <0, 0, >0. */
+static int srv_zcmp(double s1, const char *p1, size_t n1, double s2, const char *p2, size_t n2) {
+    if (s1 != s2)
+        return s1 < s2 ? -1 : 1;
+    size_t m = n1 < n2 ? n1 : n2;
+    int c = m ? memcmp(p1, p2, m) : 0;
+    if (c)
+        return c;
+    return n1 < n2 ? -1 : n1 > n2 ? 1 : 0;
+}
+
+/* 1 when node x sorts before (score, p, n). */
+static inline int srv_zn_before(const struct srv_zn *x, double score, const char *p, size_t n) {
+    return srv_zcmp(x->score, x->ele, x->len, score, p, n) < 0;
+}
+
+/* Links node z (levels and member set) into the skip list at its (score, member) place. */
+static void srv_zsl_link(struct srv_zset *zs, struct srv_zn *z) {
+    struct srv_zn *update[SRV_ZSL_MAX_LEVEL], *x = zs->header;
+    size_t rank[SRV_ZSL_MAX_LEVEL];
+    for (int i = zs->level - 1; i >= 0; i--) {
+        rank[i] = i == zs->level - 1 ? 0 : rank[i + 1];
+        while (x->lev[i].fwd && srv_zn_before(x->lev[i].fwd, z->score, z->ele, z->len)) {
+            rank[i] += x->lev[i].span;
+            x = x->lev[i].fwd;
+        }
+        update[i] = x;
+    }
+    if (z->nlev > zs->level) {
+        for (int i = zs->level; i < z->nlev; i++) {
+            rank[i] = 0;
+            update[i] = zs->header;
+            update[i]->lev[i].span = zs->length;
+        }
+        zs->level = z->nlev;
+    }
+    for (int i = 0; i < z->nlev; i++) {
+        z->lev[i].fwd = update[i]->lev[i].fwd;
+        update[i]->lev[i].fwd = z;
+        z->lev[i].span = update[i]->lev[i].span - (rank[0] - rank[i]);
+        update[i]->lev[i].span = (rank[0] - rank[i]) + 1;
+    }
+    for (int i = z->nlev; i < zs->level; i++)
+        update[i]->lev[i].span++;
+    z->back = update[0] == zs->header ? NULL : update[0];
+    if (z->lev[0].fwd)
+        z->lev[0].fwd->back = z;
+    else
+        zs->tail = z;
+    zs->length++;
+}
+
+/* Unlinks node z from the skip list (not from the member table); z is not freed. */
+static void srv_zsl_unlink(struct srv_zset *zs, struct srv_zn *z) {
+    struct srv_zn *update[SRV_ZSL_MAX_LEVEL], *x = zs->header;
+    for (int i = zs->level - 1; i >= 0; i--) {
+        while (x->lev[i].fwd && x->lev[i].fwd != z &&
+               srv_zn_before(x->lev[i].fwd, z->score, z->ele, z->len))
+            x = x->lev[i].fwd;
+        update[i] = x;
+    }
+    for (int i = 0; i < zs->level; i++) {
+        if (update[i]->lev[i].fwd == z) {
+            update[i]->lev[i].span += z->lev[i].span - 1;
+            update[i]->lev[i].fwd = z->lev[i].fwd;
+        } else {
+            update[i]->lev[i].span--;
+        }
+    }
+    if (z->lev[0].fwd)
+        z->lev[0].fwd->back = z->back;
+    else
+        zs->tail = z->back;
+    while (zs->level > 1 && zs->header->lev[zs->level - 1].fwd == NULL)
+        zs->level--;
+    zs->length--;
+}
+
+static int srv_zn_eq(const struct cm_ht_node *n, const void *key, size_t klen) {
+    const struct srv_zn *z = (const struct srv_zn *)n;
+    return z->len == klen && memcmp(z->ele, key, klen) == 0;
+}
+
+static struct srv_zn *srv_zset_find(const struct srv_zset *zs, const char *p, size_t n) {
+    return (struct srv_zn *)cm_ht_find(&zs->ht, srv_t_hash(p, n), p, n, srv_zn_eq);
+}
+
+/* Inserts a new member (absent) with score. */
+static void srv_zset_insert(struct srv_zset *zs, const char *p, size_t n, double score) {
+    if (score == 0)
+        score = 0; /* -0 is stored as 0, as Redis's compact encoding does */
+    struct srv_zn *z = srv_zn_new(srv_zsl_random_level(), score, p, n);
+    z->hnode.hash = srv_t_hash(p, n);
+    cm_ht_insert(&zs->ht, &z->hnode);
+    srv_zsl_link(zs, z);
+}
+
+/* Changes z's score, moving it only when its neighbours no longer bracket it. */
+static void srv_zset_rescore(struct srv_zset *zs, struct srv_zn *z, double score) {
+    struct srv_zn *next = z->lev[0].fwd;
+    if ((!z->back ||
+         srv_zcmp(z->back->score, z->back->ele, z->back->len, score, z->ele, z->len) < 0) &&
+        (!next || srv_zcmp(next->score, next->ele, next->len, score, z->ele, z->len) > 0)) {
+        z->score = score;
+        return;
+    }
+    srv_zsl_unlink(zs, z);
+    z->score = score;
+    for (int i = 0; i < z->nlev; i++) {
+        z->lev[i].fwd = NULL;
+        z->lev[i].span = 0;
+    }
+    srv_zsl_link(zs, z);
+}
+
+/* Removes and frees z. */
+static void srv_zset_delete(struct srv_zset *zs, struct srv_zn *z) {
+    srv_zsl_unlink(zs, z);
+    cm_ht_remove(&zs->ht, &z->hnode);
+    cm_free(z);
+}
+
+void srv_zset_free(void *p) {
+    struct srv_zset *zs = p;
+    struct srv_zn *x = zs->header->lev[0].fwd;
+    while (x) {
+        struct srv_zn *next = x->lev[0].fwd;
+        cm_free(x);
+        x = next;
+    }
+    cm_free(zs->header);
+    cm_ht_fini(&zs->ht);
+    cm_free(zs);
+}
+
+void *srv_zset_dup(const void *p) {
+    const struct srv_zset *zs = p;
+    struct srv_zset *n = srv_zset_new();
+    for (const struct srv_zn *x = zs->tail; x; x = x->back)
+        srv_zset_insert(n, x->ele, x->len, x->score);
+    return n;
+}
+
+/* 1-based rank of z. */
+static size_t srv_zsl_rank(const struct srv_zset *zs, const struct srv_zn *z) {
+    const struct srv_zn *x = zs->header;
+    size_t rank = 0;
+    for (int i = zs->level - 1; i >= 0; i--) {
+        while (x->lev[i].fwd &&
+               (x->lev[i].fwd == z || srv_zn_before(x->lev[i].fwd, z->score, z->ele, z->len))) {
+            rank += x->lev[i].span;
+            x = x->lev[i].fwd;
+        }
+        if (x == z)
+            return rank;
+    }
+    return rank;
+}
+
+/* Node at 1-based rank (1 .. length). */
+static struct srv_zn *srv_zsl_by_rank(const struct srv_zset *zs, size_t rank) {
+    struct srv_zn *x = zs->header;
+    size_t seen = 0;
+    for (int i = zs->level - 1; i >= 0; i--) {
+        while (x->lev[i].fwd && seen + x->lev[i].span <= rank) {
+            seen += x->lev[i].span;
+            x = x->lev[i].fwd;
+        }
+        if (seen == rank)
+            return x;
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- score ranges */
+
+struct srv_zrange {
+    double min, max;
+    int minex, maxex; /* exclusive bounds */
+};
+
+static int srv_parse_score_bound(const struct srv_arg *a, double *v, int *ex) {
+    const char *p = a->p;
+    size_t n = a->len;
+    *ex = 0;
+    if (n && p[0] == '(') {
+        *ex = 1;
+        p++;
+        n--;
+    }
+    return cm_str2d(p, n, v) == 0 && !isnan(*v) ? 0 : -1;
+}
+
+static int srv_zrange_gte_min(double v, const struct srv_zrange *r) {
+    return r->minex ? v > r->min : v >= r->min;
+}
+
+static int srv_zrange_lte_max(double v, const struct srv_zrange *r) {
+    return r->maxex ? v < r->max : v <= r->max;
+}
+
+/* First node whose score is within r, or NULL. */
+static struct srv_zn *srv_zsl_first_in(const struct srv_zset *zs, const struct srv_zrange *r) {
+    struct srv_zn *x = zs->header;
+    for (int i = zs->level - 1; i >= 0; i--)
+        while (x->lev[i].fwd && !srv_zrange_gte_min(x->lev[i].fwd->score, r))
+            x = x->lev[i].fwd;
+    x = x->lev[0].fwd;
+    return x && srv_zrange_lte_max(x->score, r) ? x : NULL;
+}
+
+/* Last node whose score is within r, or NULL. */
+static struct srv_zn *srv_zsl_last_in(const struct srv_zset *zs, const struct srv_zrange *r) {
+    struct srv_zn *x = zs->header;
+    for (int i = zs->level - 1; i >= 0; i--)
+        while (x->lev[i].fwd && srv_zrange_lte_max(x->lev[i].fwd->score, r))
+            x = x->lev[i].fwd;
+    return x != zs->header && srv_zrange_gte_min(x->score, r) ? x : NULL;
+}
+
+/* ---------------------------------------------------------------- replies */
+
+static void srv_reply_score(struct srv_client *c, double d) {
+    resp_add_double(&c->out, c->proto, d);
+}
+
+/* One range element: member, or member + score (a pair array in RESP3). */
+static void srv_zreply_elem(struct srv_client *c, const struct srv_zn *z, int withscores) {
+    if (withscores && c->proto == 3)
+        resp_add_array_hdr(&c->out, 2);
+    resp_add_bulk(&c->out, z->ele, z->len);
+    if (withscores)
+        srv_reply_score(c, z->score);
+}
+
+/* Array header for n range elements. */
+static void srv_zreply_hdr(struct srv_client *c, size_t n, int withscores) {
+    resp_add_array_hdr(&c->out, (long)(withscores && c->proto != 3 ? 2 * n : n));
+}
+
+/* Deletes the key of o when its sorted set became empty, else marks it modified. */
+static void srv_zset_done(struct srv_db_ref *r, struct srv_obj *o) {
+    if (((struct srv_zset *)o->payload)->length == 0)
+        srv_db_unlink(r, o);
+    else
+        srv_db_touch(o);
+}
+
+/* ---------------------------------------------------------------- ZADD, ZINCRBY */
+
+#define SRV_ZADD_NX   0x01u
+#define SRV_ZADD_XX   0x02u
+#define SRV_ZADD_GT   0x04u
+#define SRV_ZADD_LT   0x08u
+#define SRV_ZADD_CH   0x10u
+#define SRV_ZADD_INCR 0x20u
+
+/* Outcome of one srv_zset_add. */
+#define SRV_ZADD_OUT_NOP     0
+#define SRV_ZADD_OUT_ADDED   1
+#define SRV_ZADD_OUT_UPDATED 2
+#define SRV_ZADD_OUT_SAME    3 /* processed, score unchanged */
+#define SRV_ZADD_OUT_NAN     -1
+
+/* Adds or updates one member under flags; *score becomes the resulting score. */
+static int srv_zset_add(struct srv_zset *zs, const struct srv_arg *m, double *score,
+                        unsigned flags) {
+    struct srv_zn *z = srv_zset_find(zs, m->p, m->len);
+    if (!z) {
+        if (flags & SRV_ZADD_XX)
+            return SRV_ZADD_OUT_NOP;
+        srv_zset_insert(zs, m->p, m->len, *score);
+        return SRV_ZADD_OUT_ADDED;
+    }
+    if (flags & SRV_ZADD_NX)
+        return SRV_ZADD_OUT_NOP;
+    double cur = z->score, s = *score;
+    if (flags & SRV_ZADD_INCR) {
+        s += cur;
+        if (isnan(s))
+            return SRV_ZADD_OUT_NAN;
+    }
+    if (s == 0)
+        s = 0; /* no -0 */
+    if (((flags & SRV_ZADD_LT) && s >= cur) || ((flags & SRV_ZADD_GT) && s <= cur))
+        return SRV_ZADD_OUT_NOP;
+    *score = s;
+    if (s == cur)
+        return SRV_ZADD_OUT_SAME;
+    srv_zset_rescore(zs, z, s);
+    return SRV_ZADD_OUT_UPDATED;
+}
+
+/* Parses ZADD's option words from argument 2 on; returns the index of the first score. */
+static int srv_zadd_flags(struct srv_client *c, unsigned *flags) {
+    static const struct {
+        const char *w;
+        unsigned f;
+    } words[] = {{"nx", SRV_ZADD_NX}, {"xx", SRV_ZADD_XX}, {"gt", SRV_ZADD_GT},
+                 {"lt", SRV_ZADD_LT}, {"ch", SRV_ZADD_CH}, {"incr", SRV_ZADD_INCR}};
+    int j = 2;
+    *flags = 0;
+    for (; j < c->argc; j++) {
+        unsigned f = 0;
+        for (size_t k = 0; k < sizeof(words) / sizeof(words[0]) && !f; k++)
+            if (srv_arg_is(c, j, words[k].w))
+                f = words[k].f;
+        if (!f)
+            break;
+        *flags |= f;
+    }
+    return j;
+}
+
+/* ZADD (flags from the arguments) and ZINCRBY (incr = 1: ZADD key INCR score member). */
+static void srv_zadd_generic(struct srv_client *c, int zincrby) {
+    unsigned flags = SRV_ZADD_INCR;
+    int sidx = zincrby ? 2 : srv_zadd_flags(c, &flags);
+    int elements = c->argc - sidx;
+    if (elements % 2 || !elements) {
+        srv_reply_syntax_error(c);
+        return;
+    }
+    elements /= 2;
+    if ((flags & SRV_ZADD_NX) && (flags & SRV_ZADD_XX)) {
+        srv_reply_error(c, "ERR XX and NX options at the same time are not compatible");
+        return;
+    }
+    if (((flags & SRV_ZADD_NX) && (flags & (SRV_ZADD_GT | SRV_ZADD_LT))) ||
+        ((flags & SRV_ZADD_GT) && (flags & SRV_ZADD_LT))) {
+        srv_reply_error(c, "ERR GT, LT, and/or NX options at the same time are not compatible");
+        return;
+    }
+    if ((flags & SRV_ZADD_INCR) && elements > 1) {
+        srv_reply_error(c, "ERR INCR option supports a single increment-element pair");
+        return;
+    }
+    double *scores = cm_malloc((size_t)elements * sizeof(*scores));
+    for (int j = 0; j < elements; j++) {
+        const struct srv_arg *a = &c->argv[sidx + 2 * j];
+        if (cm_str2d(a->p, a->len, &scores[j]) != 0 || isnan(scores[j])) {
+            cm_free(scores);
+            srv_reply_error(c, "ERR value is not a valid float");
+            return;
+        }
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 0, &bad);
+    if (bad) {
+        cm_free(scores);
+        return;
+    }
+    long long added = 0, updated = 0, processed = 0;
+    double score = 0;
+    int nan = 0;
+    if (o || !(flags & SRV_ZADD_XX)) {
+        int fresh = o == NULL;
+        if (fresh)
+            o = srv_obj_create_agg(c->argv[1].p, c->argv[1].len, SRV_TYPE_ZSET, srv_zset_new());
+        for (int j = 0; j < elements; j++) {
+            score = scores[j];
+            int rc = srv_zset_add(o->payload, &c->argv[sidx + 2 * j + 1], &score, flags);
+            if (rc == SRV_ZADD_OUT_NAN) {
+                nan = 1;
+                break;
+            }
+            added += rc == SRV_ZADD_OUT_ADDED;
+            updated += rc == SRV_ZADD_OUT_UPDATED;
+            processed += rc != SRV_ZADD_OUT_NOP;
+        }
+        if (fresh && ((struct srv_zset *)o->payload)->length == 0)
+            srv_obj_unref(o);
+        else if (fresh)
+            srv_db_insert(&r, o);
+        else if (added || updated)
+            srv_db_touch(o);
+    }
+    srv_db_unlock(&r);
+    cm_free(scores);
+    if (nan)
+        srv_reply_error(c, "ERR resulting score is not a number (NaN)");
+    else if (!(flags & SRV_ZADD_INCR))
+        resp_add_int(&c->out, (flags & SRV_ZADD_CH) ? added + updated : added);
+    else if (processed)
+        srv_reply_score(c, score);
+    else
+        resp_add_null(&c->out, c->proto);
+}
+
+void rc_zadd_command(struct srv_client *c) {
+    srv_zadd_generic(c, 0);
+}
+
+void rc_zincrby_command(struct srv_client *c) {
+    srv_zadd_generic(c, 1);
+}
+
+/* ---------------------------------------------------------------- ZREM, ZCARD, ZSCORE */
+
+void rc_zrem_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 0, &bad);
+    if (bad)
+        return;
+    long long removed = 0;
+    if (o) {
+        struct srv_zset *zs = o->payload;
+        for (int i = 2; i < c->argc && zs->length; i++) {
+            struct srv_zn *z = srv_zset_find(zs, c->argv[i].p, c->argv[i].len);
+            if (z) {
+                srv_zset_delete(zs, z);
+                removed++;
+            }
+        }
+        if (removed)
+            srv_zset_done(&r, o);
+    }
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, removed);
+}
+
+void rc_zcard_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
+    if (bad)
+        return;
+    long long n = o ? (long long)((struct srv_zset *)o->payload)->length : 0;
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, n);
+}
+
+void rc_zscore_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
+    if (bad)
+        return;
+    const struct srv_zn *z = o ? srv_zset_find(o->payload, c->argv[2].p, c->argv[2].len) : NULL;
+    if (z)
+        srv_reply_score(c, z->score);
+    else
+        resp_add_null(&c->out, c->proto);
+    srv_db_unlock(&r);
+}
+
+void rc_zmscore_command(struct srv_client *c) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
+    if (bad)
+        return;
+    resp_add_array_hdr(&c->out, c->argc - 2);
+    for (int i = 2; i < c->argc; i++) {
+        const struct srv_zn *z = o ? srv_zset_find(o->payload, c->argv[i].p, c->argv[i].len) : NULL;
+        if (z)
+            srv_reply_score(c, z->score);
+        else
+            resp_add_null(&c->out, c->proto);
+    }
+    srv_db_unlock(&r);
+}
+
+/* ---------------------------------------------------------------- ZRANK, ZCOUNT */
+
+static void srv_zrank_generic(struct srv_client *c, int rev) {
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
+    if (bad)
+        return;
+    const struct srv_zset *zs = o ? o->payload : NULL;
+    const struct srv_zn *z = zs ? srv_zset_find(zs, c->argv[2].p, c->argv[2].len) : NULL;
+    if (z) {
+        size_t rank = srv_zsl_rank(zs, z);
+        resp_add_int(&c->out, (long long)(rev ? zs->length - rank : rank - 1));
+    } else {
+        resp_add_null(&c->out, c->proto);
+    }
+    srv_db_unlock(&r);
+}
+
+void rc_zrank_command(struct srv_client *c) {
+    srv_zrank_generic(c, 0);
+}
+
+void rc_zrevrank_command(struct srv_client *c) {
+    srv_zrank_generic(c, 1);
+}
+
+void rc_zcount_command(struct srv_client *c) {
+    struct srv_zrange rg;
+    if (srv_parse_score_bound(&c->argv[2], &rg.min, &rg.minex) < 0 ||
+        srv_parse_score_bound(&c->argv[3], &rg.max, &rg.maxex) < 0) {
+        srv_reply_error(c, "ERR min or max is not a float");
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
+    if (bad)
+        return;
+    long long n = 0;
+    if (o) {
+        const struct srv_zset *zs = o->payload;
+        const struct srv_zn *first = srv_zsl_first_in(zs, &rg);
+        const struct srv_zn *last = first ? srv_zsl_last_in(zs, &rg) : NULL;
+        if (first && last)
+            n = (long long)(srv_zsl_rank(zs, last) - srv_zsl_rank(zs, first) + 1);
+    }
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, n);
+}
+
+/* ---------------------------------------------------------------- ZRANGE family */
+
+#define SRV_ZR_AUTO  0
+#define SRV_ZR_RANK  1
+#define SRV_ZR_SCORE 2
+#define SRV_ZR_LEX   3
+
+struct srv_zrange_req {
+    int type; /* SRV_ZR_* */
+    int rev;
+    int withscores;
+    long long offset, limit; /* LIMIT; limit < 0 = no limit */
+};
+
+/* Replies the elements at 0-based ranks [start, end] (clamped like LRANGE). */
+static void srv_zrange_rank(struct srv_client *c, const struct srv_zset *zs, long long start,
+                            long long end, const struct srv_zrange_req *q) {
+    long long len = (long long)zs->length;
+    if (start < 0)
+        start += len;
+    if (end < 0)
+        end += len;
+    if (start < 0)
+        start = 0;
+    if (start > end || start >= len) {
+        resp_add_array_hdr(&c->out, 0);
+        return;
+    }
+    if (end >= len)
+        end = len - 1;
+    size_t n = (size_t)(end - start + 1);
+    srv_zreply_hdr(c, n, q->withscores);
+    const struct srv_zn *z = q->rev ? srv_zsl_by_rank(zs, (size_t)(len - start))
+                                    : srv_zsl_by_rank(zs, (size_t)start + 1);
+    for (size_t i = 0; i < n && z; i++) {
+        srv_zreply_elem(c, z, q->withscores);
+        z = q->rev ? z->back : z->lev[0].fwd;
+    }
+}
+
+/* Replies the elements whose score is within rg, after LIMIT. */
+static void srv_zrange_score(struct srv_client *c, const struct srv_zset *zs,
+                             const struct srv_zrange *rg, const struct srv_zrange_req *q) {
+    const struct srv_zn *z = q->rev ? srv_zsl_last_in(zs, rg) : srv_zsl_first_in(zs, rg);
+    long long offset = q->offset;
+    if (offset < 0)
+        z = NULL;
+    for (; z && offset > 0; offset--)
+        z = q->rev ? z->back : z->lev[0].fwd;
+    size_t cap = 16, n = 0;
+    const struct srv_zn **v = cm_malloc(cap * sizeof(*v));
+    for (long long lim = q->limit; z && lim != 0; lim--) {
+        if (q->rev ? !srv_zrange_gte_min(z->score, rg) : !srv_zrange_lte_max(z->score, rg))
+            break;
+        if (n == cap) {
+            cap *= 2;
+            v = cm_realloc(v, cap * sizeof(*v));
+        }
+        v[n++] = z;
+        z = q->rev ? z->back : z->lev[0].fwd;
+    }
+    srv_zreply_hdr(c, n, q->withscores);
+    for (size_t i = 0; i < n; i++)
+        srv_zreply_elem(c, v[i], q->withscores);
+    cm_free(v);
+}
+
+/* Parses the options after min and max (from argument 4). Returns 0 or -1 (replied). */
+static int srv_zrange_opts(struct srv_client *c, struct srv_zrange_req *q) {
+    for (int j = 4; j < c->argc; j++) {
+        int left = c->argc - j - 1;
+        if (srv_arg_is(c, j, "withscores")) {
+            q->withscores = 1;
+        } else if (srv_arg_is(c, j, "limit") && left >= 2) {
+            if (srv_arg_ll(c, j + 1, &q->offset, NULL) < 0 ||
+                srv_arg_ll(c, j + 2, &q->limit, NULL) < 0)
+                return -1;
+            j += 2;
+        } else if (q->rev < 0 && srv_arg_is(c, j, "rev")) {
+            q->rev = 1;
+        } else if (q->type == SRV_ZR_AUTO && srv_arg_is(c, j, "bylex")) {
+            q->type = SRV_ZR_LEX;
+        } else if (q->type == SRV_ZR_AUTO && srv_arg_is(c, j, "byscore")) {
+            q->type = SRV_ZR_SCORE;
+        } else {
+            srv_reply_syntax_error(c);
+            return -1;
+        }
+    }
+    if (q->rev < 0)
+        q->rev = 0;
+    if (q->type == SRV_ZR_AUTO)
+        q->type = SRV_ZR_RANK;
+    if ((q->offset != 0 || q->limit != -1) && q->type == SRV_ZR_RANK) {
+        srv_reply_error(c, "ERR syntax error, LIMIT is only supported in combination with "
+                           "either BYSCORE or BYLEX");
+        return -1;
+    }
+    if (q->withscores && q->type == SRV_ZR_LEX) {
+        srv_reply_error(c, "ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+        return -1;
+    }
+    return 0;
+}
+
+/* ZRANGE and its older forms: type/rev preset by the command (SRV_ZR_AUTO / -1 = from args). */
+static void srv_zrange_generic(struct srv_client *c, int type, int rev) {
+    struct srv_zrange_req q = {type, rev, 0, 0, -1};
+    if (srv_zrange_opts(c, &q) < 0)
+        return;
+    if (q.type == SRV_ZR_LEX) {
+        srv_reply_error(c, "ERR BYLEX is not supported");
+        return;
+    }
+    int minidx = 2, maxidx = 3;
+    if (q.rev && q.type == SRV_ZR_SCORE) {
+        minidx = 3;
+        maxidx = 2;
+    }
+    long long start = 0, end = 0;
+    struct srv_zrange rg = {0, 0, 0, 0};
+    if (q.type == SRV_ZR_RANK) {
+        if (srv_arg_ll(c, minidx, &start, NULL) < 0 || srv_arg_ll(c, maxidx, &end, NULL) < 0)
+            return;
+    } else if (srv_parse_score_bound(&c->argv[minidx], &rg.min, &rg.minex) < 0 ||
+               srv_parse_score_bound(&c->argv[maxidx], &rg.max, &rg.maxex) < 0) {
+        srv_reply_error(c, "ERR min or max is not a float");
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
+    if (bad)
+        return;
+    if (!o)
+        resp_add_array_hdr(&c->out, 0);
+    else if (q.type == SRV_ZR_RANK)
+        srv_zrange_rank(c, o->payload, start, end, &q);
+    else
+        srv_zrange_score(c, o->payload, &rg, &q);
+    srv_db_unlock(&r);
+}
+
+void rc_zrange_command(struct srv_client *c) {
+    srv_zrange_generic(c, SRV_ZR_AUTO, -1);
+}
+
+void rc_zrevrange_command(struct srv_client *c) {
+    srv_zrange_generic(c, SRV_ZR_RANK, 1);
+}
+
+void rc_zrangebyscore_command(struct srv_client *c) {
+    srv_zrange_generic(c, SRV_ZR_SCORE, 0);
+}
+
+void rc_zrevrangebyscore_command(struct srv_client *c) {
+    srv_zrange_generic(c, SRV_ZR_SCORE, 1);
+}
+
+/* ---------------------------------------------------------------- ZPOPMIN, ZPOPMAX */
+
+static void srv_zpop_generic(struct srv_client *c, int max) {
+    long long count = 1;
+    int hascount = c->argc == 3;
+    if (c->argc > 3) {
+        srv_reply_syntax_error(c);
+        return;
+    }
+    const char *range = "ERR value is out of range, must be positive";
+    if (hascount && srv_arg_ll(c, 2, &count, range) < 0)
+        return;
+    if (count < 0) {
+        srv_reply_error(c, range);
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 0, &bad);
+    if (bad)
+        return;
+    if (!o || count == 0) {
+        srv_db_unlock(&r);
+        resp_add_array_hdr(&c->out, 0);
+        return;
+    }
+    struct srv_zset *zs = o->payload;
+    size_t n = (size_t)count < zs->length ? (size_t)count : zs->length;
+    int nested = hascount && c->proto == 3; /* RESP3 with COUNT: [member, score] pairs */
+    resp_add_array_hdr(&c->out, (long)(nested ? n : 2 * n));
+    for (size_t i = 0; i < n; i++) {
+        struct srv_zn *z = max ? zs->tail : zs->header->lev[0].fwd;
+        if (nested)
+            resp_add_array_hdr(&c->out, 2);
+        resp_add_bulk(&c->out, z->ele, z->len);
+        srv_reply_score(c, z->score);
+        srv_zset_delete(zs, z);
+    }
+    srv_zset_done(&r, o);
+    srv_db_unlock(&r);
+}
+
+void rc_zpopmin_command(struct srv_client *c) {
+    srv_zpop_generic(c, 0);
+}
+
+void rc_zpopmax_command(struct srv_client *c) {
+    srv_zpop_generic(c, 1);
+}
