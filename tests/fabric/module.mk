@@ -17,6 +17,7 @@ endif
 # test_xfer_fabric: two-process fabric transport tests over tcp;ofi_rxm on loopback.
 ifeq ($(XFER_HAVE_FABRIC),1)
 FABRIC_TEST := $(BUILD)/tests/fabric/test_xfer_fabric
+$(call objs,tests/fabric/test_xfer_fabric.c): MOD_CFLAGS += $(XFER_DEFS)
 $(FABRIC_TEST): $(call objs,tests/fabric/test_xfer_fabric.c) $(BUILD)/lib/libxfer.a \
                 $(BUILD)/lib/libcm.a
 	$(LINK) $^ $(XFER_LIBS)

@@ -80,6 +80,16 @@ struct xfer_efa_cfg {
     uint64_t inline_poll_ns;   /* inline_poll_us= / MC_EFA_INLINE_POLL_US (50), 0 = off */
     int delivery_complete;     /* completion=delivery|provider (see xfer_efa__cfg_parse) */
     int busy_poll;             /* busy_poll= / MC_EFA_BUSY_POLL: spin while ops are in flight */
+    size_t tx_size;            /* tx_size= : transmit queue depth hint, 0 = provider default */
+};
+
+/* Counters (tests, INFO). */
+struct xfer_efa_stats {
+    atomic_ulong ops_posted; /* fi_write/fi_read accepted */
+    atomic_ulong eagain;     /* -FI_EAGAIN answers (backpressure) */
+    atomic_ulong striped;    /* tasks striped over several domains */
+    atomic_ulong op_errors;  /* error completions */
+    atomic_ulong expired;    /* ops accounted by deadline */
 };
 
 /* One NIC: fabric, domain, AV, CQ, endpoint, progress thread. */
@@ -131,6 +141,7 @@ struct xfer_efa {
     struct xfer_efa_domain dom[XFER_EFA_MAX_DOMAINS];
     atomic_ulong next_key; /* requested keys when the provider lacks FI_MR_PROV_KEY */
     atomic_ulong rr;       /* round-robin domain choice for small tasks */
+    struct xfer_efa_stats st;
 };
 
 /* Per-registration state (mr->tp_priv[slot]). */

@@ -123,6 +123,7 @@ static int xfer_efa_read_err(struct xfer_efa_domain *d) {
         return rc == -FI_EAGAIN ? 0 : (int)rc;
     cm_log_sparse(1000, CM_LOG_WARNING, "xfer", "fabric: domain %d: op failed: %s (prov %d)",
                   d->index, fi_strerror(e.err), e.prov_errno);
+    atomic_fetch_add_explicit(&d->efa->st.op_errors, 1, memory_order_relaxed);
     if (e.op_context)
         xfer_efa_complete(e.op_context, -CM_ETRANSFER_FAIL);
     return 1;
@@ -165,6 +166,7 @@ static void xfer_efa_expire(struct xfer_efa_domain *d, uint64_t now) {
         if (!cb)
             return;
         /* The op stays linked (the provider still owns its context); only the task moves on. */
+        atomic_fetch_add_explicit(&d->efa->st.expired, 1, memory_order_relaxed);
         cb(cb_arg, -ETIMEDOUT);
     }
 }

@@ -59,8 +59,12 @@ int xfer_efa__post(struct xfer_efa_op *op, enum xfer_op opcode, void *local, voi
         else
             rc = fi_read(d->ep, local, op->len, desc, dest, raddr, rkey, &op->fi_ctx);
         pthread_mutex_unlock(&d->ep_lock);
-        if (rc == 0)
+        if (rc == 0) {
+            atomic_fetch_add_explicit(&d->efa->st.ops_posted, 1, memory_order_relaxed);
             return 0;
+        }
+        if (rc == -FI_EAGAIN)
+            atomic_fetch_add_explicit(&d->efa->st.eagain, 1, memory_order_relaxed);
         if (rc != -FI_EAGAIN) {
             cm_log_sparse(1000, CM_LOG_WARNING, "xfer", "fabric: fi_%s on domain %d: %s",
                           opcode == XFER_OP_WRITE ? "write" : "read", d->index,
@@ -156,6 +160,8 @@ static void xfer_efa_submit_one(struct xfer_efa *efa, struct xfer_task *t) {
         return;
     }
     int stripes = t->len > efa->cfg.stripe_threshold ? efa->n_dom : 1;
+    if (stripes > 1)
+        atomic_fetch_add_explicit(&efa->st.striped, 1, memory_order_relaxed);
     int first = stripes > 1 ? 0 : (int)(atomic_fetch_add(&efa->rr, 1) % (unsigned)efa->n_dom);
     uint64_t chunk = (t->len + (uint64_t)stripes - 1) / (uint64_t)stripes;
     chunk = (chunk + XFER_EFA_STRIPE_ALIGN - 1) & ~(uint64_t)(XFER_EFA_STRIPE_ALIGN - 1);

@@ -23,7 +23,8 @@
  * provider= (FI_PROVIDER, "tcp;ofi_rxm"), node=, domains=, cq_size=, stripe_threshold=
  * (MC_EFA_STRIPING_THRESHOLD, 2 MiB), inline_poll_us= (MC_EFA_INLINE_POLL_US, 50),
  * completion=delivery|provider (delivery, except provider for efa), busy_poll=0|1
- * (MC_EFA_BUSY_POLL; 1 for efa). Returns 0 or -EINVAL for a malformed value.
+ * (MC_EFA_BUSY_POLL; 1 for efa), tx_size= (transmit queue depth hint). Returns 0 or -EINVAL
+ * for a malformed value.
  */
 int xfer_efa__cfg_parse(const char *args, struct xfer_efa_cfg *cfg) {
     uint64_t v = 0;
@@ -74,6 +75,10 @@ int xfer_efa__cfg_parse(const char *args, struct xfer_efa_cfg *cfg) {
     if (xfer__arg_u64(args, "busy_poll", &v) < 0)
         return -EINVAL;
     cfg->busy_poll = v != 0;
+    v = 0;
+    if (xfer__arg_u64(args, "tx_size", &v) < 0 || v > (1u << 20))
+        return -EINVAL;
+    cfg->tx_size = (size_t)v;
     v = xfer__env_u64("MC_EFA_INLINE_POLL_US", 50);
     if (xfer__arg_u64(args, "inline_poll_us", &v) < 0 || v > 1000000)
         return -EINVAL;
@@ -111,6 +116,8 @@ static int xfer_efa_getinfo(struct xfer_efa *efa, int want_hmem) {
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
                                   FI_MR_ENDPOINT | (want_hmem ? FI_MR_HMEM : 0);
     hints->domain_attr->threading = FI_THREAD_SAFE;
+    if (efa->cfg.tx_size)
+        hints->tx_attr->size = efa->cfg.tx_size;
     /* COMPLETED must mean "in the peer's memory": a later read through another domain (another
      * connection) or a reader told by the master must see the bytes. */
     if (efa->cfg.delivery_complete)
