@@ -140,8 +140,9 @@ int xfer_engine_register(struct xfer_engine *eng, void *addr, size_t len, const 
                          unsigned flags);
 
 /*
- * Unregisters the region that starts at addr. Requests in flight against it on the target side
- * fail. Returns 0 or -ENOENT.
+ * Unregisters the region that starts at addr. Peers' requests arriving afterwards are refused;
+ * the call waits for those already being served from it (each ends by its deadline). Returns 0
+ * or -ENOENT.
  */
 int xfer_engine_unregister(struct xfer_engine *eng, void *addr);
 

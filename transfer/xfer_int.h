@@ -50,7 +50,7 @@
  *
  *   4. Helpers: xfer__sock_* (connect / full read / full write with deadlines),
  *      xfer__listener_handle (serve your own opcodes on the engine listener, e.g. for QP
- *      exchange), xfer__mr_lock_remote (target-side bounds check), xfer__mem_location.
+ *      exchange), xfer__mr_acquire_remote (target-side bounds check), xfer__mem_location.
  */
 #ifndef CRESCENT_TRANSFER_XFER_INT_H
 #define CRESCENT_TRANSFER_XFER_INT_H
@@ -118,6 +118,7 @@ struct xfer_mr {
     void *tp_priv[XFER_MAX_TRANSPORTS];
     uint8_t key[XFER_MAX_TRANSPORTS][XFER_KEY_MAX];
     uint16_t key_len[XFER_MAX_TRANSPORTS];
+    atomic_int refs; /* target-side requests being served from it (core-owned) */
 };
 
 /* ---- decoded segment descriptor ---- */
@@ -273,19 +274,16 @@ int xfer__engine_ensure(struct xfer_engine *eng, const char *name, const char *a
 
 /*
  * Target side: verifies that [addr, addr+len) lies inside one remote-accessible registration
- * and, on success, holds the engine's registration read lock (unregistration waits) until
- * xfer__mr_unlock. Returns 0, or -CM_EINVALID_PARAMS (refused; nothing held).
+ * and takes a reference on it (xfer_engine_unregister waits for references to drop, so the
+ * memory stays registered while a request is served; other registrations are not blocked).
+ * Returns 0 and sets *mr (when mr is not NULL), or -CM_EINVALID_PARAMS (refused; no reference).
+ * Release with xfer__mr_release. Thread-safe.
  */
-int xfer__mr_lock_remote(struct xfer_engine *eng, uint64_t addr, uint64_t len);
-
-/*
- * As xfer__mr_lock_remote, and sets *mr to the registration (valid until xfer__mr_unlock).
- */
-int xfer__mr_lock_remote_mr(struct xfer_engine *eng, uint64_t addr, uint64_t len,
+int xfer__mr_acquire_remote(struct xfer_engine *eng, uint64_t addr, uint64_t len,
                             struct xfer_mr **mr);
 
-/* Releases the lock taken by a successful xfer__mr_lock_remote. */
-void xfer__mr_unlock(struct xfer_engine *eng);
+/* Drops the reference from xfer__mr_acquire_remote. */
+void xfer__mr_release(struct xfer_engine *eng, struct xfer_mr *mr);
 
 /* Local registration containing [addr, addr+len), or NULL. Pointer valid while registered. */
 struct xfer_mr *xfer__mr_find(struct xfer_engine *eng, const void *addr, uint64_t len);

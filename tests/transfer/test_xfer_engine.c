@@ -40,10 +40,14 @@ Test(xfer_engine, registration_rules) {
     cr_assert_eq(xfer_engine_unregister(e, buf + 1), -ENOENT);
     cr_assert_not_null(xfer__mr_find(e, buf + 10, 100));
     cr_assert_null(xfer__mr_find(e, buf + 8000, 1000));
-    cr_assert_eq(xfer__mr_lock_remote(e, (uint64_t)(uintptr_t)buf, 4096), 0);
-    xfer__mr_unlock(e);
-    cr_assert_eq(xfer__mr_lock_remote(e, (uint64_t)(uintptr_t)buf + 4096, 1), -CM_EINVALID_PARAMS);
-    cr_assert_eq(xfer__mr_lock_remote(e, (uint64_t)(uintptr_t)buf, 4097), -CM_EINVALID_PARAMS);
+    struct xfer_mr *mr = NULL;
+    cr_assert_eq(xfer__mr_acquire_remote(e, (uint64_t)(uintptr_t)buf, 4096, &mr), 0);
+    cr_assert_eq(mr->addr, (uint64_t)(uintptr_t)buf);
+    xfer__mr_release(e, mr);
+    cr_assert_eq(xfer__mr_acquire_remote(e, (uint64_t)(uintptr_t)buf + 4096, 1, NULL),
+                 -CM_EINVALID_PARAMS);
+    cr_assert_eq(xfer__mr_acquire_remote(e, (uint64_t)(uintptr_t)buf, 4097, NULL),
+                 -CM_EINVALID_PARAMS);
     cr_assert_eq(xfer_engine_unregister(e, buf), 0);
     cr_assert_eq(xfer_engine_unregister(e, buf), -ENOENT);
     cr_assert_eq(xfer_engine_local_addr(e, buf, 64), -ENOTCONN);

@@ -368,12 +368,15 @@ int xfer_engine_unregister(struct xfer_engine *eng, void *addr) {
         return -ENOENT;
     }
     struct xfer_mr *mr = eng->mrs[pos];
-    for (int i = 0; i < XFER_MAX_TRANSPORTS; i++)
-        if (eng->tp[i])
-            unregister_with(eng->tp[i], mr);
     memmove(eng->mrs + pos, eng->mrs + pos + 1, (eng->n_mr - pos - 1) * sizeof(*eng->mrs));
     eng->n_mr--;
     pthread_rwlock_unlock(&eng->mr_lock);
+    /* No new request can find it now; wait for those being served (each ends by its deadline). */
+    while (atomic_load_explicit(&mr->refs, memory_order_acquire) > 0)
+        cm_sleep_ms(1);
+    for (int i = 0; i < XFER_MAX_TRANSPORTS; i++)
+        if (eng->tp[i])
+            unregister_with(eng->tp[i], mr);
     pthread_mutex_unlock(&eng->lock);
     cm_free(mr);
     return 0;
@@ -384,28 +387,25 @@ static void unregister_all(struct xfer_engine *eng) {
         xfer_engine_unregister(eng, (void *)(uintptr_t)eng->mrs[0]->addr);
 }
 
-/* Target-side bounds check holding the read lock, returning the MR; see xfer_int.h. */
-int xfer__mr_lock_remote_mr(struct xfer_engine *eng, uint64_t addr, uint64_t len,
+/* Target-side bounds check taking a reference on the MR; see xfer_int.h. */
+int xfer__mr_acquire_remote(struct xfer_engine *eng, uint64_t addr, uint64_t len,
                             struct xfer_mr **out) {
     pthread_rwlock_rdlock(&eng->mr_lock);
     struct xfer_mr *mr = addr + len < addr ? NULL : mr_lookup(eng, addr, len);
-    if (!mr || !(mr->flags & XFER_REG_REMOTE)) {
-        pthread_rwlock_unlock(&eng->mr_lock);
+    if (mr && (mr->flags & XFER_REG_REMOTE))
+        atomic_fetch_add_explicit(&mr->refs, 1, memory_order_acq_rel);
+    pthread_rwlock_unlock(&eng->mr_lock);
+    if (!mr || !(mr->flags & XFER_REG_REMOTE))
         return -CM_EINVALID_PARAMS;
-    }
     if (out)
         *out = mr;
     return 0;
 }
 
-/* Target-side bounds check holding the read lock; see xfer_int.h. */
-int xfer__mr_lock_remote(struct xfer_engine *eng, uint64_t addr, uint64_t len) {
-    return xfer__mr_lock_remote_mr(eng, addr, len, NULL);
-}
-
-/* Releases the registration read lock; see xfer_int.h. */
-void xfer__mr_unlock(struct xfer_engine *eng) {
-    pthread_rwlock_unlock(&eng->mr_lock);
+/* Drops a reference taken by xfer__mr_acquire_remote; see xfer_int.h. */
+void xfer__mr_release(struct xfer_engine *eng, struct xfer_mr *mr) {
+    (void)eng;
+    atomic_fetch_sub_explicit(&mr->refs, 1, memory_order_acq_rel);
 }
 
 /* Local MR lookup; see xfer_int.h. */

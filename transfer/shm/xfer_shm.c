@@ -72,13 +72,13 @@ static void shm_serve_one(struct shm_ctx *c, int fd) {
         return;
     struct xfer_mr *mr = NULL;
     int memfd = -1;
-    if (xfer__mr_lock_remote_mr(c->tp->eng, rq.addr, rq.len, &mr) == 0) {
+    if (xfer__mr_acquire_remote(c->tp->eng, rq.addr, rq.len, &mr) == 0) {
         if (mr->memfd >= 0) {
             memfd = fcntl(mr->memfd, F_DUPFD_CLOEXEC, 0);
             rp.off = mr->memfd_off + (rq.addr - mr->addr);
             rp.status = memfd >= 0 ? 0 : -EMFILE;
         }
-        xfer__mr_unlock(c->tp->eng);
+        xfer__mr_release(c->tp->eng, mr);
     } else {
         cm_log_sparse(1000, CM_LOG_WARNING, "xfer", "shm: refused map of %llu bytes at 0x%llx",
                       (unsigned long long)rq.len, (unsigned long long)rq.addr);

@@ -75,7 +75,8 @@ static int tcp_serve(struct xfer_transport *tp, int fd, const struct xfer_wire_h
     int write = h->op == XFER_WIRE_TCP_WRITE;
     if (h->op != XFER_WIRE_TCP_READ && !write)
         return -CM_EPROTOCOL;
-    int rc = xfer__mr_lock_remote(eng, h->addr, h->len);
+    struct xfer_mr *mr = NULL;
+    int rc = xfer__mr_acquire_remote(eng, h->addr, h->len, &mr);
     if (rc < 0) {
         cm_log_sparse(1000, CM_LOG_WARNING, "xfer",
                       "tcp: refused %s of %llu bytes at 0x%llx: not inside a remote-accessible "
@@ -94,13 +95,13 @@ static int tcp_serve(struct xfer_transport *tp, int fd, const struct xfer_wire_h
     if (write) {
         struct iovec v = {p, (size_t)h->len};
         rc = xfer__sock_readv(fd, &v, 1, deadline);
-        xfer__mr_unlock(eng);
+        xfer__mr_release(eng, mr);
         if (rc < 0)
             return rc;
         return tcp_reply(fd, h, 0, NULL, 0, deadline);
     }
     rc = tcp_reply(fd, h, 0, p, h->len, deadline);
-    xfer__mr_unlock(eng);
+    xfer__mr_release(eng, mr);
     return rc;
 }
 
