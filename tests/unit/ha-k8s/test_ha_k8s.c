@@ -70,8 +70,7 @@ Test(lease, decode_errors) {
         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"code\":404}",
         "{\"kind\":\"Lease\",\"metadata\":{}}",
         "{\"kind\":\"Lease\",\"metadata\":{\"name\":\"x\"},\"spec\":[]}",
-        "{\"kind\":\"Lease\",\"metadata\":{\"name\":\"x\"},\"spec\":{\"leaseDurationSeconds\":"
-        "\"15\"}}",
+        "{\"kind\":\"Lease\",\"metadata\":{\"name\":\"x\"},\"spec\":{\"leaseTransitions\":\"7\"}}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct ha_k8s_lease l = {0};
