@@ -72,8 +72,8 @@ struct xfer_task_status {
 /* Engine creation options; zero-initialise and set what you need. */
 struct xfer_engine_opts {
     const char *local_name; /* free-form name for logs and descriptors (default: host:port) */
-    const char *listen;     /* "host:port" to listen on; NULL = "127.0.0.1:0" (ephemeral);
-                               "" = no listener (initiator-only engine) */
+    const char *listen;     /* "host:port" to listen on; NULL = MC_TCP_BIND_ADDRESS or
+                               127.0.0.1, ephemeral port; "" = no listener (initiator only) */
     uint32_t timeout_ms;    /* transfer timeout; 0 = MC_TRANSFER_TIMEOUT env or 60 s */
 };
 

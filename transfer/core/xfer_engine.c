@@ -51,7 +51,12 @@ int xfer_engine_create(const struct xfer_engine_opts *opts, struct xfer_engine *
         eng->instance = cm_mono_ns() ^ ((uint64_t)getpid() << 32);
     eng->next_mr_id = 1;
 
-    const char *listen = opts->listen ? opts->listen : "127.0.0.1:0";
+    /* Default listener: MC_TCP_BIND_ADDRESS (host, ephemeral port) or loopback. */
+    char bind_def[XFER_HOSTPORT_MAX];
+    const char *bind_env = getenv("MC_TCP_BIND_ADDRESS");
+    snprintf(bind_def, sizeof(bind_def), strchr(bind_env ? bind_env : "", ':') ? "[%s]:0" : "%s:0",
+             bind_env && *bind_env ? bind_env : "127.0.0.1");
+    const char *listen = opts->listen ? opts->listen : bind_def;
     if (*listen) {
         int rc = xfer__listener_start(eng, listen);
         if (rc < 0) {

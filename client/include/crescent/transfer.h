@@ -72,8 +72,9 @@ struct crescent_xfer_task_status {
 /** Engine options; zero-initialise. */
 struct crescent_xfer_opts {
     const char *local_name; /**< name in descriptors and logs (default host:port) */
-    const char *listen;     /**< "host:port"; NULL = 127.0.0.1:0; "" = no listener */
-    uint32_t timeout_ms;    /**< transfer timeout; 0 = MC_TRANSFER_TIMEOUT or 60 s */
+    const char
+        *listen; /**< "host:port"; NULL = MC_TCP_BIND_ADDRESS or 127.0.0.1, port 0; "" = none */
+    uint32_t timeout_ms; /**< transfer timeout; 0 = MC_TRANSFER_TIMEOUT or 60 s */
 };
 
 /**
