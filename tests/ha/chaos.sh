@@ -22,6 +22,13 @@ if [ "$backend" = k8s ]; then
     rc=$?
     [ $rc -eq 0 ] || exit $rc
     python3 "$here/chaos.py" k8s "$seconds" --uri "k8s://$K8S_BACKEND_NS/crescent-chaos" "$@"
-    exit $?
+    rc=$?
+    # The double is a separate process: a run during which it died proves little.
+    if ! kill -0 "$K8S_PID" 2>/dev/null; then
+        echo "chaos: the Lease API double (pid $K8S_PID) died during the run; its stderr:"
+        tail -20 "$dir/double.err"
+        rc=1
+    fi
+    exit $rc
 fi
 exec python3 "$here/chaos.py" "$backend" "$seconds" "$@"
