@@ -111,7 +111,7 @@ if command -v iperf3 >/dev/null; then
                 ibps=$(best "$ibps" "$(iperf $blk)")
                 # One worker = one connection: like for like with one iperf3 stream.
                 g1=$(best "$g1" "$(initiator tcp $op $blk $BATCH --protocol_args workers=1 | json GBps)")
-                g4=$(best "$g4" "$(initiator tcp $op $blk $BATCH | json GBps)")
+                g4=$(best "$g4" "$(initiator tcp $op $blk $BATCH --protocol_args workers=8,peer_workers=4 | json GBps)")
             done
             row tcp "$op $blk 1 conn vs iperf3" "$g1" "$ibps" "$(ratio "$g1" "$ibps")x" "[>=0.8]"
             row tcp "$op $blk 4 conns vs iperf3" "$g4" "$ibps" "$(ratio "$g4" "$ibps")x" ""

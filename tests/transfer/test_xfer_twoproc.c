@@ -385,6 +385,41 @@ Test(xfer_twoproc, tcp_pooled_connection_closed_by_idle_target, .timeout = 30) {
     teardown(&c, 0);
 }
 
+Test(xfer_twoproc, tcp_stalled_peer_does_not_starve_others, .timeout = 30) {
+    struct ctx a;
+    setup(&a, "tcp", 0, 3000);
+    struct xt_target tb;
+    cr_assert_eq(xt_spawn_target("tcp", NULL, 1 << 20, 0, 5, &tb), 0);
+    struct xfer_segment *sb;
+    cr_assert_eq(xfer_segment_open_addr(a.eng, tb.addr, &sb), 0);
+    kill(a.t.pid, SIGSTOP);
+    /* 64 reads to the stalled peer: they occupy at most half of the workers. */
+    struct xfer_request r[64];
+    for (int i = 0; i < 64; i++)
+        r[i] = req(&a, XFER_OP_READ, a.dst + i * 4096, (uint64_t)i * 4096, 4096);
+    struct xfer_batch *ba, *bb;
+    cr_assert_eq(xfer_batch_alloc(a.eng, 64, &ba), 0);
+    cr_assert_eq(xfer_batch_submit(ba, r, 64, NULL), 0);
+    cm_sleep_ms(100);
+    struct xfer_request rb = {XFER_OP_READ, a.dst + (1 << 20), sb, tb.remote_addr, 4096};
+    cr_assert_eq(xfer_batch_alloc(a.eng, 1, &bb), 0);
+    uint64_t t0 = cm_mono_ms();
+    cr_assert_eq(xfer_batch_submit(bb, &rb, 1, NULL), 0);
+    cr_assert_eq(xfer_batch_wait(bb, 5000, NULL, 0, NULL), 0);
+    cr_assert_lt(cm_mono_ms() - t0, 1000, "healthy peer waited %llu ms",
+                 (unsigned long long)(cm_mono_ms() - t0));
+    cr_assert_eq(xfer_batch_wait(ba, 0, NULL, 0, NULL), -ETIMEDOUT); /* still pending */
+    size_t nf = 0;
+    cr_assert_eq(xfer_batch_wait(ba, -1, NULL, 0, &nf), -CM_ETRANSFER_FAIL);
+    cr_assert_eq(nf, 64);
+    xfer_batch_free(ba);
+    xfer_batch_free(bb);
+    xfer_segment_close(sb);
+    cr_assert_eq(xt_stop_target(&tb), 0);
+    kill(a.t.pid, SIGKILL);
+    teardown(&a, 128 + SIGKILL);
+}
+
 Test(xfer_twoproc, shm_peer_killed, .timeout = 30) {
     struct ctx c;
     setup(&c, "shm", 1, 5000);

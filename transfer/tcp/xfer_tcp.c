@@ -7,8 +7,9 @@
  * tasks from a queue and runs each on a pooled connection to the peer (one pool per segment),
  * with readv/sendmsg directly on the caller's buffer and every wait bounded by the task deadline.
  *
- * Arguments: workers=N (default MC_TCP_WORKERS or 4), max_idle=N idle connections kept per peer
- * (default 16).
+ * Arguments: workers=N (default MC_TCP_WORKERS or 8), peer_workers=N most workers one peer may
+ * occupy (default workers/2, so a stalled peer leaves the others served), max_idle=N idle
+ * connections kept per peer (default 16).
  */
 #include "common/fmacros.h"
 
@@ -37,6 +38,7 @@ struct tcp_peer {
     int idle[64]; /* idle connections */
     int n_idle;
     int max_idle;
+    int busy; /* groups being run for this peer (under tcp_ctx.lock) */
 };
 
 struct tcp_ctx {
@@ -47,7 +49,8 @@ struct tcp_ctx {
     int stopping;
     int n_workers;
     int max_idle;
-    int serving; /* listener opcodes claimed */
+    int peer_cap; /* most workers one peer may occupy */
+    int serving;  /* listener opcodes claimed */
     pthread_t workers[TCP_MAX_WORKERS];
     atomic_ulong next_id;
 };
@@ -183,30 +186,47 @@ static int tcp_recv_reply(int fd, struct xfer_task *t, int *sync) {
     return 0;
 }
 
-/* Pops the first queued task and up to TCP_PIPELINE-1 more for the same peer and opcode (one
- * direction per group, so neither side can block the other). Lock held. Returns the count. */
+/* Unlinks x (whose predecessor is prev, NULL at the head) from the queue. Lock held. */
+static void tcp_unlink(struct tcp_ctx *c, struct xfer_task *prev, struct xfer_task *x) {
+    if (prev)
+        prev->next = x->next;
+    else
+        c->head = x->next;
+    if (c->tail == x)
+        c->tail = prev;
+}
+
+/*
+ * Pops the first queued task whose peer has fewer than peer_cap groups running, plus up to
+ * TCP_PIPELINE-1 more for the same peer and opcode (one direction per group, so neither side can
+ * block the other). The cap keeps workers free for other peers while one peer is stalled.
+ * Lock held. Returns the count, 0 when nothing is eligible.
+ */
 static int tcp_pop_group(struct tcp_ctx *c, struct xfer_task **g) {
-    struct xfer_task *t = c->head, *prev, *x;
-    int n = 0, scanned = 0;
-    c->head = t->next;
+    struct xfer_task *t = c->head, *prev = NULL, *x;
+    int scanned = 0;
+    while (t && ((struct tcp_peer *)t->tp_seg)->busy >= c->peer_cap && scanned++ < 4096) {
+        prev = t;
+        t = t->next;
+    }
+    if (!t || ((struct tcp_peer *)t->tp_seg)->busy >= c->peer_cap)
+        return 0;
+    tcp_unlink(c, prev, t);
+    ((struct tcp_peer *)t->tp_seg)->busy++;
+    int n = 0;
     g[n++] = t;
-    prev = NULL;
-    for (x = c->head; x && n < TCP_PIPELINE && scanned < 4 * TCP_PIPELINE; scanned++) {
+    scanned = 0;
+    for (x = prev ? prev->next : c->head; x && n < TCP_PIPELINE && scanned < 4 * TCP_PIPELINE;
+         scanned++) {
         struct xfer_task *next = x->next;
         if (x->tp_seg == t->tp_seg && x->op == t->op) {
-            if (prev)
-                prev->next = next;
-            else
-                c->head = next;
+            tcp_unlink(c, prev, x);
             g[n++] = x;
         } else {
             prev = x;
         }
         x = next;
     }
-    c->tail = NULL;
-    for (x = c->head; x; x = x->next)
-        c->tail = x;
     return n;
 }
 
@@ -256,15 +276,20 @@ static void *tcp_worker(void *arg) {
     struct xfer_task *g[TCP_PIPELINE];
     for (;;) {
         pthread_mutex_lock(&c->lock);
-        while (!c->head && !c->stopping)
+        int n = 0;
+        while (!c->stopping && (n = tcp_pop_group(c, g)) == 0)
             pthread_cond_wait(&c->cond, &c->lock);
-        if (!c->head) {
+        if (n == 0) {
             pthread_mutex_unlock(&c->lock);
             return NULL;
         }
-        int n = tcp_pop_group(c, g);
         pthread_mutex_unlock(&c->lock);
-        tcp_run_group(c, g, n);
+        struct tcp_peer *p = g[0]->tp_seg;
+        tcp_run_group(c, g, n); /* completes the tasks; p lives while the segment is open */
+        pthread_mutex_lock(&c->lock);
+        p->busy--;
+        pthread_cond_broadcast(&c->cond); /* tasks of p may be eligible again */
+        pthread_mutex_unlock(&c->lock);
     }
 }
 
@@ -351,16 +376,20 @@ static void tcp_stop(struct tcp_ctx *c, int n) {
 }
 
 static int tcp_install(struct xfer_transport *tp, const char *args) {
-    uint64_t workers = xfer__env_u64("MC_TCP_WORKERS", 4), idle = 16;
-    if (xfer__arg_u64(args, "workers", &workers) < 0 || xfer__arg_u64(args, "max_idle", &idle) < 0)
+    uint64_t workers = xfer__env_u64("MC_TCP_WORKERS", 8), idle = 16, cap = 0;
+    if (xfer__arg_u64(args, "workers", &workers) < 0 ||
+        xfer__arg_u64(args, "max_idle", &idle) < 0 || xfer__arg_u64(args, "peer_workers", &cap) < 0)
         return -EINVAL;
-    if (workers == 0 || workers > TCP_MAX_WORKERS || idle > 64)
+    if (workers == 0 || workers > TCP_MAX_WORKERS || idle > 64 || cap > workers)
         return -EINVAL;
+    if (cap == 0)
+        cap = workers > 1 ? workers / 2 : 1;
     struct tcp_ctx *c = cm_try_calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
     c->tp = tp;
     c->max_idle = (int)idle;
+    c->peer_cap = (int)cap;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     for (c->n_workers = 0; c->n_workers < (int)workers; c->n_workers++)
