@@ -27,9 +27,9 @@ endif
 ifneq ($(wildcard transfer/core/xfer_cuda.c),)
 XFER_DEFS += -DXFER_HAVE_CUDA_MEMLOC
 endif
+# CUDA headers only: xfer_cuda.c loads libcudart with dlopen, so nothing links against it.
 ifeq ($(HAVE_CUDA),1)
 XFER_DEFS += -DXFER_HAVE_CUDA -I$(CUDA_HOME)/include
-XFER_LIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart
 endif
 XFER_LIBS += -ldl
 
