@@ -31,6 +31,20 @@ expect() {
     echo "ok   $label"
 }
 U=k8s://ns1/lease1
+# set_holder NS NAME HOLDER: an outside write to the Lease (as kubectl edit would do).
+set_holder() {
+    curl -s --cacert "$K8S_DIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" -X PUT \
+        -d "$(k8s_lease_json "$1" "$2" | python3 -c 'import json,sys; l=json.load(sys.stdin); l["spec"]["holderIdentity"]=sys.argv[1]; print(json.dumps(l))' "$3")" \
+        "https://127.0.0.1:$K8S_PORT/apis/coordination.k8s.io/v1/namespaces/$1/leases/$2" >/dev/null
+}
+# wait_line FILE REGEX: wait up to 5 s for a line of FILE to match.
+wait_line() {
+    for _ in $(seq 250); do
+        grep -qE "$2" "$1" 2>/dev/null && return 0
+        sleep 0.02
+    done
+    return 1
+}
 
 out=$($D $U c a acquire:2000 renew:2000 holder release holder acquire:2000 release)
 expect "acquire/renew/release, epoch grows on re-acquire by the same identity" "$out" \
@@ -57,7 +71,7 @@ expect "b: busy, then expired by observation, then acquires epoch 4" "$out" '^op
 # Stale leader: a leads, stalls past its lease, c takes over; a's renew must say NOT_LEADER.
 $D k8s://ns1/lease2 c a acquire:1000 sleep:2500 renew:1000 >"$TMP/a.out" &
 apid=$!
-sleep 0.2
+wait_line "$TMP/a.out" '^acquire rc=OK'
 out=$($D k8s://ns1/lease2 c c acquire:1000 sleep:1200 acquire:1000)
 wait $apid
 expect "c takes over an expired lease" "$out" '^open' '^acquire rc=EBUSY holder=a epoch=1' '^sleep' \
@@ -81,14 +95,29 @@ busy=$(cat "$TMP"/race? | grep -c 'acquire rc=EBUSY holder=n[123] epoch=1')
 $D k8s://ns1/w c b acquire:2000 >/dev/null
 $D k8s://ns1/w c a holder wait:3000 >"$TMP/w.out" &
 wpid=$!
+wait_line "$TMP/w.out" '^holder rc=OK'
 sleep 0.3
-curl -s --cacert "$K8S_DIR/ca.crt" -H "Authorization: Bearer $K8S_TOKEN" -X PUT \
-    -d "$(k8s_lease_json ns1 w | python3 -c 'import json,sys; l=json.load(sys.stdin); l["spec"]["holderIdentity"]="z"; print(json.dumps(l))')" \
-    "https://127.0.0.1:$K8S_PORT/apis/coordination.k8s.io/v1/namespaces/ns1/leases/w" >/dev/null
+set_holder ns1 w z
 wait $wpid
 wms=$(sed -n 's/^wait rc=OK ms=\([0-9]*\).*/\1/p' "$TMP/w.out")
 [ -n "$wms" ] && [ "$wms" -lt 2000 ] && echo "ok   watch wakes on change (${wms} ms)" ||
     { echo "FAIL watch: $(cat "$TMP/w.out")"; fails=$((fails + 1)); }
+
+# Watch reconnect: the API drops every watch (SIGUSR2) at ~0.3 s; the waiter must reconnect
+# from the same resourceVersion and still wake on a change made at ~0.8 s, not before.
+$D k8s://ns1/w2 c b acquire:2000 >/dev/null
+$D k8s://ns1/w2 c a holder wait:3000 >"$TMP/w2.out" &
+wpid=$!
+wait_line "$TMP/w2.out" '^holder rc=OK'
+sleep 0.3
+kill -USR2 "$K8S_PID"
+sleep 0.5
+set_holder ns1 w2 z
+wait $wpid
+wms=$(sed -n 's/^wait rc=OK ms=\([0-9]*\).*/\1/p' "$TMP/w2.out")
+[ -n "$wms" ] && [ "$wms" -ge 700 ] && [ "$wms" -lt 2500 ] &&
+    echo "ok   watch survives a dropped stream and wakes on the change (${wms} ms)" ||
+    { echo "FAIL watch reconnect: $(cat "$TMP/w2.out")"; fails=$((fails + 1)); }
 
 # Default lease name from the cluster id when the URI names none.
 out=$($D k8s:// My_Cluster a acquire:2000)
@@ -126,11 +155,12 @@ out=$(KUBECONFIG=$TMP/other.kc $D $U c a holder)
 expect "wrong CA" "$out" '^open rc=AUTH err=.*TLS verification failed'
 
 # Outage (503): the holder's renew fails fast with UNREACHABLE; after it, b sees the lease.
-$D k8s://ns1/out c a acquire:2000 sleep:400 renew:2000 sleep:300 renew:2000 >"$TMP/o.out" &
+$D k8s://ns1/out c a acquire:2000 sleep:400 renew:2000 sleep:600 renew:2000 >"$TMP/o.out" &
 opid=$!
-sleep 0.2
+wait_line "$TMP/o.out" '^acquire rc=OK'
+sleep 0.1
 k8s_outage
-sleep 0.4
+sleep 0.5
 k8s_outage
 wait $opid
 expect "503 outage: renew UNREACHABLE, then OK" "$(cat "$TMP/o.out")" '^open' '^acquire rc=OK' '^sleep' \
@@ -141,7 +171,7 @@ k8s_env_stop
 k8s_env_start "$TMP/env2" hang || exit 1
 $D k8s://ns1/hang c a acquire:2000 sleep:300 renew:2000 >"$TMP/h.out" &
 hpid=$!
-sleep 0.15
+wait_line "$TMP/h.out" '^acquire rc=OK'
 k8s_outage
 wait $hpid
 k8s_outage
