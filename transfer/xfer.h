@@ -172,6 +172,32 @@ ssize_t xfer_engine_export_desc(struct xfer_engine *eng, void *buf, size_t len);
  */
 int xfer_fetch_desc(const char *hostport, uint32_t timeout_ms, void **desc, size_t *desc_len);
 
+/* What a descriptor says, for code that stores or routes descriptors (the master's MC.MOUNT). */
+struct xfer_desc_summary {
+    char name[256];         /* engine local name */
+    char listen[280];       /* "host:port" of its listener, "" when none */
+    uint32_t pid;           /* owner process id */
+    uint64_t instance;      /* random per engine instance */
+    uint32_t n_transports;  /* entries used in transports[] */
+    char transports[8][16]; /* transport names ("shm", "tcp", ...) */
+    uint32_t n_buffers;     /* remote-visible buffers (all of them, even beyond max_regions) */
+};
+
+/* One remote-visible buffer of a descriptor. */
+struct xfer_desc_region {
+    uint64_t addr;
+    uint64_t len;
+    char location[32];
+};
+
+/*
+ * Verifies and summarises descriptor bytes without opening anything: fills *out and the first
+ * max_regions buffers (sorted by address) into regions (may be NULL). Returns 0, or
+ * -CM_ECORRUPT / -CM_EINVALID_VERSION / -ENOMEM. Pure; thread-safe.
+ */
+int xfer_desc_inspect(const void *desc, size_t desc_len, struct xfer_desc_summary *out,
+                      struct xfer_desc_region *regions, size_t max_regions);
+
 /*
  * Opens a remote segment from its descriptor bytes: decodes and verifies it, picks a transport
  * and connects as that transport requires. The descriptor bytes are copied. Returns 0 and sets

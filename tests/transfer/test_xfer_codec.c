@@ -97,6 +97,26 @@ Test(xfer_desc, round_trip) {
     cm_free(buf);
 }
 
+Test(xfer_desc, inspect_summary) {
+    size_t len;
+    uint8_t *buf = make_desc(&len);
+    struct xfer_desc_summary sm;
+    struct xfer_desc_region rg[2];
+    cr_assert_eq(xfer_desc_inspect(buf, len, &sm, rg, 2), 0);
+    cr_assert_str_eq(sm.name, "engine-a");
+    cr_assert_str_eq(sm.listen, "127.0.0.1:1234");
+    cr_assert_eq(sm.pid, 4242);
+    cr_assert_eq(sm.n_transports, 2);
+    cr_assert_str_eq(sm.transports[1], "shm");
+    cr_assert_eq(sm.n_buffers, 3);
+    cr_assert_eq(rg[1].addr, 0x20000);
+    cr_assert_eq(rg[1].len, 0x2000);
+    cr_assert_str_eq(rg[1].location, "cpu:1");
+    buf[30] ^= 1;
+    cr_assert_eq(xfer_desc_inspect(buf, len, &sm, NULL, 0), -CM_ECORRUPT);
+    cm_free(buf);
+}
+
 Test(xfer_desc, every_flipped_byte_is_rejected) {
     size_t len;
     uint8_t *buf = make_desc(&len);

@@ -288,3 +288,32 @@ int xfer_desc_find_tp(const struct xfer_desc *d, const char *name) {
             return (int)t;
     return -1;
 }
+
+/* Summarises a descriptor; see xfer.h. */
+int xfer_desc_inspect(const void *desc, size_t desc_len, struct xfer_desc_summary *out,
+                      struct xfer_desc_region *regions, size_t max_regions) {
+    struct xfer_desc *d;
+    int rc = xfer_desc_decode(desc, desc_len, &d);
+    if (rc < 0)
+        return rc;
+    _Static_assert(sizeof(out->name) == XFER_LNAME_MAX, "name size");
+    _Static_assert(sizeof(out->listen) == XFER_HOSTPORT_MAX, "listen size");
+    _Static_assert(sizeof(out->transports[0]) == XFER_NAME_MAX, "transport name size");
+    _Static_assert(sizeof(regions->location) == XFER_LOC_MAX, "location size");
+    memset(out, 0, sizeof(*out));
+    memcpy(out->name, d->name, sizeof(out->name));
+    memcpy(out->listen, d->listen, sizeof(out->listen));
+    out->pid = d->pid;
+    out->instance = d->instance;
+    out->n_transports = d->n_tp;
+    for (uint32_t t = 0; t < d->n_tp; t++)
+        memcpy(out->transports[t], d->tp[t].name, XFER_NAME_MAX);
+    out->n_buffers = d->n_buf;
+    for (size_t i = 0; regions && i < max_regions && i < d->n_buf; i++) {
+        regions[i].addr = d->buf[i].addr;
+        regions[i].len = d->buf[i].len;
+        memcpy(regions[i].location, d->buf[i].location, XFER_LOC_MAX);
+    }
+    xfer_desc_free(d);
+    return 0;
+}
