@@ -58,6 +58,17 @@ struct srv_watched {
     size_t klen;
 };
 
+/*
+ * A large SET/PUT value being read straight into segment memory: the request's header bytes
+ * (up to the value) stay in the query buffer, the value bytes go to obj's block.
+ */
+struct srv_bigarg {
+    struct srv_obj *obj; /* NULL when not in use */
+    char *dst;           /* obj's value bytes */
+    size_t len, got;     /* value length, bytes received */
+    size_t hdr_len;      /* request bytes before the value, at qbuf + qpos */
+};
+
 struct srv_client {
     uint64_t id;
     int fd;
@@ -90,6 +101,8 @@ struct srv_client {
     size_t ref_sent;
     size_t out_ref_bytes; /* bytes pending in refs */
 
+    struct srv_bigarg big;
+
     struct srv_queued *mq; /* MULTI queue */
     int mq_len, mq_cap;
     struct srv_watched *watched;
@@ -98,6 +111,7 @@ struct srv_client {
 
     struct srv_client *wprev, *wnext; /* worker's client list */
     struct srv_client *gprev, *gnext; /* global registry */
+    int unregistered;                 /* out of the registry (registry lock) */
     struct srv_client *pw_next;       /* worker's pending-write list */
 };
 

@@ -45,6 +45,13 @@ void srv_dispatch(struct srv_client *c);
 /* Runs cmd for c without MULTI queueing (used by EXEC, which already holds the lock). */
 void srv_call(struct srv_client *c, const struct srv_cmd *cmd);
 
+/*
+ * Plain SET of an object built by the caller (the network layer reads large values straight
+ * into segment memory): takes ownership of o, replies +OK. Keyspace lock held (shared).
+ */
+struct srv_obj;
+void srv_set_prebuilt(struct srv_client *c, struct srv_obj *o);
+
 /* Frees a client's MULTI queue and watched keys. */
 void srv_multi_reset(struct srv_client *c);
 void srv_unwatch_all(struct srv_client *c);

@@ -108,7 +108,7 @@ void rc_hello_command(struct srv_client *c) {
     }
     if (!c->authenticated) {
         srv_reply_error(c, "NOAUTH HELLO must be called with the client already authenticated, "
-                           "otherwise the HELLO <proto> AUTH <user> <pass> option can be used "
+                           "otherwise the HELLO AUTH <user> <pass> option can be used "
                            "to authenticate the client and select the RESP protocol version at "
                            "the same time");
         return;

@@ -98,15 +98,11 @@ static int srv_expire_ms(struct srv_client *c, int arg, unsigned flags, const ch
 /* ---------------------------------------------------------------- SET family */
 
 /*
- * Stores val under key with the SET flags. Replies unless reply is 0. Returns 1 when the key
- * was set, 0 when NX/XX prevented it, -1 on error (replied).
+ * Stores the new object o (owned by the call) under key with the SET flags. Replies unless reply is
+ * 0. Returns 1 when the key was set, 0 when NX/XX prevented it, -1 on error (replied).
  */
-static int srv_set_generic(struct srv_client *c, const struct srv_arg *key,
-                           const struct srv_arg *val, unsigned flags, int64_t expire_at,
-                           int reply) {
-    struct srv_obj *o = srv_obj_from(c, key->p, key->len, val->p, val->len);
-    if (!o)
-        return -1;
+static int srv_set_obj(struct srv_client *c, const struct srv_arg *key, struct srv_obj *o,
+                       unsigned flags, int64_t expire_at, int reply) {
     struct srv_db_ref r;
     srv_db_lock(&r, key->p, key->len);
     struct srv_obj *old = srv_db_find(&r, srv_now_ms());
@@ -141,6 +137,21 @@ static int srv_set_generic(struct srv_client *c, const struct srv_arg *key,
     if (reply && !(flags & SRV_SET_GET))
         srv_reply_ok(c);
     return 1;
+}
+
+/* As srv_set_obj with a copy of val as the new value. */
+static int srv_set_generic(struct srv_client *c, const struct srv_arg *key,
+                           const struct srv_arg *val, unsigned flags, int64_t expire_at,
+                           int reply) {
+    struct srv_obj *o = srv_obj_from(c, key->p, key->len, val->p, val->len);
+    if (!o)
+        return -1;
+    return srv_set_obj(c, key, o, flags, expire_at, reply);
+}
+
+void srv_set_prebuilt(struct srv_client *c, struct srv_obj *o) {
+    struct srv_arg key = {o->key, o->klen};
+    srv_set_obj(c, &key, o, 0, 0, 1);
 }
 
 void rc_set_command(struct srv_client *c) {

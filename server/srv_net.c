@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #define SRV_READ_CHUNK     (16 * 1024)
+#define SRV_DIRECT_MIN     (32 * 1024) /* SET values this big are read straight into the segment */
 #define SRV_OUT_PAUSE      (64u << 20) /* stop reading input above this much pending output */
 #define SRV_MAX_WRITE_LOOP (64u << 20) /* bytes written per client per event (fairness) */
 
@@ -169,6 +171,21 @@ static struct srv_client *srv_client_create(struct srv_worker *w, int fd, int is
     return c;
 }
 
+/* Removes c from the global registry (once). Registry lock held. */
+static void srv_registry_unlink(struct srv_client *c) {
+    if (c->unregistered)
+        return;
+    c->unregistered = 1;
+    if (c->gprev)
+        c->gprev->gnext = c->gnext;
+    else
+        srv_registry = c->gnext;
+    if (c->gnext)
+        c->gnext->gprev = c->gprev;
+    c->gprev = c->gnext = NULL;
+    cm_atomic_sub_relaxed(&srv_stats.connected_clients, 1);
+}
+
 static void srv_client_release_refs(struct srv_client *c) {
     for (int i = c->ref_idx; i < c->nrefs; i++)
         srv_obj_unref(c->refs[i].obj);
@@ -196,15 +213,11 @@ static void srv_client_free(struct srv_client *c) {
             *pp = c->pw_next;
     }
     pthread_mutex_lock(&srv_registry_lock);
-    if (c->gprev)
-        c->gprev->gnext = c->gnext;
-    else
-        srv_registry = c->gnext;
-    if (c->gnext)
-        c->gnext->gprev = c->gprev;
+    srv_registry_unlink(c);
     pthread_mutex_unlock(&srv_registry_lock);
-    cm_atomic_sub_relaxed(&srv_stats.connected_clients, 1);
     srv_client_release_refs(c);
+    if (c->big.obj)
+        srv_obj_unref(c->big.obj);
     srv_multi_reset(c);
     srv_unwatch_all(c);
     resp_parser_fini(&c->parser);
@@ -349,8 +362,65 @@ static void srv_client_set_argv(struct srv_client *c) {
     c->argc = p->argc;
 }
 
+/* ---------------------------------------------------------------- large SET values */
+
+/*
+ * Called when the parser waits for the rest of a request. If it is SET/PUT key <big value>
+ * with the value as the last argument, allocates the value in the segment now and moves the
+ * bytes received so far there, so the rest is read straight into place (one copy less than
+ * going through the query buffer, as Redis does for big arguments). Returns 1 when started.
+ */
+static int srv_big_start(struct srv_client *c) {
+    struct resp_parser *p = &c->parser;
+    if (p->bulklen < SRV_DIRECT_MIN || p->multibulk != 1 || p->argc != 2 || p->inline_base ||
+        !c->authenticated || (c->flags & SRV_CLIENT_MULTI))
+        return 0;
+    const char *base = c->qbuf.data + c->qpos;
+    size_t n0 = p->argv[0].len;
+    const char *a0 = base + p->argv[0].off;
+    if (!((n0 == 3 && strncasecmp(a0, "set", 3) == 0) ||
+          (n0 == 3 && strncasecmp(a0, "put", 3) == 0)))
+        return 0;
+    size_t vstart = p->pos; /* the value's first byte, relative to the request */
+    size_t have = c->qbuf.len - c->qpos - vstart;
+    if (have >= (size_t)p->bulklen)
+        return 0;
+    struct srv_obj *o;
+    srv_db_rdlock();
+    int rc = srv_obj_create(base + p->argv[1].off, p->argv[1].len, (size_t)p->bulklen,
+                            (size_t)p->bulklen, &o);
+    srv_db_rdunlock();
+    if (rc < 0)
+        return 0; /* the normal path will report the error */
+    c->big.obj = o;
+    c->big.dst = srv_obj_val(o);
+    c->big.len = (size_t)p->bulklen;
+    c->big.got = have;
+    c->big.hdr_len = vstart;
+    memcpy(c->big.dst, base + vstart, have);
+    c->qbuf.len = c->qpos + vstart; /* the value bytes now live in the segment */
+    return 1;
+}
+
+/* Runs the SET once the value and its CRLF are in. Returns 1 when done, 0 to wait. */
+static int srv_big_finish(struct srv_client *c) {
+    if (c->big.got < c->big.len || c->qbuf.len - c->qpos < c->big.hdr_len + 2)
+        return 0;
+    struct srv_obj *o = c->big.obj;
+    c->big.obj = NULL;
+    c->argc = 0;
+    srv_db_rdlock();
+    srv_set_prebuilt(c, o);
+    srv_db_rdunlock();
+    resp_parser_reset_request(&c->parser);
+    c->qpos += c->big.hdr_len + 2; /* header, then the value's CRLF (not checked, like Redis) */
+    return 1;
+}
+
 /* Parses and runs every complete command in the query buffer. Returns -1 if c was freed. */
 static int srv_client_process(struct srv_client *c) {
+    if (c->big.obj && !srv_big_finish(c))
+        return 0;
     while (c->qpos < c->qbuf.len) {
         if (c->flags & (SRV_CLIENT_CLOSE_AFTER_REPLY | SRV_CLIENT_CLOSE_ASAP))
             break;
@@ -361,8 +431,10 @@ static int srv_client_process(struct srv_client *c) {
         c->parser.auth_required = !c->authenticated;
         enum resp_result r =
             resp_parse_request(&c->parser, c->qbuf.data + c->qpos, c->qbuf.len - c->qpos);
-        if (r == RESP_INCOMPLETE)
+        if (r == RESP_INCOMPLETE) {
+            srv_big_start(c);
             break;
+        }
         if (r == RESP_ERROR) {
             cm_log(CM_LOG_VERBOSE, "net", "protocol error from client %s: %s", c->addr,
                    c->parser.errstr);
@@ -415,6 +487,20 @@ static void srv_client_read_cb(struct cm_ev_loop *loop, int fd, unsigned mask, v
     }
     if (!(mask & CM_EV_READ))
         return;
+    if (c->big.obj && c->big.got < c->big.len) {
+        ssize_t n = read(fd, c->big.dst + c->big.got, c->big.len - c->big.got);
+        if (n <= 0) {
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return;
+            srv_client_free(c);
+            return;
+        }
+        c->big.got += (size_t)n;
+        c->last_ms = cm_ev_now_ms(c->worker->loop);
+        cm_pcounter_add(&srv_stats.net_input_bytes, (uint64_t)n);
+        if (c->big.got < c->big.len)
+            return;
+    }
     size_t want = SRV_READ_CHUNK;
     if (c->parser.want > c->qbuf.len && c->parser.want - c->qbuf.len > want)
         want = c->parser.want - c->qbuf.len; /* read a big bulk in as few calls as possible */
@@ -692,7 +778,9 @@ void srv_clients_list(struct cm_buf *out, uint64_t only_id) {
 int srv_clients_kill(const struct srv_kill_filter *f) {
     int killed = 0;
     pthread_mutex_lock(&srv_registry_lock);
-    for (struct srv_client *c = srv_registry; c; c = c->gnext) {
+    struct srv_client *next;
+    for (struct srv_client *c = srv_registry; c; c = next) {
+        next = c->gnext;
         if (f->id && c->id != f->id)
             continue;
         if (f->addr && strcmp(f->addr, c->addr) != 0)
@@ -701,10 +789,13 @@ int srv_clients_kill(const struct srv_kill_filter *f) {
             continue;
         if (f->skipme && c == f->me)
             continue;
-        if (c == f->me)
+        if (c == f->me) {
             c->flags |= SRV_CLIENT_CLOSE_AFTER_REPLY;
-        else
+        } else {
+            /* Gone from CLIENT LIST and INFO at once, like Redis; its own thread closes it. */
+            srv_registry_unlink(c);
             srv_client_kill(c);
+        }
         killed++;
     }
     pthread_mutex_unlock(&srv_registry_lock);
