@@ -62,6 +62,48 @@ static inline struct srv_obj *srv_t_find(struct srv_client *c, struct srv_db_ref
     return o;
 }
 
+/* SSCAN/HSCAN/ZSCAN options after the cursor. */
+struct srv_scan_opts {
+    unsigned long long cursor;
+    long long count;
+    const char *pat; /* MATCH pattern, NULL for all */
+    size_t plen;
+};
+
+/* Member bytes of a table node (for MATCH). */
+typedef void srv_scan_key_cb(const struct cm_ht_node *n, const char **p, size_t *len);
+/* Replies the element(s) of one node. */
+typedef void srv_scan_emit_cb(struct srv_client *c, const struct cm_ht_node *n);
+
+/* Parses the cursor (argv[2]); on error replies "ERR invalid cursor" and returns -1. */
+int srv__scan_cursor(struct srv_client *c, unsigned long long *cursor);
+
+/* Parses MATCH/COUNT from argv[3] on; on error replies and returns -1. */
+int srv__scan_opts(struct srv_client *c, struct srv_scan_opts *o);
+
+/*
+ * One *SCAN step over ht: visits buckets from o->cursor until o->count nodes were seen or the
+ * table ends, then replies [next cursor, elements], emit writing per_node elements for each
+ * node whose key matches. Shard lock held.
+ */
+void srv__scan_reply(struct srv_client *c, const struct cm_ht *ht, const struct srv_scan_opts *o,
+                     int per_node, srv_scan_key_cb *key, srv_scan_emit_cb *emit);
+
+/* The reply to *SCAN on a missing key: cursor 0, no elements. */
+void srv__scan_reply_empty(struct srv_client *c);
+
+/*
+ * Fills out[0 .. count) with distinct random nodes of ht; count must be below the node
+ * count. Shard lock held.
+ */
+void srv__pick_distinct(const struct cm_ht *ht, size_t count, const struct cm_ht_node **out);
+
+/*
+ * Parses the count of SRANDMEMBER/HRANDFIELD/ZRANDMEMBER (argv[2], -LLONG_MAX .. LLONG_MAX);
+ * on error replies and returns -1.
+ */
+int srv__rand_count(struct srv_client *c, long long *count);
+
 /*
  * Payload entry points for srv_types.c: free a payload and everything it owns, or build a
  * deep copy. Payloads are only touched under their key's shard lock (or by the last owner).

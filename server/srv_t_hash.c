@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The hash type and its commands: HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS HSTRLEN
- * HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT. A hash is a cm_ht of fields; each field node holds
- * the field bytes inline and points to its value (a separate heap string, replaced on update).
+ * HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN. A hash is a cm_ht of fields; each
+ * field node holds the field bytes inline and points to its value (a separate heap string, replaced
+ * on update).
  */
 #include "common/fmacros.h"
 
@@ -357,4 +358,103 @@ void rc_hkeys_command(struct srv_client *c) {
 
 void rc_hvals_command(struct srv_client *c) {
     srv_hash_dump(c, SRV_H_VALS);
+}
+
+/* ---------------------------------------------------------------- HRANDFIELD, HSCAN */
+
+/* One field (and its value when withvalues; a pair array in RESP3). */
+static void srv_hash_reply_field(struct srv_client *c, const struct srv_hfield *e, int withvalues) {
+    if (withvalues && c->proto == 3)
+        resp_add_array_hdr(&c->out, 2);
+    resp_add_bulk(&c->out, e->f, e->flen);
+    if (withvalues)
+        resp_add_bulk(&c->out, e->val->p, e->val->len);
+}
+
+static void srv_hrandfield_with_count(struct srv_client *c) {
+    long long count;
+    if (srv__rand_count(c, &count) < 0)
+        return;
+    int withvalues = c->argc == 4;
+    if (c->argc > 4 || (withvalues && !srv_arg_is(c, 3, "withvalues"))) {
+        srv_reply_syntax_error(c);
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 1, &bad);
+    if (bad)
+        return;
+    if (!o || count == 0) {
+        srv_db_unlock(&r);
+        resp_add_array_hdr(&c->out, 0);
+        return;
+    }
+    const struct srv_hash *h = o->payload;
+    size_t size = cm_ht_count(&h->ht);
+    size_t n = count < 0 ? (size_t)-count : (size_t)count < size ? (size_t)count : size;
+    resp_add_array_hdr(&c->out, (long)(withvalues && c->proto != 3 ? 2 * n : n));
+    if (count < 0) {
+        for (size_t i = 0; i < n; i++)
+            srv_hash_reply_field(c, (const struct srv_hfield *)cm_ht_random(&h->ht), withvalues);
+    } else if (n == size) {
+        size_t i;
+        struct cm_ht_node *node, *tmp;
+        cm_ht_foreach_node(&h->ht, i, node, tmp)
+            srv_hash_reply_field(c, (const struct srv_hfield *)node, withvalues);
+    } else {
+        const struct cm_ht_node **v = cm_malloc(n * sizeof(*v));
+        srv__pick_distinct(&h->ht, n, v);
+        for (size_t i = 0; i < n; i++)
+            srv_hash_reply_field(c, (const struct srv_hfield *)v[i], withvalues);
+        cm_free(v);
+    }
+    srv_db_unlock(&r);
+}
+
+void rc_hrandfield_command(struct srv_client *c) {
+    if (c->argc >= 3) {
+        srv_hrandfield_with_count(c);
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 1, &bad);
+    if (bad)
+        return;
+    if (o)
+        srv_hash_reply_field(
+            c, (const struct srv_hfield *)cm_ht_random(&((struct srv_hash *)o->payload)->ht), 0);
+    else
+        resp_add_null(&c->out, c->proto);
+    srv_db_unlock(&r);
+}
+
+static void srv_hfield_key(const struct cm_ht_node *n, const char **p, size_t *len) {
+    const struct srv_hfield *e = (const struct srv_hfield *)n;
+    *p = e->f;
+    *len = e->flen;
+}
+
+static void srv_hfield_emit(struct srv_client *c, const struct cm_ht_node *n) {
+    const struct srv_hfield *e = (const struct srv_hfield *)n;
+    resp_add_bulk(&c->out, e->f, e->flen);
+    resp_add_bulk(&c->out, e->val->p, e->val->len);
+}
+
+void rc_hscan_command(struct srv_client *c) {
+    struct srv_scan_opts so;
+    if (srv__scan_cursor(c, &so.cursor) < 0)
+        return;
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 1, &bad);
+    if (bad)
+        return;
+    if (!o)
+        srv__scan_reply_empty(c);
+    else if (srv__scan_opts(c, &so) == 0)
+        srv__scan_reply(c, &((struct srv_hash *)o->payload)->ht, &so, 2, srv_hfield_key,
+                        srv_hfield_emit);
+    srv_db_unlock(&r);
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The list type and its commands: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LRANGE LINDEX LSET
- * LREM LTRIM. A list is a ring buffer of element pointers whose capacity is a power of two:
- * push and pop at either end are O(1) amortized, index access is O(1), and LRANGE is O(k).
- * The buffer doubles when full and halves when a quarter full.
+ * LREM LTRIM LINSERT LPOS. A list is a ring buffer of element pointers whose capacity is a power of
+ * two: push and pop at either end are O(1) amortized, index access is O(1), and LRANGE is O(k). The
+ * buffer doubles when full and halves when a quarter full.
  */
 #include "common/fmacros.h"
 
@@ -422,4 +422,147 @@ void rc_ltrim_command(struct srv_client *c) {
     }
     srv_db_unlock(&r);
     srv_reply_ok(c);
+}
+
+/* ---------------------------------------------------------------- LINSERT, LPOS */
+
+/* Inserts e so that it ends up at index pos (0 .. len), shifting the shorter side. */
+static void srv_list_insert_at(struct srv_list *l, size_t pos, struct srv_t_str *e) {
+    if (l->len == l->cap)
+        srv_list_resize(l, l->cap * 2);
+    if (pos < l->len / 2) { /* move the first pos elements one slot towards the front */
+        l->head = (l->head - 1) & (l->cap - 1);
+        for (size_t i = 0; i < pos; i++)
+            *srv_list_at(l, i) = *srv_list_at(l, i + 1);
+    } else { /* move the elements from pos one slot towards the back */
+        for (size_t i = l->len; i > pos; i--)
+            *srv_list_at(l, i) = *srv_list_at(l, i - 1);
+    }
+    *srv_list_at(l, pos) = e;
+    l->len++;
+}
+
+void rc_linsert_command(struct srv_client *c) {
+    int after;
+    if (srv_arg_is(c, 2, "after")) {
+        after = 1;
+    } else if (srv_arg_is(c, 2, "before")) {
+        after = 0;
+    } else {
+        srv_reply_syntax_error(c);
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 0, &bad);
+    if (bad)
+        return;
+    long long reply = 0;
+    if (o) {
+        struct srv_list *l = o->payload;
+        reply = -1;
+        for (size_t i = 0; i < l->len; i++) {
+            if (srv_list_elem_eq(*srv_list_at(l, i), &c->argv[3])) {
+                srv_list_insert_at(l, i + (size_t)after,
+                                   srv_t_str_new(c->argv[4].p, c->argv[4].len));
+                srv_db_touch(o);
+                reply = (long long)l->len;
+                break;
+            }
+        }
+    }
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, reply);
+}
+
+/* LPOS options. */
+struct srv_lpos {
+    long long rank;   /* 1-based match to start from; negative = from the tail */
+    long long count;  /* -1 = no COUNT, 0 = all matches */
+    long long maxlen; /* 0 = whole list */
+};
+
+static int srv_lpos_opts(struct srv_client *c, struct srv_lpos *q) {
+    q->rank = 1;
+    q->count = -1;
+    q->maxlen = 0;
+    for (int j = 3; j < c->argc; j++) {
+        int more = j + 1 < c->argc;
+        if (more && srv_arg_is(c, j, "rank")) {
+            if (srv_arg_ll(c, ++j, &q->rank, NULL) < 0)
+                return -1;
+            if (q->rank == LLONG_MIN) /* Redis 7.0 takes it as the first match from the tail */
+                q->rank = -1;
+            if (q->rank == 0) {
+                srv_reply_error(c, "ERR RANK can't be zero: use 1 to start from the first match, "
+                                   "2 from the second ... or use negative to start from the end "
+                                   "of the list");
+                return -1;
+            }
+        } else if (more && (srv_arg_is(c, j, "count") || srv_arg_is(c, j, "maxlen"))) {
+            int is_count = srv_arg_is(c, j, "count");
+            const char *msg =
+                is_count ? "ERR COUNT can't be negative" : "ERR MAXLEN can't be negative";
+            long long v;
+            if (srv_arg_ll(c, ++j, &v, msg) < 0)
+                return -1;
+            if (v < 0) {
+                srv_reply_error(c, msg);
+                return -1;
+            }
+            *(is_count ? &q->count : &q->maxlen) = v;
+        } else {
+            srv_reply_syntax_error(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void rc_lpos_command(struct srv_client *c) {
+    struct srv_lpos q;
+    if (srv_lpos_opts(c, &q) < 0)
+        return;
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 1, &bad);
+    if (bad)
+        return;
+    if (!o) {
+        srv_db_unlock(&r);
+        if (q.count >= 0)
+            resp_add_array_hdr(&c->out, 0);
+        else
+            resp_add_null(&c->out, c->proto);
+        return;
+    }
+    const struct srv_list *l = o->payload;
+    int rev = q.rank < 0;
+    unsigned long long rank = rev ? (unsigned long long)-q.rank : (unsigned long long)q.rank;
+    size_t cap = 8, n = 0;
+    long long *found = cm_malloc(cap * sizeof(*found));
+    unsigned long long matches = 0;
+    for (size_t k = 0; k < l->len && (q.maxlen == 0 || k < (size_t)q.maxlen); k++) {
+        size_t i = rev ? l->len - 1 - k : k;
+        if (!srv_list_elem_eq(*srv_list_at(l, i), &c->argv[2]) || ++matches < rank)
+            continue;
+        if (n == cap) {
+            cap *= 2;
+            found = cm_realloc(found, cap * sizeof(*found));
+        }
+        found[n++] = (long long)i;
+        if (q.count < 0 || (q.count > 0 && n >= (size_t)q.count))
+            break;
+    }
+    srv_db_unlock(&r);
+    if (q.count >= 0) {
+        resp_add_array_hdr(&c->out, (long)n);
+        for (size_t i = 0; i < n; i++)
+            resp_add_int(&c->out, found[i]);
+    } else if (n) {
+        resp_add_int(&c->out, found[0]);
+    } else {
+        resp_add_null(&c->out, c->proto);
+    }
+    cm_free(found);
 }

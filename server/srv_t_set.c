@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The set type and its commands: SADD SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SPOP
- * SRANDMEMBER. A set is a cm_ht of members (one heap node per member, bytes inline), so
- * membership, add and remove are O(1) expected and random picks use cm_ht_random.
+ * SRANDMEMBER SSCAN, plus the helpers shared with HSCAN/ZSCAN and HRANDFIELD/ZRANDMEMBER. A set
+ * is a cm_ht of members (one heap node per member, bytes inline), so membership, add and remove
+ * are O(1) expected and random picks use cm_ht_random.
  */
 #include "common/fmacros.h"
 
@@ -13,13 +14,17 @@
 #include "server/srv_server.h"
 #include "server/srv_t.h"
 
+#include "common/cm_glob.h"
 #include "common/cm_hash.h"
 #include "common/cm_ht.h"
 #include "common/cm_mem.h"
 #include "redis-compat/resp_write.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct srv_set {
@@ -271,48 +276,63 @@ void rc_spop_command(struct srv_client *c) {
     srv_db_unlock(&r);
 }
 
-/* A temporary set of member pointers, to pick distinct random members. */
+/* A temporary set of node pointers, to pick distinct random nodes. */
 struct srv_pick {
     struct cm_ht_node node;
-    const struct srv_smember *m;
+    const struct cm_ht_node *n;
 };
 
 static int srv_pick_eq(const struct cm_ht_node *n, const void *key, size_t klen) {
     (void)klen;
-    return ((const struct srv_pick *)n)->m == key;
+    return ((const struct srv_pick *)n)->n == key;
 }
 
-/* Replies count (< size) distinct random members of s as an array. */
-static void srv_srand_distinct(struct srv_client *c, const struct srv_set *s, size_t count) {
+void srv__pick_distinct(const struct cm_ht *ht, size_t count, const struct cm_ht_node **out) {
     struct srv_pick *picks = cm_malloc(count * sizeof(*picks));
     struct cm_ht seen;
     cm_ht_init(&seen, count);
-    resp_add_array_hdr(&c->out, (long)count);
     size_t got = 0;
     while (got < count) {
-        const struct srv_smember *m = (const struct srv_smember *)cm_ht_random(&s->ht);
-        uint64_t h = cm_hash64(&m, sizeof(m), 0);
-        if (cm_ht_find(&seen, h, m, 0, srv_pick_eq))
+        const struct cm_ht_node *n = cm_ht_random(ht);
+        uint64_t h = cm_hash64(&n, sizeof(n), 0);
+        if (cm_ht_find(&seen, h, n, 0, srv_pick_eq))
             continue;
         picks[got].node.hash = h;
-        picks[got].m = m;
+        picks[got].n = n;
         cm_ht_insert(&seen, &picks[got].node);
-        resp_add_bulk(&c->out, m->p, m->len);
-        got++;
+        out[got++] = n;
     }
     cm_ht_fini(&seen);
     cm_free(picks);
 }
 
-static void srv_srandmember_with_count(struct srv_client *c) {
-    long long count;
-    if (srv_arg_ll(c, 2, &count, NULL) < 0)
-        return;
-    if (count == LLONG_MIN) {
+int srv__rand_count(struct srv_client *c, long long *count) {
+    if (srv_arg_ll(c, 2, count, NULL) < 0)
+        return -1;
+    if (*count == LLONG_MIN) {
         srv_reply_errorf(c, "ERR value is out of range, value must between %lld and %lld",
                          -LLONG_MAX, LLONG_MAX);
-        return;
+        return -1;
     }
+    return 0;
+}
+
+/* Replies count (< size) distinct random members of s as an array. */
+static void srv_srand_distinct(struct srv_client *c, const struct srv_set *s, size_t count) {
+    const struct cm_ht_node **v = cm_malloc(count * sizeof(*v));
+    srv__pick_distinct(&s->ht, count, v);
+    resp_add_array_hdr(&c->out, (long)count);
+    for (size_t i = 0; i < count; i++) {
+        const struct srv_smember *m = (const struct srv_smember *)v[i];
+        resp_add_bulk(&c->out, m->p, m->len);
+    }
+    cm_free(v);
+}
+
+static void srv_srandmember_with_count(struct srv_client *c) {
+    long long count;
+    if (srv__rand_count(c, &count) < 0)
+        return;
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
@@ -360,5 +380,124 @@ void rc_srandmember_command(struct srv_client *c) {
     } else {
         resp_add_null(&c->out, c->proto);
     }
+    srv_db_unlock(&r);
+}
+
+/* ---------------------------------------------------------------- *SCAN helpers, SSCAN */
+
+int srv__scan_cursor(struct srv_client *c, unsigned long long *cursor) {
+    char tmp[32], *end;
+    const struct srv_arg *a = &c->argv[2];
+    if (a->len == 0 || a->len >= sizeof(tmp) || isspace((unsigned char)a->p[0])) {
+        srv_reply_error(c, "ERR invalid cursor");
+        return -1;
+    }
+    memcpy(tmp, a->p, a->len);
+    tmp[a->len] = '\0';
+    errno = 0;
+    *cursor = strtoull(tmp, &end, 10); /* like Redis 7.0, "-1" wraps around */
+    if (*end != '\0' || errno == ERANGE) {
+        srv_reply_error(c, "ERR invalid cursor");
+        return -1;
+    }
+    return 0;
+}
+
+int srv__scan_opts(struct srv_client *c, struct srv_scan_opts *o) {
+    o->count = 10;
+    o->pat = NULL;
+    o->plen = 0;
+    for (int j = 3; j < c->argc; j += 2) {
+        if (j + 1 >= c->argc) {
+            srv_reply_syntax_error(c);
+            return -1;
+        }
+        if (srv_arg_is(c, j, "count")) {
+            if (srv_arg_ll(c, j + 1, &o->count, NULL) < 0)
+                return -1;
+            if (o->count < 1) {
+                srv_reply_syntax_error(c);
+                return -1;
+            }
+        } else if (srv_arg_is(c, j, "match")) {
+            int all = c->argv[j + 1].len == 1 && c->argv[j + 1].p[0] == '*';
+            o->pat = all ? NULL : c->argv[j + 1].p;
+            o->plen = all ? 0 : c->argv[j + 1].len;
+        } else {
+            srv_reply_syntax_error(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+struct srv_scan_ctx {
+    const struct cm_ht_node **v;
+    size_t n, cap;
+};
+
+static void srv_scan_collect(struct cm_ht_node *node, void *arg) {
+    struct srv_scan_ctx *k = arg;
+    if (k->n == k->cap) {
+        k->cap = k->cap ? 2 * k->cap : 16;
+        k->v = cm_realloc(k->v, k->cap * sizeof(*k->v));
+    }
+    k->v[k->n++] = node;
+}
+
+void srv__scan_reply(struct srv_client *c, const struct cm_ht *ht, const struct srv_scan_opts *o,
+                     int per_node, srv_scan_key_cb *key, srv_scan_emit_cb *emit) {
+    struct srv_scan_ctx k = {NULL, 0, 0};
+    uint64_t cursor = o->cursor;
+    do
+        cursor = cm_ht_scan(ht, cursor, srv_scan_collect, &k);
+    while (cursor != 0 && k.n < (size_t)o->count);
+    size_t keep = 0;
+    for (size_t i = 0; i < k.n; i++) {
+        const char *p;
+        size_t len;
+        key(k.v[i], &p, &len);
+        if (!o->pat || cm_glob_match(o->pat, o->plen, p, len, 0))
+            k.v[keep++] = k.v[i];
+    }
+    resp_add_array_hdr(&c->out, 2);
+    resp_add_bulk_ll(&c->out, (long long)cursor);
+    resp_add_array_hdr(&c->out, (long)(keep * (size_t)per_node));
+    for (size_t i = 0; i < keep; i++)
+        emit(c, k.v[i]);
+    cm_free(k.v);
+}
+
+void srv__scan_reply_empty(struct srv_client *c) {
+    resp_add_array_hdr(&c->out, 2);
+    resp_add_bulk(&c->out, "0", 1);
+    resp_add_array_hdr(&c->out, 0);
+}
+
+static void srv_smember_key(const struct cm_ht_node *n, const char **p, size_t *len) {
+    const struct srv_smember *m = (const struct srv_smember *)n;
+    *p = m->p;
+    *len = m->len;
+}
+
+static void srv_smember_emit(struct srv_client *c, const struct cm_ht_node *n) {
+    const struct srv_smember *m = (const struct srv_smember *)n;
+    resp_add_bulk(&c->out, m->p, m->len);
+}
+
+void rc_sscan_command(struct srv_client *c) {
+    struct srv_scan_opts so;
+    if (srv__scan_cursor(c, &so.cursor) < 0)
+        return;
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
+    if (bad)
+        return;
+    if (!o)
+        srv__scan_reply_empty(c);
+    else if (srv__scan_opts(c, &so) == 0)
+        srv__scan_reply(c, &((struct srv_set *)o->payload)->ht, &so, 1, srv_smember_key,
+                        srv_smember_emit);
     srv_db_unlock(&r);
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The sorted set type and its commands: ZADD ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZCOUNT ZRANK
- * ZREVRANK ZRANGE (index, BYSCORE, REV, LIMIT, WITHSCORES) ZREVRANGE ZRANGEBYSCORE
- * ZREVRANGEBYSCORE ZPOPMIN ZPOPMAX. A sorted set is a skip list ordered by (score, member)
- * whose links carry spans (so ranks are O(log n)), plus a cm_ht from member to node for O(1)
- * score lookups. Each node is one allocation: links, then the member bytes.
+ * The sorted set type and its commands: ZADD ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZCOUNT ZLEXCOUNT
+ * ZRANK ZREVRANK ZRANGE (index, BYSCORE, BYLEX, REV, LIMIT, WITHSCORES) ZREVRANGE ZRANGEBYSCORE
+ * ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZREMRANGEBYRANK ZREMRANGEBYSCORE ZREMRANGEBYLEX
+ * ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN. A sorted set is a skip list ordered by (score, member) whose
+ * links carry spans (so ranks are O(log n)), plus a cm_ht from member to node for O(1) score
+ * lookups. Each node is one allocation: links, then the member bytes.
  */
 #include "common/fmacros.h"
 
@@ -260,11 +261,14 @@ static struct srv_zn *srv_zsl_by_rank(const struct srv_zset *zs, size_t rank) {
     return NULL;
 }
 
-/* ---------------------------------------------------------------- score ranges */
+/* ---------------------------------------------------------------- score and lex ranges */
 
+/* A score range (lex = 0) or a member range (lex = 1, BYLEX: all scores assumed equal). */
 struct srv_zrange {
-    double min, max;
-    int minex, maxex; /* exclusive bounds */
+    int lex;
+    int minex, maxex;                  /* exclusive bounds */
+    double min, max;                   /* score bounds */
+    const struct srv_arg *lmin, *lmax; /* lex bounds (argument text, first byte [ ( - +) */
 };
 
 static int srv_parse_score_bound(const struct srv_arg *a, double *v, int *ex) {
@@ -279,31 +283,89 @@ static int srv_parse_score_bound(const struct srv_arg *a, double *v, int *ex) {
     return cm_str2d(p, n, v) == 0 && !isnan(*v) ? 0 : -1;
 }
 
-static int srv_zrange_gte_min(double v, const struct srv_zrange *r) {
-    return r->minex ? v > r->min : v >= r->min;
+/* Parses a score range from arguments i (min) and j (max). Returns 0 or -1 (replied). */
+static int srv_parse_score_range(struct srv_client *c, int i, int j, struct srv_zrange *rg) {
+    rg->lex = 0;
+    if (srv_parse_score_bound(&c->argv[i], &rg->min, &rg->minex) < 0 ||
+        srv_parse_score_bound(&c->argv[j], &rg->max, &rg->maxex) < 0) {
+        srv_reply_error(c, "ERR min or max is not a float");
+        return -1;
+    }
+    return 0;
 }
 
-static int srv_zrange_lte_max(double v, const struct srv_zrange *r) {
-    return r->maxex ? v < r->max : v <= r->max;
+/* A lex bound is "-", "+", or "[value" / "(value". */
+static int srv_lex_bound_ok(const struct srv_arg *a, int *ex) {
+    if (a->len == 0)
+        return 0;
+    *ex = a->p[0] == '(';
+    if (a->p[0] == '(' || a->p[0] == '[')
+        return 1;
+    return a->len == 1 && (a->p[0] == '-' || a->p[0] == '+');
 }
 
-/* First node whose score is within r, or NULL. */
+/* Parses a lex range from arguments i (min) and j (max). Returns 0 or -1 (replied). */
+static int srv_parse_lex_range(struct srv_client *c, int i, int j, struct srv_zrange *rg) {
+    rg->lex = 1;
+    rg->lmin = &c->argv[i];
+    rg->lmax = &c->argv[j];
+    if (!srv_lex_bound_ok(rg->lmin, &rg->minex) || !srv_lex_bound_ok(rg->lmax, &rg->maxex)) {
+        srv_reply_error(c, "ERR min or max not valid string range item");
+        return -1;
+    }
+    return 0;
+}
+
+/* Compares z's member with lex bound b (not "-" / "+"). */
+static int srv_lex_cmp(const struct srv_zn *z, const struct srv_arg *b) {
+    return srv_zcmp(0, z->ele, z->len, 0, b->p + 1, b->len - 1);
+}
+
+static int srv_zrange_gte_min(const struct srv_zn *z, const struct srv_zrange *r) {
+    if (!r->lex)
+        return r->minex ? z->score > r->min : z->score >= r->min;
+    if (r->lmin->p[0] == '-' || r->lmin->p[0] == '+')
+        return r->lmin->p[0] == '-';
+    int cmp = srv_lex_cmp(z, r->lmin);
+    return r->minex ? cmp > 0 : cmp >= 0;
+}
+
+static int srv_zrange_lte_max(const struct srv_zn *z, const struct srv_zrange *r) {
+    if (!r->lex)
+        return r->maxex ? z->score < r->max : z->score <= r->max;
+    if (r->lmax->p[0] == '-' || r->lmax->p[0] == '+')
+        return r->lmax->p[0] == '+';
+    int cmp = srv_lex_cmp(z, r->lmax);
+    return r->maxex ? cmp < 0 : cmp <= 0;
+}
+
+/* First node within r, or NULL. */
 static struct srv_zn *srv_zsl_first_in(const struct srv_zset *zs, const struct srv_zrange *r) {
     struct srv_zn *x = zs->header;
     for (int i = zs->level - 1; i >= 0; i--)
-        while (x->lev[i].fwd && !srv_zrange_gte_min(x->lev[i].fwd->score, r))
+        while (x->lev[i].fwd && !srv_zrange_gte_min(x->lev[i].fwd, r))
             x = x->lev[i].fwd;
     x = x->lev[0].fwd;
-    return x && srv_zrange_lte_max(x->score, r) ? x : NULL;
+    return x && srv_zrange_lte_max(x, r) ? x : NULL;
 }
 
-/* Last node whose score is within r, or NULL. */
+/* Last node within r, or NULL. */
 static struct srv_zn *srv_zsl_last_in(const struct srv_zset *zs, const struct srv_zrange *r) {
     struct srv_zn *x = zs->header;
     for (int i = zs->level - 1; i >= 0; i--)
-        while (x->lev[i].fwd && srv_zrange_lte_max(x->lev[i].fwd->score, r))
+        while (x->lev[i].fwd && srv_zrange_lte_max(x->lev[i].fwd, r))
             x = x->lev[i].fwd;
-    return x != zs->header && srv_zrange_gte_min(x->score, r) ? x : NULL;
+    return x != zs->header && srv_zrange_gte_min(x, r) ? x : NULL;
+}
+
+/* Number of nodes within r. */
+static size_t srv_zsl_count_in(const struct srv_zset *zs, const struct srv_zrange *r) {
+    const struct srv_zn *first = srv_zsl_first_in(zs, r);
+    const struct srv_zn *last = first ? srv_zsl_last_in(zs, r) : NULL;
+    if (!first || !last)
+        return 0;
+    size_t a = srv_zsl_rank(zs, first), b = srv_zsl_rank(zs, last);
+    return b >= a ? b - a + 1 : 0;
 }
 
 /* ---------------------------------------------------------------- replies */
@@ -578,28 +640,27 @@ void rc_zrevrank_command(struct srv_client *c) {
     srv_zrank_generic(c, 1);
 }
 
-void rc_zcount_command(struct srv_client *c) {
+/* ZCOUNT (lex = 0) and ZLEXCOUNT (lex = 1). */
+static void srv_zcount_generic(struct srv_client *c, int lex) {
     struct srv_zrange rg;
-    if (srv_parse_score_bound(&c->argv[2], &rg.min, &rg.minex) < 0 ||
-        srv_parse_score_bound(&c->argv[3], &rg.max, &rg.maxex) < 0) {
-        srv_reply_error(c, "ERR min or max is not a float");
+    if ((lex ? srv_parse_lex_range : srv_parse_score_range)(c, 2, 3, &rg) < 0)
         return;
-    }
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
     if (bad)
         return;
-    long long n = 0;
-    if (o) {
-        const struct srv_zset *zs = o->payload;
-        const struct srv_zn *first = srv_zsl_first_in(zs, &rg);
-        const struct srv_zn *last = first ? srv_zsl_last_in(zs, &rg) : NULL;
-        if (first && last)
-            n = (long long)(srv_zsl_rank(zs, last) - srv_zsl_rank(zs, first) + 1);
-    }
+    long long n = o ? (long long)srv_zsl_count_in(o->payload, &rg) : 0;
     srv_db_unlock(&r);
     resp_add_int(&c->out, n);
+}
+
+void rc_zcount_command(struct srv_client *c) {
+    srv_zcount_generic(c, 0);
+}
+
+void rc_zlexcount_command(struct srv_client *c) {
+    srv_zcount_generic(c, 1);
 }
 
 /* ---------------------------------------------------------------- ZRANGE family */
@@ -642,7 +703,7 @@ static void srv_zrange_rank(struct srv_client *c, const struct srv_zset *zs, lon
     }
 }
 
-/* Replies the elements whose score is within rg, after LIMIT. */
+/* Replies the elements within rg (score or lex), after LIMIT. */
 static void srv_zrange_score(struct srv_client *c, const struct srv_zset *zs,
                              const struct srv_zrange *rg, const struct srv_zrange_req *q) {
     const struct srv_zn *z = q->rev ? srv_zsl_last_in(zs, rg) : srv_zsl_first_in(zs, rg);
@@ -654,7 +715,7 @@ static void srv_zrange_score(struct srv_client *c, const struct srv_zset *zs,
     size_t cap = 16, n = 0;
     const struct srv_zn **v = cm_malloc(cap * sizeof(*v));
     for (long long lim = q->limit; z && lim != 0; lim--) {
-        if (q->rev ? !srv_zrange_gte_min(z->score, rg) : !srv_zrange_lte_max(z->score, rg))
+        if (q->rev ? !srv_zrange_gte_min(z, rg) : !srv_zrange_lte_max(z, rg))
             break;
         if (n == cap) {
             cap *= 2;
@@ -712,23 +773,21 @@ static void srv_zrange_generic(struct srv_client *c, int type, int rev) {
     struct srv_zrange_req q = {type, rev, 0, 0, -1};
     if (srv_zrange_opts(c, &q) < 0)
         return;
-    if (q.type == SRV_ZR_LEX) {
-        srv_reply_error(c, "ERR BYLEX is not supported");
-        return;
-    }
     int minidx = 2, maxidx = 3;
-    if (q.rev && q.type == SRV_ZR_SCORE) {
+    if (q.rev && q.type != SRV_ZR_RANK) {
         minidx = 3;
         maxidx = 2;
     }
     long long start = 0, end = 0;
-    struct srv_zrange rg = {0, 0, 0, 0};
+    struct srv_zrange rg;
+    memset(&rg, 0, sizeof(rg));
     if (q.type == SRV_ZR_RANK) {
         if (srv_arg_ll(c, minidx, &start, NULL) < 0 || srv_arg_ll(c, maxidx, &end, NULL) < 0)
             return;
-    } else if (srv_parse_score_bound(&c->argv[minidx], &rg.min, &rg.minex) < 0 ||
-               srv_parse_score_bound(&c->argv[maxidx], &rg.max, &rg.maxex) < 0) {
-        srv_reply_error(c, "ERR min or max is not a float");
+    } else if (q.type == SRV_ZR_SCORE) {
+        if (srv_parse_score_range(c, minidx, maxidx, &rg) < 0)
+            return;
+    } else if (srv_parse_lex_range(c, minidx, maxidx, &rg) < 0) {
         return;
     }
     struct srv_db_ref r;
@@ -759,6 +818,78 @@ void rc_zrangebyscore_command(struct srv_client *c) {
 
 void rc_zrevrangebyscore_command(struct srv_client *c) {
     srv_zrange_generic(c, SRV_ZR_SCORE, 1);
+}
+
+void rc_zrangebylex_command(struct srv_client *c) {
+    srv_zrange_generic(c, SRV_ZR_LEX, 0);
+}
+
+void rc_zrevrangebylex_command(struct srv_client *c) {
+    srv_zrange_generic(c, SRV_ZR_LEX, 1);
+}
+
+/* ---------------------------------------------------------------- ZREMRANGEBY* */
+
+/* ZREMRANGEBYRANK / BYSCORE / BYLEX (type = SRV_ZR_*). */
+static void srv_zremrange_generic(struct srv_client *c, int type) {
+    long long start = 0, end = 0;
+    struct srv_zrange rg;
+    memset(&rg, 0, sizeof(rg));
+    if (type == SRV_ZR_RANK) {
+        if (srv_arg_ll(c, 2, &start, NULL) < 0 || srv_arg_ll(c, 3, &end, NULL) < 0)
+            return;
+    } else if ((type == SRV_ZR_SCORE ? srv_parse_score_range : srv_parse_lex_range)(c, 2, 3, &rg) <
+               0) {
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 0, &bad);
+    if (bad)
+        return;
+    long long removed = 0;
+    struct srv_zset *zs = o ? o->payload : NULL;
+    struct srv_zn *z = NULL;
+    size_t n = 0;
+    if (zs && type == SRV_ZR_RANK) {
+        long long len = (long long)zs->length;
+        if (start < 0)
+            start += len;
+        if (end < 0)
+            end += len;
+        if (start < 0)
+            start = 0;
+        if (start <= end && start < len) {
+            if (end >= len)
+                end = len - 1;
+            z = srv_zsl_by_rank(zs, (size_t)start + 1);
+            n = (size_t)(end - start + 1);
+        }
+    } else if (zs) {
+        n = srv_zsl_count_in(zs, &rg);
+        z = n ? srv_zsl_first_in(zs, &rg) : NULL;
+    }
+    for (; z && (size_t)removed < n; removed++) {
+        struct srv_zn *next = z->lev[0].fwd;
+        srv_zset_delete(zs, z);
+        z = next;
+    }
+    if (removed)
+        srv_zset_done(&r, o);
+    srv_db_unlock(&r);
+    resp_add_int(&c->out, removed);
+}
+
+void rc_zremrangebyrank_command(struct srv_client *c) {
+    srv_zremrange_generic(c, SRV_ZR_RANK);
+}
+
+void rc_zremrangebyscore_command(struct srv_client *c) {
+    srv_zremrange_generic(c, SRV_ZR_SCORE);
+}
+
+void rc_zremrangebylex_command(struct srv_client *c) {
+    srv_zremrange_generic(c, SRV_ZR_LEX);
 }
 
 /* ---------------------------------------------------------------- ZPOPMIN, ZPOPMAX */
@@ -809,4 +940,93 @@ void rc_zpopmin_command(struct srv_client *c) {
 
 void rc_zpopmax_command(struct srv_client *c) {
     srv_zpop_generic(c, 1);
+}
+
+/* ---------------------------------------------------------------- ZRANDMEMBER, ZSCAN */
+
+static void srv_zrandmember_with_count(struct srv_client *c) {
+    long long count;
+    if (srv__rand_count(c, &count) < 0)
+        return;
+    int withscores = c->argc == 4;
+    if (c->argc > 4 || (withscores && !srv_arg_is(c, 3, "withscores"))) {
+        srv_reply_syntax_error(c);
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
+    if (bad)
+        return;
+    if (!o || count == 0) {
+        srv_db_unlock(&r);
+        resp_add_array_hdr(&c->out, 0);
+        return;
+    }
+    const struct srv_zset *zs = o->payload;
+    size_t n = count < 0 ? (size_t)-count : (size_t)count < zs->length ? (size_t)count : zs->length;
+    srv_zreply_hdr(c, n, withscores);
+    if (count < 0) {
+        for (size_t i = 0; i < n; i++)
+            srv_zreply_elem(c, (const struct srv_zn *)cm_ht_random(&zs->ht), withscores);
+    } else if (n == zs->length) {
+        for (const struct srv_zn *z = zs->header->lev[0].fwd; z; z = z->lev[0].fwd)
+            srv_zreply_elem(c, z, withscores);
+    } else {
+        const struct cm_ht_node **v = cm_malloc(n * sizeof(*v));
+        srv__pick_distinct(&zs->ht, n, v);
+        for (size_t i = 0; i < n; i++)
+            srv_zreply_elem(c, (const struct srv_zn *)v[i], withscores);
+        cm_free(v);
+    }
+    srv_db_unlock(&r);
+}
+
+void rc_zrandmember_command(struct srv_client *c) {
+    if (c->argc >= 3) {
+        srv_zrandmember_with_count(c);
+        return;
+    }
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
+    if (bad)
+        return;
+    if (o) {
+        const struct srv_zn *z =
+            (const struct srv_zn *)cm_ht_random(&((struct srv_zset *)o->payload)->ht);
+        resp_add_bulk(&c->out, z->ele, z->len);
+    } else {
+        resp_add_null(&c->out, c->proto);
+    }
+    srv_db_unlock(&r);
+}
+
+static void srv_zn_key(const struct cm_ht_node *n, const char **p, size_t *len) {
+    const struct srv_zn *z = (const struct srv_zn *)n;
+    *p = z->ele;
+    *len = z->len;
+}
+
+/* ZSCAN sends scores as bulk strings in both protocols. */
+static void srv_zn_emit(struct srv_client *c, const struct cm_ht_node *n) {
+    const struct srv_zn *z = (const struct srv_zn *)n;
+    resp_add_bulk(&c->out, z->ele, z->len);
+    resp_add_double(&c->out, 2, z->score);
+}
+
+void rc_zscan_command(struct srv_client *c) {
+    struct srv_scan_opts so;
+    if (srv__scan_cursor(c, &so.cursor) < 0)
+        return;
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
+    if (bad)
+        return;
+    if (!o)
+        srv__scan_reply_empty(c);
+    else if (srv__scan_opts(c, &so) == 0)
+        srv__scan_reply(c, &((struct srv_zset *)o->payload)->ht, &so, 2, srv_zn_key, srv_zn_emit);
+    srv_db_unlock(&r);
 }

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Integration tests for the aggregate types: lists (LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN
- * LRANGE LINDEX LSET LREM LTRIM), sets (SADD SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SPOP
- * SRANDMEMBER), hashes (HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS HSTRLEN HGETALL HKEYS
- * HVALS HINCRBY HINCRBYFLOAT) and sorted sets (ZADD with NX XX GT LT CH INCR, ZINCRBY ZREM
- * ZCARD ZSCORE ZMSCORE ZCOUNT ZRANK ZREVRANK ZRANGE with BYSCORE REV LIMIT WITHSCORES,
- * ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZPOPMIN ZPOPMAX): replies, exact error strings,
- * WRONGTYPE across types, TYPE names, empty aggregates deleting their key, COPY/RENAME of
- * aggregates, WATCH aborted by an in-place change, RESP3 encodings (maps, sets, doubles, score
- * pairs) on the wire, and a 100,000-element list. Every expectation holds for redis-server 7.0
- * too (CRESCENT_TEST_SERVER=redis). */
+ * LRANGE LINDEX LSET LREM LTRIM LINSERT LPOS), sets (SADD SREM SCARD SISMEMBER SMISMEMBER
+ * SMEMBERS SPOP SRANDMEMBER SSCAN), hashes (HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS
+ * HSTRLEN HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN) and sorted sets (ZADD with
+ * NX XX GT LT CH INCR, ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZCOUNT ZLEXCOUNT ZRANK ZREVRANK ZRANGE
+ * with BYSCORE BYLEX REV LIMIT WITHSCORES, ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX
+ * ZREVRANGEBYLEX ZREMRANGEBYRANK/SCORE/LEX ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN): replies, exact
+ * error strings, WRONGTYPE across types, TYPE names, empty aggregates deleting their key,
+ * COPY/RENAME of aggregates, WATCH aborted by an in-place change, RESP3 encodings (maps, sets,
+ * doubles, score pairs) on the wire, and a 100,000-element list. Every expectation holds for
+ * redis-server 7.0 too (CRESCENT_TEST_SERVER=redis). */
 #include "common/fmacros.h"
 
 #include "tests/integration/harness.h"
@@ -676,4 +677,163 @@ Test(types, big_list) {
     IT_STR("50000", it_c, "RPOP big");
     IT_OK(it_c, "LTRIM big 0 9");
     cr_assert_str_eq(rep("LRANGE big 8 -1"), "[\"99991\", \"99990\"]");
+}
+
+/* ---------------------------------------------------------------- more list and zset forms */
+
+Test(types, list_insert_pos) {
+    IT_INT(6, it_c, "RPUSH l a b c a b c");
+    IT_INT(7, it_c, "LINSERT l BEFORE c X");
+    IT_INT(8, it_c, "LINSERT l after c Y");
+    IT_INT(-1, it_c, "LINSERT l AFTER nope Y");
+    IT_INT(0, it_c, "LINSERT nokey BEFORE a b");
+    IT_ERR("ERR syntax error", it_c, "LINSERT l MIDDLE c Y");
+    cr_assert_str_eq(rep("LRANGE l 0 -1"),
+                     "[\"a\", \"b\", \"X\", \"c\", \"Y\", \"a\", \"b\", \"c\"]");
+    IT_INT(0, it_c, "LPOS l a");
+    IT_INT(3, it_c, "LPOS l c");
+    IT_INT(7, it_c, "LPOS l c RANK 2");
+    IT_INT(7, it_c, "LPOS l c RANK -1");
+    IT_INT(3, it_c, "LPOS l c RANK -2");
+    IT_NIL(it_c, "LPOS l c RANK 3");
+    IT_NIL(it_c, "LPOS l nope");
+    IT_NIL(it_c, "LPOS nokey a");
+    cr_assert_str_eq(rep("LPOS l c COUNT 0"), "[(integer) 3, (integer) 7]");
+    cr_assert_str_eq(rep("LPOS l c COUNT 1"), "[(integer) 3]");
+    cr_assert_str_eq(rep("LPOS l c COUNT 0 RANK -1"), "[(integer) 7, (integer) 3]");
+    cr_assert_str_eq(rep("LPOS l c COUNT 0 MAXLEN 4"), "[(integer) 3]");
+    cr_assert_str_eq(rep("LPOS l nope COUNT 2"), "[]");
+    cr_assert_str_eq(rep("LPOS nokey a COUNT 1"), "[]");
+    IT_ERR("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... "
+           "or use negative to start from the end of the list",
+           it_c, "LPOS l c RANK 0");
+    IT_ERR("ERR COUNT can't be negative", it_c, "LPOS l c COUNT -1");
+    IT_ERR("ERR COUNT can't be negative", it_c, "LPOS l c COUNT x");
+    IT_ERR("ERR MAXLEN can't be negative", it_c, "LPOS l c MAXLEN -1");
+    IT_ERR(NOT_INT, it_c, "LPOS l c RANK x");
+    IT_ERR("ERR syntax error", it_c, "LPOS l c RANK");
+    /* Inserting near either end of a wrapped ring keeps the order. */
+    IT_INT(18, it_c, "RPUSH lb 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18");
+    IT_INT(19, it_c, "LINSERT lb BEFORE 3 x");
+    IT_INT(20, it_c, "LINSERT lb AFTER 16 y");
+    IT_INT(21, it_c, "LINSERT lb BEFORE 1 z");
+    IT_INT(22, it_c, "LINSERT lb AFTER 18 w");
+    cr_assert_str_eq(rep("LRANGE lb 0 4"), "[\"z\", \"1\", \"2\", \"x\", \"3\"]");
+    cr_assert_str_eq(rep("LRANGE lb -5 -1"), "[\"16\", \"y\", \"17\", \"18\", \"w\"]");
+}
+
+Test(types, zset_lex_and_remrange) {
+    IT_INT(7, it_c, "ZADD z 0 a 0 b 0 c 0 d 0 e 0 f 0 g");
+    cr_assert_str_eq(rep("ZRANGEBYLEX z [b (e"), "[\"b\", \"c\", \"d\"]");
+    cr_assert_str_eq(rep("ZRANGEBYLEX z (b [e LIMIT 1 2"), "[\"d\", \"e\"]");
+    cr_assert_str_eq(rep("ZREVRANGEBYLEX z [e (b"), "[\"e\", \"d\", \"c\"]");
+    cr_assert_str_eq(rep("ZRANGE z [b [c BYLEX"), "[\"b\", \"c\"]");
+    cr_assert_str_eq(rep("ZRANGE z [c [b BYLEX REV"), "[\"c\", \"b\"]");
+    cr_assert_str_eq(rep("ZRANGE z + - BYLEX"), "[]");
+    IT_INT(7, it_c, "ZLEXCOUNT z - +");
+    IT_INT(3, it_c, "ZLEXCOUNT z [b (e");
+    IT_INT(0, it_c, "ZLEXCOUNT nokey - +");
+    IT_ERR("ERR min or max not valid string range item", it_c, "ZRANGEBYLEX z a b");
+    IT_ERR("ERR min or max not valid string range item", it_c, "ZLEXCOUNT z x +");
+    IT_INT(2, it_c, "ZREMRANGEBYLEX z [b (d");
+    cr_assert_str_eq(rep("ZRANGE z 0 -1"), "[\"a\", \"d\", \"e\", \"f\", \"g\"]");
+    IT_INT(6, it_c, "ZADD s 1 a 2 b 3 c 4 d 5 e 6 f");
+    IT_INT(2, it_c, "ZREMRANGEBYSCORE s (1 3");
+    IT_ERR("ERR min or max is not a float", it_c, "ZREMRANGEBYSCORE s x 3");
+    IT_INT(1, it_c, "ZREMRANGEBYRANK s 0 0");
+    IT_INT(1, it_c, "ZREMRANGEBYRANK s -1 -1");
+    IT_INT(0, it_c, "ZREMRANGEBYRANK s 5 10");
+    IT_ERR(NOT_INT, it_c, "ZREMRANGEBYRANK s x 1");
+    cr_assert_str_eq(rep("ZRANGE s 0 -1 WITHSCORES"), "[\"d\", \"4\", \"e\", \"5\"]");
+    IT_INT(2, it_c, "ZREMRANGEBYRANK s 0 -1");
+    IT_INT(0, it_c, "EXISTS s");
+    IT_INT(0, it_c, "ZREMRANGEBYSCORE nokey 0 1");
+}
+
+/* Runs a *SCAN over key to completion; returns the number of elements seen (pairs count 1). */
+static long long scan_all(const char *cmd, const char *key, int per, const char *match) {
+    unsigned long long cursor = 0;
+    long long seen = 0;
+    int rounds = 0;
+    do {
+        redisReply *r = match ? it_cmd(it_c, "%s %s %llu MATCH %s COUNT 7", cmd, key, cursor, match)
+                              : it_cmd(it_c, "%s %s %llu COUNT 7", cmd, key, cursor);
+        IT_TYPE(r, REDIS_REPLY_ARRAY);
+        cr_assert_eq(r->elements, 2);
+        cursor = strtoull(r->element[0]->str, NULL, 10);
+        cr_assert_eq(r->element[1]->elements % (size_t)per, 0);
+        seen += (long long)(r->element[1]->elements / (size_t)per);
+        cr_assert(++rounds < 1000, "scan does not end");
+    } while (cursor != 0);
+    return seen;
+}
+
+Test(types, scans) {
+    for (int i = 0; i < 200; i++) {
+        IT_INT(1, it_c, "SADD s m%d", i);
+        IT_INT(1, it_c, "HSET h f%d v%d", i, i);
+        IT_INT(1, it_c, "ZADD z %d m%d", i, i);
+    }
+    /* Nothing changes during the scans, so each element is returned exactly once here. */
+    cr_assert_eq(scan_all("SSCAN", "s", 1, NULL), 200);
+    cr_assert_eq(scan_all("HSCAN", "h", 2, NULL), 200);
+    cr_assert_eq(scan_all("ZSCAN", "z", 2, NULL), 200);
+    cr_assert_eq(scan_all("SSCAN", "s", 1, "m1?"), 10);
+    cr_assert_eq(scan_all("HSCAN", "h", 2, "f19*"), 11);
+    IT_INT(1, it_c, "SADD small a");
+    cr_assert_str_eq(rep("SSCAN small 0"), "[\"0\", [\"a\"]]");
+    IT_INT(1, it_c, "HSET hs f v");
+    cr_assert_str_eq(rep("HSCAN hs 0"), "[\"0\", [\"f\", \"v\"]]");
+    IT_INT(1, it_c, "ZADD zs 0.1 m");
+    cr_assert_str_eq(rep("ZSCAN zs 0"), "[\"0\", [\"m\", \"0.10000000000000001\"]]");
+    cr_assert_str_eq(rep("SSCAN nokey 0"), "[\"0\", []]");
+    IT_ERR("ERR invalid cursor", it_c, "SSCAN s x");
+    IT_ERR("ERR syntax error", it_c, "SSCAN s 0 COUNT 0");
+    IT_ERR("ERR syntax error", it_c, "HSCAN h 0 MATCH");
+    IT_ERR(NOT_INT, it_c, "ZSCAN z 0 COUNT x");
+    IT_OK(it_c, "SET str v");
+    IT_ERR(WRONGTYPE, it_c, "SSCAN str 0");
+    IT_ERR(WRONGTYPE, it_c, "HSCAN z 0");
+    IT_ERR(WRONGTYPE, it_c, "ZSCAN h 0");
+}
+
+Test(types, randfield_randmember) {
+    IT_INT(3, it_c, "HSET h a 1 b 2 c 3");
+    IT_INT(3, it_c, "ZADD z 1 a 2 b 3 c");
+    IT_NIL(it_c, "HRANDFIELD nokey");
+    IT_NIL(it_c, "ZRANDMEMBER nokey");
+    cr_assert_str_eq(rep("HRANDFIELD nokey 3 WITHVALUES"), "[]");
+    cr_assert_str_eq(rep("ZRANDMEMBER nokey 3"), "[]");
+    cr_assert_str_eq(rep("HRANDFIELD h 0"), "[]");
+    redisReply *r = it_cmd(it_c, "HRANDFIELD h");
+    IT_TYPE(r, REDIS_REPLY_STRING);
+    IT_INT(1, it_c, "HEXISTS h %s", r->str);
+    cr_assert_str_eq(rep_sorted("HRANDFIELD h 5"), "a,b,c");
+    cr_assert_str_eq(rep_sorted("HRANDFIELD h 5 WITHVALUES"), "1,2,3,a,b,c");
+    cr_assert_str_eq(rep_sorted("ZRANDMEMBER z 5 WITHSCORES"), "1,2,3,a,b,c");
+    r = it_cmd(it_c, "HRANDFIELD h 2");
+    cr_assert_eq(r->elements, 2);
+    cr_assert_str_neq(r->element[0]->str, r->element[1]->str);
+    r = it_cmd(it_c, "ZRANDMEMBER z -7 WITHSCORES");
+    cr_assert_eq(r->elements, 14);
+    for (size_t i = 0; i < 14; i += 2) {
+        char want[8];
+        snprintf(want, sizeof(want), "%d", r->element[i]->str[0] - 'a' + 1);
+        cr_assert_str_eq(r->element[i + 1]->str, want, "score of the picked member");
+    }
+    IT_ERR("ERR syntax error", it_c, "HRANDFIELD h 1 WITHSCORES");
+    IT_ERR("ERR syntax error", it_c, "ZRANDMEMBER z 1 WITHVALUES");
+    IT_ERR(NOT_INT, it_c, "HRANDFIELD h x");
+    IT_ERR("ERR value is out of range, value must between -9223372036854775807 and "
+           "9223372036854775807",
+           it_c, "ZRANDMEMBER z -9223372036854775808");
+    IT_ERR(WRONGTYPE, it_c, "HRANDFIELD z");
+    IT_ERR(WRONGTYPE, it_c, "ZRANDMEMBER h 1");
+    int fd = raw3_open();
+    cr_assert_str_eq(raw(fd, "HSET h1 f v"), ":1\r\n");
+    cr_assert_str_eq(raw(fd, "HRANDFIELD h1 -1 WITHVALUES"), "*1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n");
+    cr_assert_str_eq(raw(fd, "ZADD z1 2.5 m"), ":1\r\n");
+    cr_assert_str_eq(raw(fd, "ZRANDMEMBER z1 1 WITHSCORES"), "*1\r\n*2\r\n$1\r\nm\r\n,2.5\r\n");
+    cr_assert_str_eq(raw(fd, "ZSCAN z1 0"), "*2\r\n$1\r\n0\r\n*2\r\n$1\r\nm\r\n$3\r\n2.5\r\n");
+    close(fd);
 }
