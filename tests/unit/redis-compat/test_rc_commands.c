@@ -18,9 +18,17 @@ static const char *const def_names[] = {
 #undef RC_SUBCOMMAND
 };
 
+static const int def_is_top[] = {
+#define RC_COMMAND(...)    1,
+#define RC_SUBCOMMAND(...) 0,
+#include "redis-compat/commands.def"
+#undef RC_COMMAND
+#undef RC_SUBCOMMAND
+};
+
 Test(rc_commands, every_def_entry_is_found) {
     size_t n = sizeof(def_names) / sizeof(def_names[0]);
-    cr_assert_eq(n, 82);
+    cr_assert_geq(n, 82, "the 82 commands of the original brief at least");
     for (size_t i = 0; i < n; i++) {
         const struct rc_command_info *c = LOOKUP(def_names[i]);
         cr_assert_not_null(c, "%s", def_names[i]);
@@ -31,7 +39,11 @@ Test(rc_commands, every_def_entry_is_found) {
 Test(rc_commands, table_is_sorted_and_counts) {
     size_t n;
     const struct rc_command_info *t = rc_command_table(&n);
-    cr_assert_eq(n, 65);
+    size_t ntop = 0;
+    for (size_t i = 0; i < sizeof(def_is_top) / sizeof(def_is_top[0]); i++)
+        ntop += (size_t)def_is_top[i];
+    cr_assert_eq(n, ntop);
+    cr_assert_geq(n, 65);
     for (size_t i = 1; i < n; i++)
         cr_assert_lt(strcmp(t[i - 1].name, t[i].name), 0);
 }
