@@ -67,7 +67,7 @@ static struct rc_command_info top_cmds[NCMDS];
 static size_t ntop;
 static struct rc_command_info sub_cmds[NCMDS];
 
-#define HASH_SIZE 512 /* power of two, > 2 * NCMDS */
+#define HASH_SIZE 1024 /* power of two, > 2 * NCMDS */
 _Static_assert(HASH_SIZE > 2 * NCMDS, "grow HASH_SIZE");
 static const struct rc_command_info *hash_tab[HASH_SIZE];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
