@@ -33,12 +33,13 @@ trap cleanup EXIT
 start_target() {
     local proto=$1 out=$tmp/target.$RANDOM
     shift
+    : >"$out"
     "$BENCH" transfer --mode target --protocol "$proto" --buffer_size $BUF "$@" >"$out" 2>&1 &
     TPID=$!
     pids+=("$TPID")
     TADDR=
     for _ in $(seq 100); do
-        TADDR=$(awk '/^listening on/ {print $3}' "$out")
+        TADDR=$(awk '/^listening on/ {print $3}' "$out" 2>/dev/null)
         [ -n "$TADDR" ] && return 0
         kill -0 "$TPID" 2>/dev/null || break
         sleep 0.05

@@ -29,6 +29,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#define LISTEN_MAX_CONNS 1024 /* connections (and threads) served at once */
+
 struct lconn {
     int fd;
     pthread_t thr;
@@ -181,6 +183,14 @@ static void *accept_main(void *arg) {
             close(fd);
             cm_free(c);
             break;
+        }
+        if (lis->n_conns >= LISTEN_MAX_CONNS) { /* one thread each: bound them */
+            pthread_mutex_unlock(&lis->lock);
+            cm_log_sparse(1000, CM_LOG_WARNING, "xfer", "listener: %d connections, refusing more",
+                          LISTEN_MAX_CONNS);
+            close(fd);
+            cm_free(c);
+            continue;
         }
         c->next = lis->conns;
         lis->conns = c;
