@@ -428,7 +428,12 @@ static void test_peerkill(void) {
             "  peerkill: %zu completed, %zu failed, %zu timeout, %zu pending in %" PRIu64 " ms\n",
             n_ok, n_failed, n_timeout, n_pending, took);
     CHECK(n_pending == 0, "%zu pending", n_pending);
-    CHECK(n_failed > 0 && n_failed + n_ok + n_timeout == N, "failed %zu", n_failed);
+    /* tcp;ofi_rxm sees the connection reset and fails the tasks at once; other providers
+     * (FI_PROVIDER=shm) may only notice at the deadline, which must still hold. */
+    const char *prov = getenv("FI_PROVIDER");
+    int socket_prov = !prov || !*prov || strstr(prov, "tcp") != NULL;
+    CHECK((n_failed > 0 || !socket_prov) && n_failed + n_ok + n_timeout == N, "failed %zu",
+          n_failed);
     xfer_batch_free(b);
     free(req);
     xfer_engine_unregister(eng, mem);

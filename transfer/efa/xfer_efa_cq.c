@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * fabric transport: completion queue, the per-domain progress thread, and the pool of
- * operation contexts. The progress thread reads completions, blocking in fi_cq_sread (which
- * also drives the provider for peers' RMA into our memory and wakes on socket activity), or,
- * with busy_poll (the default for efa), spinning while ops are in flight. It accounts each op
+ * operation contexts. The progress thread reads completions (which also drives the provider
+ * for peers' RMA into our memory); idle, it sleeps on the CQ's wait descriptor (or, for
+ * providers without one, in short backing-off naps), and with busy_poll (the default for efa)
+ * it spins while ops are in flight. It accounts each op
  * exactly once and expires ops whose task deadline passed.
  */
 #include "common/fmacros.h"
@@ -20,7 +21,7 @@
 #include "common/cm_time.h"
 #include "transfer/efa/xfer_efa.h"
 
-#define XFER_EFA_IDLE_WAIT_MS     1 /* fi_cq_sread timeout while nothing is in flight */
+#define XFER_EFA_IDLE_WAIT_MS     1 /* longest idle sleep of a progress thread */
 #define XFER_EFA_DEADLINE_SCAN_NS (20ull * 1000 * 1000)
 
 /*
@@ -34,21 +35,18 @@ int xfer_efa__cq_open(struct xfer_efa_domain *d) {
         .size = d->efa->cfg.cq_size,
     };
     /* Preferred: a file descriptor we poll ourselves after fi_trywait, so an idle progress
-     * thread holds no provider lock while it sleeps (fi_cq_sread would, and a submitter polling
-     * inline would queue behind it). */
+     * thread holds no provider lock while it sleeps. Without one the thread polls with short
+     * sleeps: fi_cq_sread is not used, since some providers (shm) ignore its timeout and the
+     * thread could never be stopped. */
     d->wait_fd = -1;
     int rc = fi_cq_open(d->domain, &attr, &d->cq, NULL);
     if (rc == 0 && fi_control(&d->cq->fid, FI_GETWAIT, &d->wait_fd) != 0)
         d->wait_fd = -1;
-    if (rc == -FI_ENOSYS || rc == -FI_EINVAL) {
-        attr.wait_obj = FI_WAIT_UNSPEC;
+    if (rc == -FI_ENOSYS || rc == -FI_EINVAL || rc == -FI_ENODATA) {
+        attr.wait_obj = FI_WAIT_NONE;
         rc = fi_cq_open(d->domain, &attr, &d->cq, NULL);
     }
-    if (rc == -FI_ENOSYS || rc == -FI_EINVAL) {
-        attr.wait_obj = FI_WAIT_NONE; /* providers without wait objects: poll only */
-        rc = fi_cq_open(d->domain, &attr, &d->cq, NULL);
-        d->no_wait = 1;
-    }
+    d->no_wait = d->wait_fd < 0;
     return rc;
 }
 
@@ -173,7 +171,6 @@ static void xfer_efa_expire(struct xfer_efa_domain *d, uint64_t now) {
 
 static void *xfer_efa_progress_main(void *arg) {
     struct xfer_efa_domain *d = arg;
-    struct fi_cq_entry ent[XFER_EFA_CQ_BATCH];
     uint64_t next_scan = cm_mono_ns() + XFER_EFA_DEADLINE_SCAN_NS;
     unsigned idle = 0;
 
@@ -188,11 +185,17 @@ static void *xfer_efa_progress_main(void *arg) {
         } else if (busy || d->no_wait) {
             n = xfer_efa__cq_drive(d);
             idle = n > 0 ? 0 : idle + 1;
-            if (n == 0 && d->no_wait && idle > 64)
-                cm_sleep_ms(1);
-            else if (n == 0 && idle > 16)
+            if (n == 0 && d->no_wait && idle > 64) {
+                /* Back off from 20 us to XFER_EFA_IDLE_WAIT_MS while nothing happens. */
+                long us = 20L << (idle - 64 < 6 ? idle - 64 : 6);
+                struct timespec ts = {0, 1000L * (us < 1000L * XFER_EFA_IDLE_WAIT_MS
+                                                      ? us
+                                                      : 1000L * XFER_EFA_IDLE_WAIT_MS)};
+                nanosleep(&ts, NULL);
+            } else if (n == 0 && idle > 16) {
                 sched_yield();
-        } else if (d->wait_fd >= 0) {
+            }
+        } else {
             n = xfer_efa__cq_drive(d);
             if (n > 0) {
                 idle = 0;
@@ -202,18 +205,6 @@ static void *xfer_efa_progress_main(void *arg) {
                     struct pollfd p = {.fd = d->wait_fd, .events = POLLIN};
                     poll(&p, 1, XFER_EFA_IDLE_WAIT_MS);
                 }
-            }
-        } else {
-            n = fi_cq_sread(d->cq, ent, XFER_EFA_CQ_BATCH, NULL, XFER_EFA_IDLE_WAIT_MS);
-            if (n > 0) {
-                for (ssize_t i = 0; i < n; i++)
-                    xfer_efa_complete(ent[i].op_context, 0);
-                idle = 0;
-            } else if (n == -FI_EAVAIL) {
-                xfer_efa_read_err(d);
-            } else if (n != -FI_EAGAIN && n != -FI_ETIMEDOUT && n != -FI_EINTR) {
-                /* No blocking read on this CQ: poll with short sleeps from now on. */
-                d->no_wait = 1;
             }
         }
         uint64_t now = cm_mono_ns();

@@ -70,7 +70,7 @@ int xfer_efa__cfg_parse(const char *args, struct xfer_efa_cfg *cfg) {
     else
         return -EINVAL;
     /* Spinning progress threads pay off with many cores and a NIC (efa); on socket providers
-     * they steal the CPU the kernel and the peer need, so those block in fi_cq_sread. */
+     * they steal the CPU the kernel and the peer need, so those sleep on the CQ descriptor. */
     v = xfer__env_u64("MC_EFA_BUSY_POLL", strncmp(cfg->provider, "efa", 3) == 0);
     if (xfer__arg_u64(args, "busy_poll", &v) < 0)
         return -EINVAL;
@@ -263,8 +263,7 @@ static int xfer_efa_install(struct xfer_transport *tp, const char *args) {
            efa->cfg.delivery_complete ? "delivery-complete" : "provider completion",
            efa->cfg.busy_poll         ? "busy"
            : efa->dom[0].wait_fd >= 0 ? "fd wait"
-           : efa->dom[0].no_wait      ? "poll+sleep"
-                                      : "fi_cq_sread",
+                                      : "poll+sleep",
            (unsigned long long)efa->dom[0].mr_mode);
     return 0;
 fail:
