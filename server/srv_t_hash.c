@@ -82,6 +82,7 @@ static void srv_hfield_destroy(struct cm_ht_node *n, void *arg) {
     cm_free(e);
 }
 
+/* Frees hash payload p, its fields and values (last owner, any thread). */
 void srv_hash_free(void *p) {
     struct srv_hash *h = p;
     cm_ht_clear(&h->ht, srv_hfield_destroy, NULL);
@@ -89,6 +90,7 @@ void srv_hash_free(void *p) {
     cm_free(h);
 }
 
+/* Deep copy of hash payload p (caller holds its shard lock or the exclusive lock). */
 void *srv_hash_dup(const void *p) {
     const struct srv_hash *h = p;
     struct srv_hash *n = srv_hash_new();

@@ -85,6 +85,7 @@ static struct srv_t_str *srv_list_pop(struct srv_list *l, int front) {
     return e;
 }
 
+/* Frees list payload p and its elements (last owner, any thread). */
 void srv_list_free(void *p) {
     struct srv_list *l = p;
     for (size_t i = 0; i < l->len; i++)
@@ -93,6 +94,7 @@ void srv_list_free(void *p) {
     cm_free(l);
 }
 
+/* Deep copy of list payload p (caller holds its shard lock or the exclusive lock). */
 void *srv_list_dup(const void *p) {
     const struct srv_list *l = p;
     struct srv_list *n = cm_malloc(sizeof(*n));

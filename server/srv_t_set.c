@@ -71,6 +71,7 @@ static void srv_smember_destroy(struct cm_ht_node *n, void *arg) {
     cm_free(n);
 }
 
+/* Frees set payload p and its members (last owner, any thread). */
 void srv_set_free(void *p) {
     struct srv_set *s = p;
     cm_ht_clear(&s->ht, srv_smember_destroy, NULL);
@@ -78,6 +79,7 @@ void srv_set_free(void *p) {
     cm_free(s);
 }
 
+/* Deep copy of set payload p (caller holds its shard lock or the exclusive lock). */
 void *srv_set_dup(const void *p) {
     const struct srv_set *s = p;
     struct srv_set *n = srv_set_new();
@@ -287,6 +289,7 @@ static int srv_pick_eq(const struct cm_ht_node *n, const void *key, size_t klen)
     return ((const struct srv_pick *)n)->n == key;
 }
 
+/* Distinct random nodes of ht into out; see srv_t.h. O(count) expected. */
 void srv__pick_distinct(const struct cm_ht *ht, size_t count, const struct cm_ht_node **out) {
     struct srv_pick *picks = cm_malloc(count * sizeof(*picks));
     struct cm_ht seen;
@@ -306,6 +309,7 @@ void srv__pick_distinct(const struct cm_ht *ht, size_t count, const struct cm_ht
     cm_free(picks);
 }
 
+/* The count argument of the *RAND* commands; see srv_t.h. */
 int srv__rand_count(struct srv_client *c, long long *count) {
     if (srv_arg_ll(c, 2, count, NULL) < 0)
         return -1;
@@ -385,6 +389,7 @@ void rc_srandmember_command(struct srv_client *c) {
 
 /* ---------------------------------------------------------------- *SCAN helpers, SSCAN */
 
+/* The *SCAN cursor, parsed like Redis 7.0 (strtoul; "-1" wraps); see srv_t.h. */
 int srv__scan_cursor(struct srv_client *c, unsigned long long *cursor) {
     char tmp[32], *end;
     const struct srv_arg *a = &c->argv[2];
@@ -403,6 +408,7 @@ int srv__scan_cursor(struct srv_client *c, unsigned long long *cursor) {
     return 0;
 }
 
+/* MATCH and COUNT of *SCAN; see srv_t.h. */
 int srv__scan_opts(struct srv_client *c, struct srv_scan_opts *o) {
     o->count = 10;
     o->pat = NULL;
@@ -445,6 +451,7 @@ static void srv_scan_collect(struct cm_ht_node *node, void *arg) {
     k->v[k->n++] = node;
 }
 
+/* One *SCAN step and its reply; see srv_t.h. */
 void srv__scan_reply(struct srv_client *c, const struct cm_ht *ht, const struct srv_scan_opts *o,
                      int per_node, srv_scan_key_cb *key, srv_scan_emit_cb *emit) {
     struct srv_scan_ctx k = {NULL, 0, 0};
@@ -468,6 +475,7 @@ void srv__scan_reply(struct srv_client *c, const struct cm_ht *ht, const struct 
     cm_free(k.v);
 }
 
+/* The *SCAN reply for a missing key. */
 void srv__scan_reply_empty(struct srv_client *c) {
     resp_add_array_hdr(&c->out, 2);
     resp_add_bulk(&c->out, "0", 1);

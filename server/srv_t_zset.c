@@ -209,6 +209,7 @@ static void srv_zset_delete(struct srv_zset *zs, struct srv_zn *z) {
     cm_free(z);
 }
 
+/* Frees sorted set payload p: nodes, header and member table (last owner, any thread). */
 void srv_zset_free(void *p) {
     struct srv_zset *zs = p;
     struct srv_zn *x = zs->header->lev[0].fwd;
@@ -222,6 +223,7 @@ void srv_zset_free(void *p) {
     cm_free(zs);
 }
 
+/* Deep copy of sorted set payload p (caller holds its shard lock or the exclusive lock). */
 void *srv_zset_dup(const void *p) {
     const struct srv_zset *zs = p;
     struct srv_zset *n = srv_zset_new();
