@@ -62,7 +62,12 @@ static void srv_client_write_cb(struct cm_ev_loop *loop, int fd, unsigned mask, 
 
 /* ---------------------------------------------------------------- listeners */
 
-static int srv_listen_tcp(const char *bind_addr, int port, int backlog) {
+/*
+ * Listens on bind_addr:port. reuseport = 1 lets every worker own a listener on the same port;
+ * the first is opened with reuseport = 0 as a probe, so a port another process holds fails
+ * with EADDRINUSE as in Redis instead of silently sharing its connections.
+ */
+static int srv_listen_tcp(const char *bind_addr, int port, int backlog, int reuseport) {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     const char *a =
         (!bind_addr || !*bind_addr || strcmp(bind_addr, "*") == 0) ? "0.0.0.0" : bind_addr;
@@ -73,7 +78,8 @@ static int srv_listen_tcp(const char *bind_addr, int port, int backlog) {
         return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    if (reuseport)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
         int err = -errno;
         close(fd);
@@ -675,6 +681,13 @@ void srv_shutdown_request(void) {
 static int srv_workers_setup(void) {
     int maxfd = (int)srv_cfg.maxclients + 1024;
     srv_db_set_threads(srv_nworkers);
+    int probe = srv_listen_tcp(srv_cfg.bind, (int)srv_cfg.port, 1, 0);
+    if (probe < 0) {
+        cm_log(CM_LOG_WARNING, "net", "could not listen on %s:%lld: %s", srv_cfg.bind, srv_cfg.port,
+               strerror(-probe));
+        return probe;
+    }
+    close(probe);
     srv_workers = cm_calloc(srv_nworkers, sizeof(*srv_workers));
     for (unsigned i = 0; i < srv_nworkers; i++) {
         struct srv_worker *w = &srv_workers[i];
@@ -683,7 +696,7 @@ static int srv_workers_setup(void) {
         w->loop = cm_ev_create(maxfd);
         if (!w->loop)
             return -errno;
-        w->tcp_fd = srv_listen_tcp(srv_cfg.bind, (int)srv_cfg.port, (int)srv_cfg.tcp_backlog);
+        w->tcp_fd = srv_listen_tcp(srv_cfg.bind, (int)srv_cfg.port, (int)srv_cfg.tcp_backlog, 1);
         if (w->tcp_fd < 0) {
             cm_log(CM_LOG_WARNING, "net", "could not listen on %s:%lld: %s", srv_cfg.bind,
                    srv_cfg.port, strerror(-w->tcp_fd));
@@ -709,8 +722,10 @@ static int srv_workers_setup(void) {
 }
 
 static void srv_workers_teardown(void) {
-    for (unsigned i = 0; i < srv_nworkers; i++) {
+    for (unsigned i = 0; srv_workers && i < srv_nworkers; i++) {
         struct srv_worker *w = &srv_workers[i];
+        if (!w->loop)
+            continue;
         while (w->clients)
             srv_client_free(w->clients);
         if (w->tcp_fd >= 0)
