@@ -32,7 +32,7 @@ static void init(void) {
 TestSuite(lifecycle, .init = init, .timeout = 60);
 
 /* Runs crescent-master with argv (NULL-terminated, without argv[0]); returns its exit status
- * and the first line of its output in out. */
+ * and its output (stdout and stderr) in out. */
 static int run_to_exit(const char *const *args, char *out, size_t outlen) {
     int pfd[2];
     cr_assert_eq(pipe(pfd), 0);
@@ -47,8 +47,11 @@ static int run_to_exit(const char *const *args, char *out, size_t outlen) {
         _exit(127);
     }
     close(pfd[1]);
-    ssize_t n = read(pfd[0], out, outlen - 1);
-    out[n > 0 ? n : 0] = '\0';
+    size_t have = 0;
+    ssize_t n;
+    while (have < outlen - 1 && (n = read(pfd[0], out + have, outlen - 1 - have)) > 0)
+        have += (size_t)n;
+    out[have] = '\0';
     close(pfd[0]);
     int st;
     waitpid(pid, &st, 0);
