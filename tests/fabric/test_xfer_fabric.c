@@ -452,9 +452,11 @@ static int cmp_u64(const void *a, const void *b) {
 /* bench BLOCK BATCH SECONDS [write|read]: engine loop comparable to raw_fi_write (one line). */
 static int run_bench(uint64_t block, size_t batch, double secs, int is_read) {
     struct server srv;
-    if (server_start(&srv, "") != 0)
+    if (server_start(&srv,
+                     getenv("XFER_BENCH_SERVER_ARGS") ? getenv("XFER_BENCH_SERVER_ARGS") : "") != 0)
         return 1;
-    struct xfer_engine *eng = client_engine("", 20000);
+    struct xfer_engine *eng = client_engine(
+        getenv("XFER_BENCH_CLIENT_ARGS") ? getenv("XFER_BENCH_CLIENT_ARGS") : "", 20000);
     struct xfer_segment *seg = NULL;
     uint8_t *mem = NULL;
     if (!eng || xfer_segment_open_addr(eng, srv.addr, &seg) != 0 ||
