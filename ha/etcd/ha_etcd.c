@@ -501,6 +501,7 @@ static void ha_etcd_set_timeout(void *state, int timeout_ms) {
     s->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
 }
 
+/* The etcd backend (scheme "etcd"); see the file comment. Immutable, shared by all threads. */
 const struct ha_backend_ops ha_etcd_ops = {
     .size = sizeof(struct ha_backend_ops),
     .scheme = "etcd",

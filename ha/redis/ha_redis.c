@@ -336,6 +336,7 @@ static void ha_redis_set_timeout(void *state, int timeout_ms) {
     r->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
 }
 
+/* The Redis backend (scheme "redis"); see the file comment. Immutable, shared by all threads. */
 const struct ha_backend_ops ha_redis_ops = {
     .size = sizeof(struct ha_backend_ops),
     .scheme = "redis",
