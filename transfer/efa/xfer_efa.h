@@ -119,6 +119,7 @@ struct xfer_efa_domain {
     struct xfer_efa_op *free_ops;
     atomic_long n_inflight;
     atomic_int pollers; /* submitters polling inline: the progress thread stays out of the way */
+    _Atomic uint64_t last_inline_ns; /* end of the last inline poll (CLOCK_MONOTONIC) */
 
     pthread_t thread;
     int thread_started;

@@ -23,6 +23,7 @@
 
 #define XFER_EFA_IDLE_WAIT_MS     1 /* longest idle sleep of a progress thread */
 #define XFER_EFA_DEADLINE_SCAN_NS (20ull * 1000 * 1000)
+#define XFER_EFA_INLINE_GRACE_NS  (2ull * 1000 * 1000) /* nap mode after an inline poll */
 
 /*
  * Opens the domain's completion queue (context format, provider's wait object so the idle
@@ -178,10 +179,14 @@ static void *xfer_efa_progress_main(void *arg) {
         ssize_t n;
         int busy = d->efa->cfg.busy_poll &&
                    (atomic_load_explicit(&d->n_inflight, memory_order_acquire) > 0 || idle < 64);
-        if (atomic_load_explicit(&d->pollers, memory_order_acquire) > 0) {
-            struct timespec ts = {0, 20000}; /* a submitter reaps its own completions */
+        if (atomic_load_explicit(&d->pollers, memory_order_acquire) > 0 ||
+            cm_mono_ns() - atomic_load_explicit(&d->last_inline_ns, memory_order_relaxed) <
+                XFER_EFA_INLINE_GRACE_NS) {
+            /* Submitters are reaping their own completions: do not sleep on the descriptor
+             * (every completion would wake this thread too); nap and sweep instead. */
+            struct timespec ts = {0, 50000};
             nanosleep(&ts, NULL);
-            n = 0;
+            n = xfer_efa__cq_drive(d);
         } else if (busy || d->no_wait) {
             n = xfer_efa__cq_drive(d);
             idle = n > 0 ? 0 : idle + 1;

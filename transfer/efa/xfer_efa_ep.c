@@ -208,8 +208,11 @@ int xfer_efa__submit(struct xfer_transport *tp, struct xfer_task **tasks, size_t
             if (busy == 0 || cm_mono_ns() >= end)
                 break;
         }
-        for (int d = 0; d < efa->n_dom; d++)
+        uint64_t now = cm_mono_ns();
+        for (int d = 0; d < efa->n_dom; d++) {
+            atomic_store_explicit(&efa->dom[d].last_inline_ns, now, memory_order_relaxed);
             atomic_fetch_sub(&efa->dom[d].pollers, 1);
+        }
     }
     return 0;
 }
