@@ -8,8 +8,8 @@
  * ZREVRANGEBYLEX ZREMRANGEBYRANK/SCORE/LEX ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN): replies, exact
  * error strings, WRONGTYPE across types, TYPE names, empty aggregates deleting their key,
  * COPY/RENAME of aggregates, WATCH aborted by an in-place change, RESP3 encodings (maps, sets,
- * doubles, score pairs) on the wire, and a 100,000-element list. Every expectation holds for
- * redis-server 7.0 too (CRESCENT_TEST_SERVER=redis). */
+ * doubles, score pairs) on the wire, a randomized list model and a 100,000-element list.
+ * Every expectation holds for redis-server 7.0 too (CRESCENT_TEST_SERVER=redis). */
 #include "common/fmacros.h"
 
 #include "tests/integration/harness.h"
@@ -836,4 +836,117 @@ Test(types, randfield_randmember) {
     cr_assert_str_eq(raw(fd, "ZRANDMEMBER z1 1 WITHSCORES"), "*1\r\n*2\r\n$1\r\nm\r\n,2.5\r\n");
     cr_assert_str_eq(raw(fd, "ZSCAN z1 0"), "*2\r\n$1\r\n0\r\n*2\r\n$1\r\nm\r\n$3\r\n2.5\r\n");
     close(fd);
+}
+
+/* ---------------------------------------------------------------- randomized list model */
+
+/* A model list of small integers, compared with the server after random operations that wrap,
+ * grow and shrink the ring buffer. */
+struct model {
+    int v[4096];
+    int n;
+};
+
+static void model_insert(struct model *m, int at, int x) {
+    memmove(&m->v[at + 1], &m->v[at], (size_t)(m->n - at) * sizeof(int));
+    m->v[at] = x;
+    m->n++;
+}
+
+static void model_remove(struct model *m, int at) {
+    memmove(&m->v[at], &m->v[at + 1], (size_t)(m->n - at - 1) * sizeof(int));
+    m->n--;
+}
+
+static void model_check(const struct model *m) {
+    redisReply *r = it_cmd(it_c, "LRANGE ml 0 -1");
+    cr_assert_eq((int)r->elements, m->n, "length %zu, model %d", r->elements, m->n);
+    for (int i = 0; i < m->n; i++)
+        cr_assert_eq(atoi(r->element[i]->str), m->v[i], "element %d", i);
+}
+
+/* LREM of count (model side). Returns the number removed. */
+static int model_lrem(struct model *m, int count, int x) {
+    int removed = 0;
+    if (count >= 0) {
+        for (int i = 0; i < m->n && (count == 0 || removed < count);)
+            if (m->v[i] == x) {
+                model_remove(m, i);
+                removed++;
+            } else {
+                i++;
+            }
+    } else {
+        for (int i = m->n - 1; i >= 0 && removed < -count; i--)
+            if (m->v[i] == x) {
+                model_remove(m, i);
+                removed++;
+            }
+    }
+    return removed;
+}
+
+Test(types, list_random_model) {
+    static struct model m;
+    m.n = 0;
+    int max_len = 0;
+    srand(7);
+    for (int step = 0; step < 3000; step++) {
+        int op = rand() % 10, x = rand() % 20;
+        if (step < 1500 && (op == 5 || op == 8))
+            op = 2; /* growing phase: no LREM/LTRIM */
+        if (m.n > 3000)
+            op = 3; /* keep it bounded: pop */
+        if (op <= 1) {
+            IT_INT(m.n + 1, it_c, "LPUSH ml %d", x);
+            model_insert(&m, 0, x);
+        } else if (op == 2) {
+            IT_INT(m.n + 1, it_c, "RPUSH ml %d", x);
+            model_insert(&m, m.n, x);
+        } else if (op == 3 || op == 4) {
+            int front = op == 3, k = step < 1500 ? rand() % 3 : rand() % 40; /* grow, then shrink */
+            redisReply *r = it_cmd(it_c, front ? "LPOP ml %d" : "RPOP ml %d", k);
+            if (m.n == 0) {
+                cr_assert_eq(r->type, REDIS_REPLY_NIL);
+                continue;
+            }
+            int got = k < m.n ? k : m.n;
+            cr_assert_eq((int)r->elements, got);
+            for (int i = 0; i < got; i++) {
+                int want = front ? m.v[0] : m.v[m.n - 1];
+                cr_assert_eq(atoi(r->element[i]->str), want);
+                model_remove(&m, front ? 0 : m.n - 1);
+            }
+        } else if (op == 5) {
+            int count = rand() % 5 - 2;
+            IT_INT(model_lrem(&m, count, x), it_c, "LREM ml %d %d", count, x);
+        } else if (op == 6 && m.n) {
+            int at = rand() % m.n, after = rand() % 2, pivot = m.v[at];
+            int first = 0;
+            while (m.v[first] != pivot)
+                first++;
+            IT_INT(m.n + 1, it_c, "LINSERT ml %s %d %d", after ? "AFTER" : "BEFORE", pivot, x);
+            model_insert(&m, first + after, x);
+        } else if (op == 7 && m.n) {
+            int at = rand() % m.n;
+            IT_OK(it_c, "LSET ml %d %d", at - (rand() % 2 ? m.n : 0), x);
+            m.v[at] = x;
+        } else if (op == 8 && m.n > 10) {
+            int a = rand() % 5, b = m.n - 1 - rand() % 5;
+            IT_OK(it_c, "LTRIM ml %d %d", a, b);
+            memmove(&m.v[0], &m.v[a], (size_t)(b - a + 1) * sizeof(int));
+            m.n = b - a + 1;
+        } else if (m.n) {
+            int at = rand() % m.n;
+            char want[16];
+            snprintf(want, sizeof(want), "%d", m.v[at]);
+            IT_STR(want, it_c, "LINDEX ml %d", at - m.n);
+        }
+        if (m.n > max_len)
+            max_len = m.n;
+        if (step % 250 == 0)
+            model_check(&m);
+    }
+    model_check(&m);
+    cr_assert(max_len > 200, "the list grew to %d elements only", max_len);
 }
