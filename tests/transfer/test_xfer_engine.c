@@ -16,7 +16,9 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BUF_LEN (4u << 20)
 
@@ -254,4 +256,70 @@ Test(xfer_fault, bad_arguments) {
     cr_assert_eq(xfer_engine_install(e, "fault", "inner=fault"), -EINVAL);
     cr_assert_eq(xfer_engine_install(e, "fault", "inner=nosuch"), -CM_ENOT_SUPPORTED);
     xfer_engine_destroy(e);
+}
+
+/* ---- target side: a stalled request pins only its own registration ---- */
+
+struct closer {
+    int fd;
+    int delay_ms;
+};
+
+static void *close_later(void *p) {
+    struct closer *c = p;
+    cm_sleep_ms((uint64_t)c->delay_ms);
+    close(c->fd);
+    return NULL;
+}
+
+Test(xfer_engine, stalled_request_pins_only_its_registration) {
+    struct xfer_engine *t = mk_engine(NULL), *i = mk_engine("");
+    cr_assert_eq(xfer_engine_install(t, "tcp", NULL), 0);
+    cr_assert_eq(xfer_engine_install(i, "tcp", NULL), 0);
+    char *a = cm_calloc(1, BUF_LEN), *b = cm_calloc(1, BUF_LEN), *c = cm_calloc(1, BUF_LEN);
+    cr_assert_eq(xfer_engine_register(t, a, BUF_LEN, NULL, XFER_REG_REMOTE), 0);
+    cr_assert_eq(xfer_engine_register(t, b, BUF_LEN, NULL, XFER_REG_REMOTE), 0);
+    char addr[64];
+    xfer_engine_local_addr(t, addr, sizeof(addr));
+    /* A raw client announces a 1 MiB WRITE into a, sends 10 bytes, and stalls. */
+    int fd = xfer__sock_connect(addr, cm_mono_ns() + 2000000000ull);
+    cr_assert_geq(fd, 0);
+    struct xfer_wire_hdr h = {
+        .op = XFER_WIRE_TCP_WRITE, .id = 1, .addr = (uint64_t)(uintptr_t)a, .len = 1 << 20};
+    uint8_t hb[XFER_WIRE_HDR_LEN + 10] = {0};
+    xfer_wire_encode(&h, hb);
+    struct iovec v = {hb, sizeof(hb)};
+    cr_assert_eq(xfer__sock_writev(fd, &v, 1, cm_mono_ns() + 2000000000ull), 0);
+    cm_sleep_ms(100); /* the target is now inside the payload read */
+
+    /* Registering other memory and serving other requests are not held up. */
+    uint64_t t0 = cm_mono_ms();
+    cr_assert_eq(xfer_engine_register(t, c, BUF_LEN, NULL, XFER_REG_REMOTE), 0);
+    struct xfer_segment *seg;
+    cr_assert_eq(xfer_segment_open_addr(i, addr, &seg), 0);
+    char *local = cm_malloc(4096);
+    struct xfer_request r = {XFER_OP_READ, local, seg, (uint64_t)(uintptr_t)b, 4096};
+    struct xfer_batch *bt;
+    cr_assert_eq(xfer_batch_alloc(i, 1, &bt), 0);
+    cr_assert_eq(xfer_batch_submit(bt, &r, 1, NULL), 0);
+    cr_assert_eq(xfer_batch_wait(bt, 2000, NULL, 0, NULL), 0);
+    cr_assert_lt(cm_mono_ms() - t0, 1000);
+
+    /* Unregistering a waits for the stalled request, which ends when its client goes away. */
+    pthread_t th;
+    struct closer cl = {fd, 300};
+    pthread_create(&th, NULL, close_later, &cl);
+    t0 = cm_mono_ms();
+    cr_assert_eq(xfer_engine_unregister(t, a), 0);
+    cr_assert_geq(cm_mono_ms() - t0, 150);
+    pthread_join(th, NULL);
+
+    xfer_batch_free(bt);
+    xfer_segment_close(seg);
+    xfer_engine_destroy(i);
+    xfer_engine_destroy(t);
+    cm_free(a);
+    cm_free(b);
+    cm_free(c);
+    cm_free(local);
 }
