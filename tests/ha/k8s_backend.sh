@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # The Kubernetes Lease backend alone (tests/ha/k8s_driver, no elector) against the Lease API
 # double: create, renew, release, epochs after re-acquire, busy views, expiry by observation,
-# a stale holder losing its renew, a three-way create race, watch wake-up, wrong token, outage
-# (503 and hanging API), in-cluster service-account config and inline CA data.
+# a stale holder losing its renew, a three-way create race, watch wake-up and reconnect, wrong
+# token, read-only account (403), client certificates, wrong CA, outage (503 and hanging API),
+# in-cluster service-account config and inline CA data.
 set -u
 D=$CRESCENT_BUILD/tests/ha/k8s_driver
 [ -x "$D" ] || { echo "k8s_driver not built"; exit 77; }
@@ -129,6 +130,25 @@ k8s_lease_json crescent-test crescent-my-cluster | grep -q '"holderIdentity": "a
 k8s_write_kubeconfig "$TMP/bad.kc" wrong-token
 out=$(KUBECONFIG=$TMP/bad.kc $D $U c a acquire:2000; echo "exit=$?")
 expect "wrong token" "$out" '^open rc=AUTH err=kubernetes API: 401 Unauthorized: check the service-account token' '^exit=2$'
+
+# Read-only account: open works (GET), acquiring is refused with 403 naming the verbs.
+k8s_write_kubeconfig "$TMP/ro.kc" "$K8S_TOKEN-ro"
+out=$(KUBECONFIG=$TMP/ro.kc $D k8s://ns1/ro c a holder acquire:2000)
+expect "403 Forbidden on writes" "$out" '^open rc=OK' '^holder rc=OK holder=- epoch=0' \
+    '^acquire rc=AUTH .*err=kubernetes API: 403 Forbidden: the account needs get/create/update/watch.*cannot create resource "leases"'
+
+# Client certificate instead of a token: key and certificate as files, then inline (-data).
+sed -e '/^    token:/d' -e "s|^  user:\$|  user:\n    client-certificate: client.crt\n    client-key: client.key|" \
+    "$KUBECONFIG" >"$K8S_DIR/cert.kc"
+out=$(KUBECONFIG=$K8S_DIR/cert.kc $D k8s://ns1/cert c a acquire:2000 release)
+expect "client certificate files (relative to the kubeconfig)" "$out" '^open rc=OK' '^acquire rc=OK epoch=1' '^release rc=OK'
+sed -e '/^    token:/d' -e "s|^  user:\$|  user:\n    client-certificate-data: $(base64 -w0 "$K8S_DIR/client.crt")\n    client-key-data: $(base64 -w0 "$K8S_DIR/client.key")|" \
+    "$KUBECONFIG" >"$TMP/certdata.kc"
+out=$(KUBECONFIG=$TMP/certdata.kc $D k8s://ns1/cert c b acquire:2000)
+expect "client certificate inline data" "$out" '^open rc=OK' '^acquire rc=OK epoch=2'
+sed -e '/^    token:/d' "$KUBECONFIG" >"$TMP/anon.kc"
+out=$(KUBECONFIG=$TMP/anon.kc $D k8s://ns1/cert c b holder)
+expect "no credentials at all: 401" "$out" '^open rc=AUTH err=kubernetes API: 401 Unauthorized'
 
 # In-cluster service account (token, ca.crt, namespace files) instead of a kubeconfig.
 mkdir -p "$TMP/sa"

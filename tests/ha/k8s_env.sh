@@ -5,7 +5,9 @@
 #
 #   . tests/ha/k8s_env.sh
 #   k8s_env_start DIR [503|hang]   # exports KUBECONFIG, K8S_PORT, K8S_PID, K8S_DIR, K8S_TOKEN,
-#                                  # K8S_BACKEND_NS (namespace for URIs, "crescent-test")
+#                                  # K8S_BACKEND_NS (namespace for URIs, "crescent-test");
+#                                  # $K8S_TOKEN-ro may only read (403 on writes); DIR/client.crt
+#                                  # + DIR/client.key authenticate by client certificate
 #   k8s_outage                     # toggle the double's outage mode (SIGUSR1)
 #   k8s_env_stop                   # kill the double (call from your EXIT trap)
 #   k8s_lease_json NS NAME         # print the Lease JSON (curl with the test CA)
@@ -33,10 +35,17 @@ k8s_env_start() {
         printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >server.ext
         openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
             -out server.crt -days 2 -extfile server.ext 2>/dev/null
+        # A client certificate for kubeconfig client-certificate / client-key users.
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+            -keyout client.key -out client.csr -subj "/CN=crescent-client/O=crescent" 2>/dev/null
+        printf 'basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n' >client.ext
+        openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+            -out client.crt -days 2 -extfile client.ext 2>/dev/null
     ) || { echo "k8s_env: openssl failed" >&2; return 1; }
     rm -f "$dir/port"
     python3 "$K8S_ENV_SRC_DIR/k8s_lease_server.py" --cert "$dir/server.crt" \
         --key "$dir/server.key" --token "$K8S_TOKEN" --port-file "$dir/port" \
+        --readonly-token "$K8S_TOKEN-ro" --client-ca "$dir/ca.crt" \
         --outage "$mode" >"$dir/double.out" 2>"$dir/double.err" &
     K8S_PID=$!
     local i

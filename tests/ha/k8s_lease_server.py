@@ -7,10 +7,14 @@ real API's JSON shapes and status codes: GET/POST/PUT/DELETE of namespaced Lease
 optimistic concurrency on metadata.resourceVersion (409 Conflict Status), 404 NotFound Status,
 bearer-token authentication (401), over TLS. Python 3 standard library only.
 
+Also: --readonly-token (reads allowed, writes answered 403 Forbidden as RBAC would) and
+--client-ca (client certificates signed by that CA authenticate without a token).
+
 Fault injection: SIGUSR1 toggles outage mode; in outage mode every request gets 503 (default) or
 hangs until the outage ends (--outage hang). SIGUSR2 drops every open watch stream.
 
 Usage: k8s_lease_server.py --cert C --key K --token T [--port-file F] [--outage 503|hang]
+                           [--readonly-token R] [--client-ca CA]
 Prints "READY <port>" on stdout once listening (and writes the port to --port-file).
 """
 import argparse
@@ -159,10 +163,26 @@ class Handler(BaseHTTPRequestHandler):
                                            "the server is currently unable to handle the request"))
                 return False
         auth = self.headers.get("Authorization", "")
-        if auth != "Bearer " + ARGS.token:
-            self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
+        if auth == "Bearer " + ARGS.token:
+            return True
+        if ARGS.readonly_token and auth == "Bearer " + ARGS.readonly_token:
+            if self.command in ("GET", "HEAD"):
+                return True
+            kind, ns, name, _ = self.route()
+            verb = {"POST": "create", "PUT": "update", "DELETE": "delete"}.get(self.command,
+                                                                               "patch")
+            self.send_json(403, status(
+                403, "Forbidden", 'leases.coordination.k8s.io "%s" is forbidden: User '
+                '"system:serviceaccount:%s:readonly" cannot %s resource "leases" in API group '
+                '"coordination.k8s.io" in the namespace "%s"' % (name or "", ns, verb, ns),
+                details(name or "")))
             return False
-        return True
+        # A client certificate signed by --client-ca authenticates too (kubeconfig
+        # client-certificate / client-key), when no bearer token is sent.
+        if not auth and ARGS.client_ca and self.connection.getpeercert():
+            return True
+        self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
+        return False
 
     def route(self):
         u = urlsplit(self.path)
@@ -383,6 +403,8 @@ def main():
     ap.add_argument("--cert", required=True)
     ap.add_argument("--key", required=True)
     ap.add_argument("--token", required=True)
+    ap.add_argument("--readonly-token", help="a token allowed to read only (403 on writes)")
+    ap.add_argument("--client-ca", help="accept client certificates signed by this CA")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--outage", choices=("503", "hang"), default="503")
@@ -392,6 +414,9 @@ def main():
     srv.daemon_threads = True
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(ARGS.cert, ARGS.key)
+    if ARGS.client_ca:
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        ctx.load_verify_locations(ARGS.client_ca)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     signal.signal(signal.SIGUSR1, toggle_outage)
     signal.signal(signal.SIGUSR2, drop_watches)
