@@ -11,15 +11,17 @@ trap '[ -n "$tpid" ] && kill "$tpid" 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 for proto in tcp shm; do
-    "$BENCH" transfer --mode target --protocol $proto --buffer_size 8M --verify >"$tmp/t" 2>&1 &
+    out=$tmp/target-$proto
+    : >"$out" # exists (empty) before the target starts: no stale or missing file to read
+    "$BENCH" transfer --mode target --protocol $proto --buffer_size 8M --verify >"$out" 2>&1 &
     tpid=$!
     addr=
     for _ in $(seq 100); do
-        addr=$(awk '/^listening on/ {print $3}' "$tmp/t")
+        addr=$(awk '/^listening on/ {print $3}' "$out")
         [ -n "$addr" ] && break
         sleep 0.05
     done
-    [ -n "$addr" ] || fail "$proto target did not start: $(cat "$tmp/t")"
+    [ -n "$addr" ] || fail "$proto target did not start: $(cat "$out")"
     for op in read write; do
         out=$("$BENCH" transfer --mode initiator --protocol $proto --target "$addr" --operation $op \
             --block_size 64K --batch_size 8 --threads 2 --duration 0.3 --buffer_size 8M \
