@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The list type and its commands: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LRANGE LINDEX LSET
- * LREM LTRIM LINSERT LPOS. A list is a ring buffer of element pointers whose capacity is a power of
- * two: push and pop at either end are O(1) amortized, index access is O(1), and LRANGE is O(k). The
- * buffer doubles when full and halves when a quarter full.
+ * LREM LTRIM LINSERT LPOS LMOVE RPOPLPUSH. A list is a ring buffer of element pointers whose
+ * capacity is a power of two: push and pop at either end are O(1) amortized, index access is O(1),
+ * and LRANGE is O(k). The buffer doubles when full and halves when a quarter full.
  */
 #include "common/fmacros.h"
 
@@ -567,4 +567,130 @@ void rc_lpos_command(struct srv_client *c) {
         resp_add_null(&c->out, c->proto);
     }
     cm_free(found);
+}
+
+/* ---------------------------------------------------------------- LMOVE, RPOPLPUSH */
+
+/*
+ * LMOVE touches two keys one shard lock at a time: atomic under the exclusive keyspace lock
+ * (inside EXEC), otherwise each step is atomic on its own key.
+ */
+
+/* Type of the key a (-1 when missing). */
+static int srv_key_type(const struct srv_arg *a) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, a->p, a->len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    int type = o ? o->type : -1;
+    srv_db_unlock(&r);
+    return type;
+}
+
+/*
+ * Pushes e at key k (front or back), creating the list. Returns 0, or -1 without pushing when
+ * k holds another type. reply = 1 first appends e as a bulk reply (while e is still ours).
+ */
+static int srv_list_push_key(struct srv_client *c, const struct srv_arg *k, struct srv_t_str *e,
+                             int front, int reply) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, k->p, k->len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    if (o && o->type != SRV_TYPE_LIST) {
+        srv_db_unlock(&r);
+        return -1;
+    }
+    if (reply)
+        resp_add_bulk(&c->out, e->p, e->len);
+    if (!o) {
+        o = srv_obj_create_agg(k->p, k->len, SRV_TYPE_LIST, srv_list_new());
+        srv_list_push(o->payload, e, front);
+        srv_db_insert(&r, o);
+    } else {
+        srv_list_push(o->payload, e, front);
+        srv_db_touch(o);
+    }
+    srv_db_unlock(&r);
+    return 0;
+}
+
+/* Moves one element within the list at k (source and destination are the same key). */
+static void srv_lmove_same(struct srv_client *c, const struct srv_arg *k, int from_front,
+                           int to_front) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, k->p, k->len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    if (!o || o->type != SRV_TYPE_LIST) {
+        srv_db_unlock(&r);
+        if (o)
+            srv_reply_error(c, SRV_ERR_WRONGTYPE);
+        else
+            resp_add_null(&c->out, c->proto);
+        return;
+    }
+    struct srv_t_str *e = srv_list_pop(o->payload, from_front);
+    resp_add_bulk(&c->out, e->p, e->len);
+    srv_list_push(o->payload, e, to_front);
+    srv_db_touch(o);
+    srv_db_unlock(&r);
+}
+
+static void srv_lmove_generic(struct srv_client *c, int from_front, int to_front) {
+    const struct srv_arg *src = &c->argv[1], *dst = &c->argv[2];
+    if (src->len == dst->len && memcmp(src->p, dst->p, src->len) == 0) {
+        srv_lmove_same(c, src, from_front, to_front);
+        return;
+    }
+    int stype = srv_key_type(src);
+    if (stype < 0) {
+        resp_add_null(&c->out, c->proto);
+        return;
+    }
+    int dtype = stype == SRV_TYPE_LIST ? srv_key_type(dst) : -1;
+    if (stype != SRV_TYPE_LIST || (dtype >= 0 && dtype != SRV_TYPE_LIST)) {
+        srv_reply_error(c, SRV_ERR_WRONGTYPE);
+        return;
+    }
+    struct srv_db_ref r;
+    srv_db_lock(&r, src->p, src->len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    struct srv_t_str *e = NULL;
+    if (o && o->type == SRV_TYPE_LIST) {
+        e = srv_list_pop(o->payload, from_front);
+        srv_list_done(&r, o);
+    }
+    srv_db_unlock(&r);
+    if (!e) { /* emptied or replaced by another client meanwhile */
+        resp_add_null(&c->out, c->proto);
+        return;
+    }
+    if (srv_list_push_key(c, dst, e, to_front, 1) < 0) {
+        /* the destination changed type meanwhile: give the element back */
+        if (srv_list_push_key(c, src, e, from_front, 0) < 0)
+            cm_free(e);
+        srv_reply_error(c, SRV_ERR_WRONGTYPE);
+    }
+}
+
+/* Parses LEFT/RIGHT at argument i into *front; replies a syntax error and returns -1. */
+static int srv_list_side(struct srv_client *c, int i, int *front) {
+    if (srv_arg_is(c, i, "left"))
+        *front = 1;
+    else if (srv_arg_is(c, i, "right"))
+        *front = 0;
+    else {
+        srv_reply_syntax_error(c);
+        return -1;
+    }
+    return 0;
+}
+
+void rc_lmove_command(struct srv_client *c) {
+    int from, to;
+    if (srv_list_side(c, 3, &from) < 0 || srv_list_side(c, 4, &to) < 0)
+        return;
+    srv_lmove_generic(c, from, to);
+}
+
+void rc_rpoplpush_command(struct srv_client *c) {
+    srv_lmove_generic(c, 0, 1);
 }

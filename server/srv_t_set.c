@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The set type and its commands: SADD SREM SCARD SISMEMBER SMISMEMBER SMEMBERS SPOP
- * SRANDMEMBER SSCAN, plus the helpers shared with HSCAN/ZSCAN and HRANDFIELD/ZRANDMEMBER. A set
- * is a cm_ht of members (one heap node per member, bytes inline), so membership, add and remove
- * are O(1) expected and random picks use cm_ht_random.
+ * SRANDMEMBER SSCAN SUNION SINTER SDIFF (and their STORE forms) SINTERCARD SMOVE, plus the
+ * helpers shared with HSCAN/ZSCAN and HRANDFIELD/ZRANDMEMBER. A set is a cm_ht of members (one
+ * heap node per member, bytes inline), so membership, add and remove are O(1) expected and
+ * random picks use cm_ht_random.
  */
 #include "common/fmacros.h"
 
@@ -508,4 +509,254 @@ void rc_sscan_command(struct srv_client *c) {
         srv__scan_reply(c, &((struct srv_set *)o->payload)->ht, &so, 1, srv_smember_key,
                         srv_smember_emit);
     srv_db_unlock(&r);
+}
+
+/* ---------------------------------------------------------------- set algebra, SMOVE */
+
+/*
+ * These commands read or write several keys, one shard lock at a time. They are atomic when
+ * the dispatcher runs them under the exclusive keyspace lock (as inside EXEC); otherwise, like
+ * MGET, each key is read atomically but not all keys at the same instant.
+ */
+
+/* Checks that keys argv[first .. first + n) hold sets or nothing; counts the missing ones.
+ * Returns -1 after replying WRONGTYPE. */
+static int srv_sets_check(struct srv_client *c, int first, int n, int *missing) {
+    int64_t now = srv_now_ms();
+    *missing = 0;
+    for (int i = first; i < first + n; i++) {
+        struct srv_db_ref r;
+        srv_db_lock(&r, c->argv[i].p, c->argv[i].len);
+        struct srv_obj *o = srv_db_find(&r, now);
+        int type = o ? o->type : -1;
+        srv_db_unlock(&r);
+        if (type >= 0 && type != SRV_TYPE_SET) {
+            srv_reply_error(c, SRV_ERR_WRONGTYPE);
+            return -1;
+        }
+        *missing += type < 0;
+    }
+    return 0;
+}
+
+#define SRV_SOP_UNION 0
+#define SRV_SOP_INTER 1
+#define SRV_SOP_DIFF  2
+
+struct srv_sop_ctx {
+    struct srv_set *acc;
+    const struct srv_set *s; /* NULL = empty set */
+    int inter;               /* 1: keep the members of s; 0: drop them */
+};
+
+static void srv_sop_filter(struct cm_ht_node *node, void *arg) {
+    struct srv_sop_ctx *k = arg;
+    struct srv_smember *m = (struct srv_smember *)node;
+    int in = k->s && srv_set_find(k->s, m->p, m->len) != NULL;
+    if (in != k->inter) {
+        cm_ht_remove(&k->acc->ht, node);
+        cm_free(m);
+    }
+}
+
+/* Applies the set at key a to acc (a missing key is an empty set): union adds its members,
+ * inter keeps only its members, diff removes them. */
+static void srv_sop_apply(struct srv_set *acc, const struct srv_arg *a, int op) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, a->p, a->len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    const struct srv_set *s = o && o->type == SRV_TYPE_SET ? o->payload : NULL;
+    if (op == SRV_SOP_UNION && s) {
+        size_t i;
+        struct cm_ht_node *node, *tmp;
+        cm_ht_foreach_node(&s->ht, i, node, tmp) {
+            const struct srv_smember *m = (const struct srv_smember *)node;
+            srv_set_add(acc, m->p, m->len);
+        }
+    } else if (op != SRV_SOP_UNION && (s || op == SRV_SOP_INTER)) {
+        struct srv_sop_ctx k = {acc, s, op == SRV_SOP_INTER};
+        cm_ht_foreach(&acc->ht, srv_sop_filter, &k);
+    }
+    srv_db_unlock(&r);
+}
+
+/* Computes op over keys argv[first .. first + n) into a new set; NULL after an error reply. */
+static struct srv_set *srv_sop_compute(struct srv_client *c, int first, int n, int op) {
+    int missing;
+    if (srv_sets_check(c, first, n, &missing) < 0)
+        return NULL;
+    struct srv_set *acc = srv_set_new();
+    if (op == SRV_SOP_INTER && missing)
+        return acc;
+    srv_sop_apply(acc, &c->argv[first], SRV_SOP_UNION);
+    for (int i = first + 1; i < first + n && cm_ht_count(&acc->ht); i++)
+        srv_sop_apply(acc, &c->argv[i], op);
+    return acc;
+}
+
+/* Stores acc (consumed) at key dst, replacing any value; an empty result deletes dst.
+ * Returns the cardinality. */
+static long long srv_sop_store(const struct srv_arg *dst, struct srv_set *acc) {
+    long long n = (long long)cm_ht_count(&acc->ht);
+    struct srv_obj *no = NULL;
+    if (n)
+        no = srv_obj_create_agg(dst->p, dst->len, SRV_TYPE_SET, acc);
+    else
+        srv_set_free(acc);
+    struct srv_db_ref r;
+    srv_db_lock(&r, dst->p, dst->len);
+    struct srv_obj *old = srv_db_peek(&r, srv_now_ms());
+    if (old && no)
+        srv_db_replace(&r, old, no);
+    else if (old)
+        srv_db_unlink(&r, old);
+    else if (no)
+        srv_db_insert(&r, no);
+    srv_db_unlock(&r);
+    return n;
+}
+
+/* SUNION/SINTER/SDIFF (store = 0) and their STORE forms (destination at argv[1]). */
+static void srv_sop_generic(struct srv_client *c, int op, int store) {
+    int first = store ? 2 : 1;
+    struct srv_set *acc = srv_sop_compute(c, first, c->argc - first, op);
+    if (!acc)
+        return;
+    if (store) {
+        resp_add_int(&c->out, srv_sop_store(&c->argv[1], acc));
+        return;
+    }
+    srv_set_reply_all(c, acc, 1);
+    srv_set_free(acc);
+}
+
+void rc_sunion_command(struct srv_client *c) {
+    srv_sop_generic(c, SRV_SOP_UNION, 0);
+}
+
+void rc_sinter_command(struct srv_client *c) {
+    srv_sop_generic(c, SRV_SOP_INTER, 0);
+}
+
+void rc_sdiff_command(struct srv_client *c) {
+    srv_sop_generic(c, SRV_SOP_DIFF, 0);
+}
+
+void rc_sunionstore_command(struct srv_client *c) {
+    srv_sop_generic(c, SRV_SOP_UNION, 1);
+}
+
+void rc_sinterstore_command(struct srv_client *c) {
+    srv_sop_generic(c, SRV_SOP_INTER, 1);
+}
+
+void rc_sdiffstore_command(struct srv_client *c) {
+    srv_sop_generic(c, SRV_SOP_DIFF, 1);
+}
+
+void rc_sintercard_command(struct srv_client *c) {
+    long long numkeys, limit = 0;
+    if (srv_arg_ll(c, 1, &numkeys, "ERR numkeys should be greater than 0") < 0)
+        return;
+    if (numkeys < 1) {
+        srv_reply_error(c, "ERR numkeys should be greater than 0");
+        return;
+    }
+    if (numkeys > c->argc - 2) {
+        srv_reply_error(c, "ERR Number of keys can't be greater than number of args");
+        return;
+    }
+    for (int j = 2 + (int)numkeys; j < c->argc; j++) {
+        if (srv_arg_is(c, j, "limit") && j + 1 < c->argc) {
+            const char *msg = "ERR LIMIT can't be negative";
+            if (srv_arg_ll(c, ++j, &limit, msg) < 0)
+                return;
+            if (limit < 0) {
+                srv_reply_error(c, msg);
+                return;
+            }
+        } else {
+            srv_reply_syntax_error(c);
+            return;
+        }
+    }
+    struct srv_set *acc = srv_sop_compute(c, 2, (int)numkeys, SRV_SOP_INTER);
+    if (!acc)
+        return;
+    long long n = (long long)cm_ht_count(&acc->ht);
+    srv_set_free(acc);
+    resp_add_int(&c->out, limit && n > limit ? limit : n);
+}
+
+/* Adds member m back to the set at key k (creating it), after a failed move. */
+static void srv_sop_give_back(const struct srv_arg *k, const struct srv_arg *m) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, k->p, k->len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    if (!o) {
+        o = srv_obj_create_agg(k->p, k->len, SRV_TYPE_SET, srv_set_new());
+        srv_set_add(o->payload, m->p, m->len);
+        srv_db_insert(&r, o);
+    } else if (o->type == SRV_TYPE_SET && srv_set_add(o->payload, m->p, m->len)) {
+        srv_db_touch(o);
+    }
+    srv_db_unlock(&r);
+}
+
+void rc_smove_command(struct srv_client *c) {
+    const struct srv_arg *src = &c->argv[1], *dst = &c->argv[2], *m = &c->argv[3];
+    int64_t now = srv_now_ms();
+    struct srv_db_ref r;
+    /* Source first: missing gives 0 whatever the destination holds. */
+    srv_db_lock(&r, src->p, src->len);
+    struct srv_obj *o = srv_db_find(&r, now);
+    int stype = o ? o->type : -1;
+    int member = o && stype == SRV_TYPE_SET && srv_set_find(o->payload, m->p, m->len);
+    srv_db_unlock(&r);
+    if (stype < 0) {
+        resp_add_int(&c->out, 0);
+        return;
+    }
+    int missing;
+    if (stype != SRV_TYPE_SET || srv_sets_check(c, 2, 1, &missing) < 0) {
+        if (stype != SRV_TYPE_SET)
+            srv_reply_error(c, SRV_ERR_WRONGTYPE);
+        return;
+    }
+    if ((src->len == dst->len && memcmp(src->p, dst->p, src->len) == 0) || !member) {
+        resp_add_int(&c->out, member);
+        return;
+    }
+    srv_db_lock(&r, src->p, src->len);
+    o = srv_db_find(&r, now);
+    struct srv_smember *e =
+        o && o->type == SRV_TYPE_SET ? srv_set_find(o->payload, m->p, m->len) : NULL;
+    int moved = e != NULL;
+    if (moved) {
+        cm_ht_remove(&((struct srv_set *)o->payload)->ht, &e->node);
+        cm_free(e);
+        srv_set_done(&r, o);
+    }
+    srv_db_unlock(&r);
+    if (!moved) { /* removed by another client meanwhile */
+        resp_add_int(&c->out, 0);
+        return;
+    }
+    srv_db_lock(&r, dst->p, dst->len);
+    o = srv_db_find(&r, now);
+    int ok = !o || o->type == SRV_TYPE_SET;
+    if (!o) {
+        o = srv_obj_create_agg(dst->p, dst->len, SRV_TYPE_SET, srv_set_new());
+        srv_set_add(o->payload, m->p, m->len);
+        srv_db_insert(&r, o);
+    } else if (ok && srv_set_add(o->payload, m->p, m->len)) {
+        srv_db_touch(o);
+    }
+    srv_db_unlock(&r);
+    if (!ok) { /* the destination changed type meanwhile: give the member back */
+        srv_sop_give_back(src, m);
+        srv_reply_error(c, SRV_ERR_WRONGTYPE);
+        return;
+    }
+    resp_add_int(&c->out, 1);
 }

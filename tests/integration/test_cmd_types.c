@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Integration tests for the aggregate types: lists (LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN
- * LRANGE LINDEX LSET LREM LTRIM LINSERT LPOS), sets (SADD SREM SCARD SISMEMBER SMISMEMBER
- * SMEMBERS SPOP SRANDMEMBER SSCAN), hashes (HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS
- * HSTRLEN HGETALL HKEYS HVALS HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN) and sorted sets (ZADD with
- * NX XX GT LT CH INCR, ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZCOUNT ZLEXCOUNT ZRANK ZREVRANK ZRANGE
- * with BYSCORE BYLEX REV LIMIT WITHSCORES, ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX
+ * LRANGE LINDEX LSET LREM LTRIM LINSERT LPOS LMOVE RPOPLPUSH), sets (SADD SREM SCARD SISMEMBER
+ * SMISMEMBER SMEMBERS SPOP SRANDMEMBER SSCAN SUNION SINTER SDIFF and their STORE forms,
+ * SINTERCARD SMOVE), hashes (HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS HSTRLEN HGETALL
+ * HKEYS HVALS HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN) and sorted sets (ZADD with NX XX GT LT CH
+ * INCR, ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZCOUNT ZLEXCOUNT ZRANK ZREVRANK ZRANGE with BYSCORE
+ * BYLEX REV LIMIT WITHSCORES, ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX
  * ZREVRANGEBYLEX ZREMRANGEBYRANK/SCORE/LEX ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN): replies, exact
  * error strings, WRONGTYPE across types, TYPE names, empty aggregates deleting their key,
  * COPY/RENAME of aggregates, WATCH aborted by an in-place change, RESP3 encodings (maps, sets,
@@ -949,4 +950,91 @@ Test(types, list_random_model) {
     }
     model_check(&m);
     cr_assert(max_len > 200, "the list grew to %d elements only", max_len);
+}
+
+/* ---------------------------------------------------------------- multi-key set and list forms */
+
+Test(types, set_algebra) {
+    IT_INT(4, it_c, "SADD a 1 2 3 4");
+    IT_INT(3, it_c, "SADD b 3 4 5");
+    IT_INT(3, it_c, "SADD c 4 5 6");
+    IT_OK(it_c, "SET str v");
+    cr_assert_str_eq(rep_sorted("SINTER a b"), "3,4");
+    cr_assert_str_eq(rep_sorted("SINTER a b c"), "4");
+    cr_assert_str_eq(rep("SINTER a nokey"), "[]");
+    cr_assert_str_eq(rep_sorted("SUNION a b c nokey"), "1,2,3,4,5,6");
+    cr_assert_str_eq(rep_sorted("SDIFF a b"), "1,2");
+    cr_assert_str_eq(rep_sorted("SDIFF a b c"), "1,2");
+    cr_assert_str_eq(rep_sorted("SDIFF a nokey"), "1,2,3,4");
+    cr_assert_str_eq(rep("SDIFF nokey a"), "[]");
+    IT_ERR(WRONGTYPE, it_c, "SINTER a str");
+    IT_ERR(WRONGTYPE, it_c, "SINTER nokey str"); /* every key is checked */
+    IT_ERR(WRONGTYPE, it_c, "SUNION nokey str");
+    IT_ERR(WRONGTYPE, it_c, "SDIFF a str");
+    IT_INT(2, it_c, "SINTERSTORE d a b");
+    cr_assert_str_eq(rep_sorted("SMEMBERS d"), "3,4");
+    IT_INT(0, it_c, "SINTERSTORE d a nokey"); /* an empty result deletes the destination */
+    IT_INT(0, it_c, "EXISTS d");
+    IT_INT(6, it_c, "SUNIONSTORE d a b c");
+    IT_INT(4, it_c, "SUNIONSTORE str a"); /* the destination may hold any type */
+    IT_STATUS("set", it_c, "TYPE str");
+    IT_INT(1, it_c, "EXPIRE d 100");
+    IT_INT(2, it_c, "SDIFFSTORE d a b");
+    IT_INT(-1, it_c, "TTL d"); /* a stored result is a new key */
+    IT_INT(0, it_c, "SDIFFSTORE d a a");
+    IT_INT(0, it_c, "EXISTS d");
+    IT_INT(2, it_c, "SINTERCARD 2 a b");
+    IT_INT(1, it_c, "SINTERCARD 3 a b c");
+    IT_INT(1, it_c, "SINTERCARD 2 a b LIMIT 1");
+    IT_INT(2, it_c, "SINTERCARD 2 a b LIMIT 0");
+    IT_INT(0, it_c, "SINTERCARD 1 nokey");
+    IT_ERR("ERR numkeys should be greater than 0", it_c, "SINTERCARD 0 a");
+    IT_ERR("ERR numkeys should be greater than 0", it_c, "SINTERCARD x a");
+    IT_ERR("ERR Number of keys can't be greater than number of args", it_c, "SINTERCARD 3 a b");
+    IT_ERR("ERR LIMIT can't be negative", it_c, "SINTERCARD 2 a b LIMIT -1");
+    IT_ERR("ERR syntax error", it_c, "SINTERCARD 2 a b FOO");
+    IT_OK(it_c, "SET str v");
+    IT_ERR(WRONGTYPE, it_c, "SINTERCARD 2 a str");
+}
+
+Test(types, smove) {
+    IT_INT(3, it_c, "SADD a 1 2 3");
+    IT_INT(1, it_c, "SADD b 9");
+    IT_OK(it_c, "SET str v");
+    IT_INT(1, it_c, "SMOVE a b 1");
+    IT_INT(0, it_c, "SMOVE a b 1");
+    IT_INT(1, it_c, "SISMEMBER b 1");
+    IT_INT(0, it_c, "SMOVE nokey str 1"); /* a missing source wins over a wrong destination */
+    IT_ERR(WRONGTYPE, it_c, "SMOVE str a 1");
+    IT_ERR(WRONGTYPE, it_c, "SMOVE a str 2");
+    IT_INT(1, it_c, "SMOVE a a 2");
+    IT_INT(0, it_c, "SMOVE a a 9");
+    IT_INT(1, it_c, "SMOVE a newset 2");
+    cr_assert_str_eq(rep_sorted("SMEMBERS newset"), "2");
+    IT_INT(1, it_c, "SMOVE a b 3"); /* the last member: the source goes away */
+    IT_INT(0, it_c, "EXISTS a");
+    cr_assert_str_eq(rep_sorted("SMEMBERS b"), "1,3,9");
+}
+
+Test(types, lmove) {
+    IT_INT(3, it_c, "RPUSH l1 a b c");
+    IT_INT(1, it_c, "RPUSH l2 x");
+    IT_OK(it_c, "SET str v");
+    IT_STR("a", it_c, "LMOVE l1 l2 LEFT RIGHT");
+    IT_STR("c", it_c, "LMOVE l1 l2 right left");
+    cr_assert_str_eq(rep("LRANGE l1 0 -1"), "[\"b\"]");
+    cr_assert_str_eq(rep("LRANGE l2 0 -1"), "[\"c\", \"x\", \"a\"]");
+    IT_ERR("ERR syntax error", it_c, "LMOVE l1 l2 UP LEFT");
+    IT_NIL(it_c, "LMOVE nokey l2 LEFT LEFT");
+    IT_NIL(it_c, "RPOPLPUSH nokey str");
+    IT_ERR(WRONGTYPE, it_c, "LMOVE str l2 LEFT LEFT");
+    IT_ERR(WRONGTYPE, it_c, "LMOVE l1 str LEFT LEFT");
+    IT_STR("b", it_c, "RPOPLPUSH l1 l3"); /* creates l3, deletes the emptied l1 */
+    IT_INT(0, it_c, "EXISTS l1");
+    cr_assert_str_eq(rep("LRANGE l3 0 -1"), "[\"b\"]");
+    IT_STR("a", it_c, "RPOPLPUSH l2 l2"); /* rotation */
+    cr_assert_str_eq(rep("LRANGE l2 0 -1"), "[\"a\", \"c\", \"x\"]");
+    IT_INT(1, it_c, "EXPIRE l3 100");
+    IT_STR("b", it_c, "LMOVE l3 l3 LEFT RIGHT"); /* a one-element rotation keeps the key */
+    cr_assert(it_cmd(it_c, "TTL l3")->integer > 90);
 }
