@@ -1,5 +1,6 @@
 # tests/stress/: load and robustness programs against a running server (1,000 connections,
-# max clients, slow readers pinning a 64 MiB reply, eviction under sustained writes, OOM).
+# max clients, slow readers pinning a 64 MiB reply, eviction under sustained writes, hot-key
+# races, tiny-key floods, OOM).
 # C programs take HOST PORT; the bash wrappers listed in TEST_SCRIPTS start the server through
 # tests/lib/server.sh and run them. The programs are built by `make all`.
 STRESS_UTIL_SRCS := tests/stress/st_util.c
@@ -23,4 +24,5 @@ TEST_SCRIPTS += \
     tests/stress/oom.sh \
     tests/stress/overwrite_race.sh \
     tests/stress/slow_reader.sh \
+    tests/stress/small_keys.sh \
     # EOL
