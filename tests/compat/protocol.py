@@ -79,7 +79,7 @@ def read_reply(s):
     fail(f"unexpected reply type: {line!r}")
 
 
-def assert_no_more(s, wait=0.3):
+def assert_no_more(s, wait=0.1):
     s.settimeout(wait)
     try:
         d = s.recv(65536)
