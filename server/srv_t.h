@@ -41,14 +41,14 @@ static inline uint64_t srv_t_hash(const char *p, size_t n) {
 }
 
 /*
- * Locks the shard of argv[1] into r and finds its object. When the key holds another type
+ * Locks the shard of argv[argi] into r and finds its object. When the key holds another type
  * than type, unlocks, replies WRONGTYPE and sets *bad (the caller returns). Otherwise returns
  * the object or NULL with the shard still locked (the caller unlocks). read = 1 counts a
  * keyspace hit or miss, as Redis does for read lookups.
  */
-static inline struct srv_obj *srv_t_find(struct srv_client *c, struct srv_db_ref *r,
-                                         enum srv_type type, int read, int *bad) {
-    srv_db_lock(r, c->argv[1].p, c->argv[1].len);
+static inline struct srv_obj *srv_t_find_at(struct srv_client *c, struct srv_db_ref *r, int argi,
+                                            enum srv_type type, int read, int *bad) {
+    srv_db_lock(r, c->argv[argi].p, c->argv[argi].len);
     struct srv_obj *o = srv_db_find(r, srv_now_ms());
     *bad = 0;
     if (o && o->type != type) {
@@ -60,6 +60,12 @@ static inline struct srv_obj *srv_t_find(struct srv_client *c, struct srv_db_ref
     if (read)
         srv_db_count_hit(o != NULL);
     return o;
+}
+
+/* srv_t_find_at for the usual key position, argv[1]. */
+static inline struct srv_obj *srv_t_find(struct srv_client *c, struct srv_db_ref *r,
+                                         enum srv_type type, int read, int *bad) {
+    return srv_t_find_at(c, r, 1, type, read, bad);
 }
 
 /* SSCAN/HSCAN/ZSCAN options after the cursor. */
@@ -103,6 +109,12 @@ void srv__pick_distinct(const struct cm_ht *ht, size_t count, const struct cm_ht
  * on error replies and returns -1.
  */
 int srv__rand_count(struct srv_client *c, long long *count);
+
+/* Set payload access for the sorted-set operations (ZUNION and co. accept sets, score 1). */
+typedef void srv_member_cb(const char *p, size_t n, void *arg);
+void srv__set_foreach(const void *set, srv_member_cb *cb, void *arg);
+int srv__set_has(const void *set, const char *p, size_t n);
+size_t srv__set_card(const void *set);
 
 /*
  * Payload entry points for srv_types.c: free a payload and everything it owns, or build a

@@ -760,3 +760,26 @@ void rc_smove_command(struct srv_client *c) {
     }
     resp_add_int(&c->out, 1);
 }
+
+/* ---------------------------------------------------------------- access for srv_t_zset.c */
+
+/* Calls cb on every member of set payload p (shard lock held; cb must not modify the set). */
+void srv__set_foreach(const void *set, srv_member_cb *cb, void *arg) {
+    const struct srv_set *s = set;
+    size_t i;
+    struct cm_ht_node *node, *tmp;
+    cm_ht_foreach_node(&s->ht, i, node, tmp) {
+        const struct srv_smember *m = (const struct srv_smember *)node;
+        cb(m->p, m->len, arg);
+    }
+}
+
+/* 1 when (p, n) is a member of set payload set. */
+int srv__set_has(const void *set, const char *p, size_t n) {
+    return srv_set_find(set, p, n) != NULL;
+}
+
+/* Number of members of set payload set. */
+size_t srv__set_card(const void *set) {
+    return cm_ht_count(&((const struct srv_set *)set)->ht);
+}

@@ -3,7 +3,8 @@
  * The sorted set type and its commands: ZADD ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZCOUNT ZLEXCOUNT
  * ZRANK ZREVRANK ZRANGE (index, BYSCORE, BYLEX, REV, LIMIT, WITHSCORES) ZREVRANGE ZRANGEBYSCORE
  * ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZREMRANGEBYRANK ZREMRANGEBYSCORE ZREMRANGEBYLEX
- * ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN. A sorted set is a skip list ordered by (score, member) whose
+ * ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN ZRANGESTORE ZUNION ZINTER ZDIFF (and STORE forms)
+ * ZINTERCARD. A sorted set is a skip list ordered by (score, member) whose
  * links carry spans (so ranks are O(log n)), plus a cm_ht from member to node for O(1) score
  * lookups. Each node is one allocation: links, then the member bytes.
  */
@@ -25,6 +26,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SRV_ZSL_MAX_LEVEL 32
@@ -679,9 +681,23 @@ struct srv_zrange_req {
     long long offset, limit; /* LIMIT; limit < 0 = no limit */
 };
 
-/* Replies the elements at 0-based ranks [start, end] (clamped like LRANGE). */
-static void srv_zrange_rank(struct srv_client *c, const struct srv_zset *zs, long long start,
-                            long long end, const struct srv_zrange_req *q) {
+/* Collected range elements. */
+struct srv_zvec {
+    const struct srv_zn **v;
+    size_t n, cap;
+};
+
+static void srv_zvec_push(struct srv_zvec *w, const struct srv_zn *z) {
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 16;
+        w->v = cm_realloc(w->v, w->cap * sizeof(*w->v));
+    }
+    w->v[w->n++] = z;
+}
+
+/* Collects the elements at 0-based ranks [start, end] (clamped like LRANGE). */
+static void srv_zrange_rank(const struct srv_zset *zs, long long start, long long end,
+                            const struct srv_zrange_req *q, struct srv_zvec *out) {
     long long len = (long long)zs->length;
     if (start < 0)
         start += len;
@@ -689,54 +705,42 @@ static void srv_zrange_rank(struct srv_client *c, const struct srv_zset *zs, lon
         end += len;
     if (start < 0)
         start = 0;
-    if (start > end || start >= len) {
-        resp_add_array_hdr(&c->out, 0);
+    if (start > end || start >= len)
         return;
-    }
     if (end >= len)
         end = len - 1;
     size_t n = (size_t)(end - start + 1);
-    srv_zreply_hdr(c, n, q->withscores);
     const struct srv_zn *z = q->rev ? srv_zsl_by_rank(zs, (size_t)(len - start))
                                     : srv_zsl_by_rank(zs, (size_t)start + 1);
     for (size_t i = 0; i < n && z; i++) {
-        srv_zreply_elem(c, z, q->withscores);
+        srv_zvec_push(out, z);
         z = q->rev ? z->back : z->lev[0].fwd;
     }
 }
 
-/* Replies the elements within rg (score or lex), after LIMIT. */
-static void srv_zrange_score(struct srv_client *c, const struct srv_zset *zs,
-                             const struct srv_zrange *rg, const struct srv_zrange_req *q) {
+/* Collects the elements within rg (score or lex), after LIMIT. */
+static void srv_zrange_score(const struct srv_zset *zs, const struct srv_zrange *rg,
+                             const struct srv_zrange_req *q, struct srv_zvec *out) {
     const struct srv_zn *z = q->rev ? srv_zsl_last_in(zs, rg) : srv_zsl_first_in(zs, rg);
     long long offset = q->offset;
     if (offset < 0)
         z = NULL;
     for (; z && offset > 0; offset--)
         z = q->rev ? z->back : z->lev[0].fwd;
-    size_t cap = 16, n = 0;
-    const struct srv_zn **v = cm_malloc(cap * sizeof(*v));
     for (long long lim = q->limit; z && lim != 0; lim--) {
         if (q->rev ? !srv_zrange_gte_min(z, rg) : !srv_zrange_lte_max(z, rg))
             break;
-        if (n == cap) {
-            cap *= 2;
-            v = cm_realloc(v, cap * sizeof(*v));
-        }
-        v[n++] = z;
+        srv_zvec_push(out, z);
         z = q->rev ? z->back : z->lev[0].fwd;
     }
-    srv_zreply_hdr(c, n, q->withscores);
-    for (size_t i = 0; i < n; i++)
-        srv_zreply_elem(c, v[i], q->withscores);
-    cm_free(v);
 }
 
-/* Parses the options after min and max (from argument 4). Returns 0 or -1 (replied). */
-static int srv_zrange_opts(struct srv_client *c, struct srv_zrange_req *q) {
-    for (int j = 4; j < c->argc; j++) {
+/* Parses the options from argument first on (after min and max). store = 1 for ZRANGESTORE,
+ * which takes no WITHSCORES. Returns 0 or -1 (replied). */
+static int srv_zrange_opts(struct srv_client *c, int first, int store, struct srv_zrange_req *q) {
+    for (int j = first; j < c->argc; j++) {
         int left = c->argc - j - 1;
-        if (srv_arg_is(c, j, "withscores")) {
+        if (!store && srv_arg_is(c, j, "withscores")) {
             q->withscores = 1;
         } else if (srv_arg_is(c, j, "limit") && left >= 2) {
             if (srv_arg_ll(c, j + 1, &q->offset, NULL) < 0 ||
@@ -770,15 +774,41 @@ static int srv_zrange_opts(struct srv_client *c, struct srv_zrange_req *q) {
     return 0;
 }
 
-/* ZRANGE and its older forms: type/rev preset by the command (SRV_ZR_AUTO / -1 = from args). */
-static void srv_zrange_generic(struct srv_client *c, int type, int rev) {
+/* Stores zs (consumed; NULL or empty = delete) at key dst, replacing any value. Returns the
+ * number of members stored. */
+static long long srv_zset_store(const struct srv_arg *dst, struct srv_zset *zs) {
+    long long n = zs ? (long long)zs->length : 0;
+    struct srv_obj *no = NULL;
+    if (n)
+        no = srv_obj_create_agg(dst->p, dst->len, SRV_TYPE_ZSET, zs);
+    else if (zs)
+        srv_zset_free(zs);
+    struct srv_db_ref r;
+    srv_db_lock(&r, dst->p, dst->len);
+    struct srv_obj *old = srv_db_peek(&r, srv_now_ms());
+    if (old && no)
+        srv_db_replace(&r, old, no);
+    else if (old)
+        srv_db_unlink(&r, old);
+    else if (no)
+        srv_db_insert(&r, no);
+    srv_db_unlock(&r);
+    return n;
+}
+
+/*
+ * ZRANGE and its older forms (store = 0), ZRANGESTORE (store = 1: destination argv[1], then
+ * the ZRANGE arguments shifted by one). type/rev preset by the command (SRV_ZR_AUTO / -1 =
+ * from the arguments).
+ */
+static void srv_zrange_generic(struct srv_client *c, int type, int rev, int store) {
     struct srv_zrange_req q = {type, rev, 0, 0, -1};
-    if (srv_zrange_opts(c, &q) < 0)
+    int key = 1 + store, minidx = 2 + store, maxidx = 3 + store;
+    if (srv_zrange_opts(c, 4 + store, store, &q) < 0)
         return;
-    int minidx = 2, maxidx = 3;
     if (q.rev && q.type != SRV_ZR_RANK) {
-        minidx = 3;
-        maxidx = 2;
+        minidx = 3 + store;
+        maxidx = 2 + store;
     }
     long long start = 0, end = 0;
     struct srv_zrange rg;
@@ -794,40 +824,56 @@ static void srv_zrange_generic(struct srv_client *c, int type, int rev) {
     }
     struct srv_db_ref r;
     int bad;
-    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
+    struct srv_obj *o = srv_t_find_at(c, &r, key, SRV_TYPE_ZSET, 1, &bad);
     if (bad)
         return;
-    if (!o)
-        resp_add_array_hdr(&c->out, 0);
-    else if (q.type == SRV_ZR_RANK)
-        srv_zrange_rank(c, o->payload, start, end, &q);
-    else
-        srv_zrange_score(c, o->payload, &rg, &q);
+    struct srv_zvec w = {NULL, 0, 0};
+    if (o && q.type == SRV_ZR_RANK)
+        srv_zrange_rank(o->payload, start, end, &q, &w);
+    else if (o)
+        srv_zrange_score(o->payload, &rg, &q, &w);
+    struct srv_zset *copy = NULL;
+    if (store) {
+        copy = srv_zset_new();
+        for (size_t i = 0; i < w.n; i++)
+            srv_zset_insert(copy, w.v[i]->ele, w.v[i]->len, w.v[i]->score);
+    } else {
+        srv_zreply_hdr(c, w.n, q.withscores);
+        for (size_t i = 0; i < w.n; i++)
+            srv_zreply_elem(c, w.v[i], q.withscores);
+    }
     srv_db_unlock(&r);
+    cm_free(w.v);
+    if (store)
+        resp_add_int(&c->out, srv_zset_store(&c->argv[1], copy));
 }
 
 void rc_zrange_command(struct srv_client *c) {
-    srv_zrange_generic(c, SRV_ZR_AUTO, -1);
+    srv_zrange_generic(c, SRV_ZR_AUTO, -1, 0);
 }
 
 void rc_zrevrange_command(struct srv_client *c) {
-    srv_zrange_generic(c, SRV_ZR_RANK, 1);
+    srv_zrange_generic(c, SRV_ZR_RANK, 1, 0);
 }
 
 void rc_zrangebyscore_command(struct srv_client *c) {
-    srv_zrange_generic(c, SRV_ZR_SCORE, 0);
+    srv_zrange_generic(c, SRV_ZR_SCORE, 0, 0);
 }
 
 void rc_zrevrangebyscore_command(struct srv_client *c) {
-    srv_zrange_generic(c, SRV_ZR_SCORE, 1);
+    srv_zrange_generic(c, SRV_ZR_SCORE, 1, 0);
+}
+
+void rc_zrangestore_command(struct srv_client *c) {
+    srv_zrange_generic(c, SRV_ZR_AUTO, -1, 1);
 }
 
 void rc_zrangebylex_command(struct srv_client *c) {
-    srv_zrange_generic(c, SRV_ZR_LEX, 0);
+    srv_zrange_generic(c, SRV_ZR_LEX, 0, 0);
 }
 
 void rc_zrevrangebylex_command(struct srv_client *c) {
-    srv_zrange_generic(c, SRV_ZR_LEX, 1);
+    srv_zrange_generic(c, SRV_ZR_LEX, 1, 0);
 }
 
 /* ---------------------------------------------------------------- ZREMRANGEBY* */
@@ -1031,4 +1077,287 @@ void rc_zscan_command(struct srv_client *c) {
     else if (srv__scan_opts(c, &so) == 0)
         srv__scan_reply(c, &((struct srv_zset *)o->payload)->ht, &so, 2, srv_zn_key, srv_zn_emit);
     srv_db_unlock(&r);
+}
+
+/* ---------------------------------------------------------------- ZUNION, ZINTER, ZDIFF */
+
+/*
+ * ZUNION/ZINTER/ZDIFF, their STORE forms and ZINTERCARD read several keys one shard lock at a
+ * time (atomic inside EXEC, where the keyspace lock is exclusive). Sources may be sorted sets
+ * or sets (members of a set score 1); a missing key is empty.
+ */
+
+#define SRV_ZOP_UNION 0
+#define SRV_ZOP_INTER 1
+#define SRV_ZOP_DIFF  2
+
+#define SRV_ZAGG_SUM 0
+#define SRV_ZAGG_MIN 1
+#define SRV_ZAGG_MAX 2
+
+struct srv_zsrc {
+    int argi;      /* key argument */
+    int type;      /* SRV_TYPE_ZSET, SRV_TYPE_SET, or -1 when missing */
+    size_t card;   /* cardinality when checked */
+    double weight; /* WEIGHTS, 1 by default */
+};
+
+struct srv_zop {
+    int op, agg, withscores;
+    long long limit; /* ZINTERCARD LIMIT, 0 = none */
+    int nsrc;
+    struct srv_zsrc *src;
+};
+
+static double srv_zagg(double cur, double v, int agg) {
+    if (agg == SRV_ZAGG_SUM) {
+        double t = cur + v;
+        return isnan(t) ? 0 : t; /* inf + -inf */
+    }
+    if (agg == SRV_ZAGG_MIN)
+        return v < cur ? v : cur;
+    return v > cur ? v : cur;
+}
+
+/* Weighted score; inf * 0 counts as 0 like Redis. */
+static double srv_zweight(double score, double weight) {
+    double v = score * weight;
+    return isnan(v) ? 0 : v;
+}
+
+/* Adds (p, n) with score v to acc, aggregating with an existing member. */
+static void srv_zop_merge(struct srv_zset *acc, const char *p, size_t n, double v, int agg) {
+    struct srv_zn *z = srv_zset_find(acc, p, n);
+    if (!z) {
+        srv_zset_insert(acc, p, n, v);
+        return;
+    }
+    double t = srv_zagg(z->score, v, agg);
+    if (t != z->score)
+        srv_zset_rescore(acc, z, t);
+}
+
+struct srv_zop_ctx {
+    struct srv_zset *acc;
+    const struct srv_zsrc *src;
+    const void *payload; /* the source's payload (zset or set), NULL when missing */
+    int agg;
+};
+
+static void srv_zop_merge_member(const char *p, size_t n, void *arg) {
+    struct srv_zop_ctx *k = arg;
+    srv_zop_merge(k->acc, p, n, srv_zweight(1, k->src->weight), k->agg);
+}
+
+static void srv_zop_drop_member(const char *p, size_t n, void *arg) {
+    struct srv_zop_ctx *k = arg;
+    struct srv_zn *z = srv_zset_find(k->acc, p, n);
+    if (z)
+        srv_zset_delete(k->acc, z);
+}
+
+/* ZINTER step: keeps acc's members present in the source, aggregating their scores. */
+static void srv_zop_intersect(struct cm_ht_node *node, void *arg) {
+    struct srv_zop_ctx *k = arg;
+    struct srv_zn *z = (struct srv_zn *)node;
+    double s;
+    if (k->payload && k->src->type == SRV_TYPE_ZSET) {
+        const struct srv_zn *m = srv_zset_find(k->payload, z->ele, z->len);
+        if (!m) {
+            srv_zset_delete(k->acc, z);
+            return;
+        }
+        s = m->score;
+    } else if (k->payload && srv__set_has(k->payload, z->ele, z->len)) {
+        s = 1;
+    } else {
+        srv_zset_delete(k->acc, z);
+        return;
+    }
+    double t = srv_zagg(z->score, srv_zweight(s, k->src->weight), k->agg);
+    if (t != z->score)
+        srv_zset_rescore(k->acc, z, t);
+}
+
+/* Applies source i to acc under its shard lock. first = 1 for the first source. */
+static void srv_zop_apply(struct srv_client *c, const struct srv_zop *q, int i, int first,
+                          struct srv_zset *acc) {
+    const struct srv_zsrc *src = &q->src[i];
+    const struct srv_arg *a = &c->argv[src->argi];
+    struct srv_db_ref r;
+    srv_db_lock(&r, a->p, a->len);
+    struct srv_obj *o = srv_db_find(&r, srv_now_ms());
+    int type = o ? o->type : -1;
+    struct srv_zop_ctx k = {acc, src, NULL, q->agg};
+    if (type == src->type && type >= 0) /* unchanged since the check */
+        k.payload = o->payload;
+    int op = first ? SRV_ZOP_UNION : q->op;
+    if (op == SRV_ZOP_INTER) {
+        cm_ht_foreach(&acc->ht, srv_zop_intersect, &k);
+    } else if (k.payload && type == SRV_TYPE_SET) {
+        srv__set_foreach(k.payload, op == SRV_ZOP_DIFF ? srv_zop_drop_member : srv_zop_merge_member,
+                         &k);
+    } else if (k.payload) {
+        const struct srv_zset *zs = k.payload;
+        for (const struct srv_zn *z = zs->header->lev[0].fwd; z; z = z->lev[0].fwd) {
+            if (op == SRV_ZOP_DIFF)
+                srv_zop_drop_member(z->ele, z->len, &k);
+            else
+                srv_zop_merge(acc, z->ele, z->len,
+                              srv_zweight(z->score, q->op == SRV_ZOP_DIFF ? 1 : src->weight),
+                              q->agg);
+        }
+    }
+    srv_db_unlock(&r);
+}
+
+/* Checks the sources' types (WRONGTYPE unless zset, set or missing). Returns 0 or -1. */
+static int srv_zop_check(struct srv_client *c, struct srv_zop *q) {
+    int64_t now = srv_now_ms();
+    for (int i = 0; i < q->nsrc; i++) {
+        const struct srv_arg *a = &c->argv[q->src[i].argi];
+        struct srv_db_ref r;
+        srv_db_lock(&r, a->p, a->len);
+        struct srv_obj *o = srv_db_find(&r, now);
+        q->src[i].type = o ? o->type : -1;
+        q->src[i].card = !o                         ? 0
+                         : o->type == SRV_TYPE_ZSET ? ((struct srv_zset *)o->payload)->length
+                         : o->type == SRV_TYPE_SET  ? srv__set_card(o->payload)
+                                                    : 0;
+        srv_db_unlock(&r);
+        if (o && o->type != SRV_TYPE_ZSET && o->type != SRV_TYPE_SET) {
+            srv_reply_error(c, SRV_ERR_WRONGTYPE);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Parses WEIGHTS / AGGREGATE / WITHSCORES / LIMIT from argument j on. Returns 0 or -1. */
+static int srv_zop_opts(struct srv_client *c, int j, int store, int card_only, struct srv_zop *q) {
+    while (j < c->argc) {
+        int remaining = c->argc - j;
+        int weighted = q->op != SRV_ZOP_DIFF && !card_only;
+        if (weighted && remaining >= q->nsrc + 1 && srv_arg_is(c, j, "weights")) {
+            j++;
+            for (int i = 0; i < q->nsrc; i++, j++) {
+                const struct srv_arg *a = &c->argv[j];
+                if (cm_str2d(a->p, a->len, &q->src[i].weight) != 0 || isnan(q->src[i].weight)) {
+                    srv_reply_error(c, "ERR weight value is not a float");
+                    return -1;
+                }
+            }
+        } else if (weighted && remaining >= 2 && srv_arg_is(c, j, "aggregate")) {
+            if (srv_arg_is(c, j + 1, "sum"))
+                q->agg = SRV_ZAGG_SUM;
+            else if (srv_arg_is(c, j + 1, "min"))
+                q->agg = SRV_ZAGG_MIN;
+            else if (srv_arg_is(c, j + 1, "max"))
+                q->agg = SRV_ZAGG_MAX;
+            else {
+                srv_reply_syntax_error(c);
+                return -1;
+            }
+            j += 2;
+        } else if (!store && !card_only && srv_arg_is(c, j, "withscores")) {
+            q->withscores = 1;
+            j++;
+        } else if (card_only && remaining >= 2 && srv_arg_is(c, j, "limit")) {
+            const char *msg = "ERR LIMIT can't be negative";
+            if (srv_arg_ll(c, j + 1, &q->limit, msg) < 0)
+                return -1;
+            if (q->limit < 0) {
+                srv_reply_error(c, msg);
+                return -1;
+            }
+            j += 2;
+        } else {
+            srv_reply_syntax_error(c);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int srv_zsrc_by_card(const void *a, const void *b) {
+    const struct srv_zsrc *x = a, *y = b;
+    if (x->card != y->card)
+        return x->card < y->card ? -1 : 1;
+    return x->argi - y->argi; /* stable */
+}
+
+/*
+ * The ZUNION family: op, the numkeys argument index (the destination, if store, is argv[1]),
+ * store = STORE form, card_only = ZINTERCARD.
+ */
+static void srv_zop_generic(struct srv_client *c, int op, int numkeys_idx, int store, int card_only,
+                            const char *name) {
+    long long numkeys;
+    if (srv_arg_ll(c, numkeys_idx, &numkeys, NULL) < 0)
+        return;
+    if (numkeys < 1) {
+        srv_reply_errorf(c, "ERR at least 1 input key is needed for '%s' command", name);
+        return;
+    }
+    if (numkeys > c->argc - numkeys_idx - 1) {
+        srv_reply_syntax_error(c);
+        return;
+    }
+    struct srv_zop q = {op, SRV_ZAGG_SUM, 0, 0, (int)numkeys, NULL};
+    q.src = cm_malloc((size_t)numkeys * sizeof(*q.src));
+    for (int i = 0; i < q.nsrc; i++) {
+        q.src[i].argi = numkeys_idx + 1 + i;
+        q.src[i].weight = 1;
+    }
+    if (srv_zop_check(c, &q) < 0 ||
+        srv_zop_opts(c, numkeys_idx + 1 + q.nsrc, store, card_only, &q) < 0) {
+        cm_free(q.src);
+        return;
+    }
+    if (op == SRV_ZOP_INTER)
+        qsort(q.src, (size_t)q.nsrc, sizeof(*q.src), srv_zsrc_by_card);
+    struct srv_zset *acc = srv_zset_new();
+    for (int i = 0; i < q.nsrc && (i == 0 || acc->length || op == SRV_ZOP_UNION); i++)
+        srv_zop_apply(c, &q, i, i == 0, acc);
+    cm_free(q.src);
+    if (card_only) {
+        long long n = (long long)acc->length;
+        srv_zset_free(acc);
+        resp_add_int(&c->out, q.limit && n > q.limit ? q.limit : n);
+    } else if (store) {
+        resp_add_int(&c->out, srv_zset_store(&c->argv[1], acc));
+    } else {
+        srv_zreply_hdr(c, acc->length, q.withscores);
+        for (const struct srv_zn *z = acc->header->lev[0].fwd; z; z = z->lev[0].fwd)
+            srv_zreply_elem(c, z, q.withscores);
+        srv_zset_free(acc);
+    }
+}
+
+void rc_zunion_command(struct srv_client *c) {
+    srv_zop_generic(c, SRV_ZOP_UNION, 1, 0, 0, "zunion");
+}
+
+void rc_zinter_command(struct srv_client *c) {
+    srv_zop_generic(c, SRV_ZOP_INTER, 1, 0, 0, "zinter");
+}
+
+void rc_zdiff_command(struct srv_client *c) {
+    srv_zop_generic(c, SRV_ZOP_DIFF, 1, 0, 0, "zdiff");
+}
+
+void rc_zunionstore_command(struct srv_client *c) {
+    srv_zop_generic(c, SRV_ZOP_UNION, 2, 1, 0, "zunionstore");
+}
+
+void rc_zinterstore_command(struct srv_client *c) {
+    srv_zop_generic(c, SRV_ZOP_INTER, 2, 1, 0, "zinterstore");
+}
+
+void rc_zdiffstore_command(struct srv_client *c) {
+    srv_zop_generic(c, SRV_ZOP_DIFF, 2, 1, 0, "zdiffstore");
+}
+
+void rc_zintercard_command(struct srv_client *c) {
+    srv_zop_generic(c, SRV_ZOP_INTER, 1, 0, 1, "zintercard");
 }

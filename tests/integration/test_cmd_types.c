@@ -6,10 +6,11 @@
  * HKEYS HVALS HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN) and sorted sets (ZADD with NX XX GT LT CH
  * INCR, ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZCOUNT ZLEXCOUNT ZRANK ZREVRANK ZRANGE with BYSCORE
  * BYLEX REV LIMIT WITHSCORES, ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX
- * ZREVRANGEBYLEX ZREMRANGEBYRANK/SCORE/LEX ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN): replies, exact
- * error strings, WRONGTYPE across types, TYPE names, empty aggregates deleting their key,
- * COPY/RENAME of aggregates, WATCH aborted by an in-place change, RESP3 encodings (maps, sets,
- * doubles, score pairs) on the wire, a randomized list model and a 100,000-element list.
+ * ZREVRANGEBYLEX ZREMRANGEBYRANK/SCORE/LEX ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN ZRANGESTORE ZUNION
+ * ZINTER ZDIFF and their STORE forms, ZINTERCARD): replies, exact error strings, WRONGTYPE
+ * across types, TYPE names, empty aggregates deleting their key, COPY/RENAME of aggregates,
+ * WATCH aborted by an in-place change, RESP3 encodings (maps, sets, doubles, score pairs) on
+ * the wire, a randomized list model and a 100,000-element list.
  * Every expectation holds for redis-server 7.0 too (CRESCENT_TEST_SERVER=redis). */
 #include "common/fmacros.h"
 
@@ -1037,4 +1038,70 @@ Test(types, lmove) {
     IT_INT(1, it_c, "EXPIRE l3 100");
     IT_STR("b", it_c, "LMOVE l3 l3 LEFT RIGHT"); /* a one-element rotation keeps the key */
     cr_assert(it_cmd(it_c, "TTL l3")->integer > 90);
+}
+
+Test(types, zset_algebra) {
+    IT_INT(3, it_c, "ZADD a 1 x 2 y 3 z");
+    IT_INT(3, it_c, "ZADD b 10 y 20 z 30 w");
+    IT_INT(3, it_c, "SADD s y w q");
+    IT_OK(it_c, "SET str v");
+    cr_assert_str_eq(rep("ZUNION 2 a b WITHSCORES"),
+                     "[\"x\", \"1\", \"y\", \"12\", \"z\", \"23\", \"w\", \"30\"]");
+    cr_assert_str_eq(rep("ZUNION 2 a b WEIGHTS 2 3 WITHSCORES"),
+                     "[\"x\", \"2\", \"y\", \"34\", \"z\", \"66\", \"w\", \"90\"]");
+    cr_assert_str_eq(rep("ZUNION 2 a b AGGREGATE MIN WITHSCORES"),
+                     "[\"x\", \"1\", \"y\", \"2\", \"z\", \"3\", \"w\", \"30\"]");
+    cr_assert_str_eq(rep("ZUNION 3 a b s WITHSCORES"), /* set members score 1 */
+                     "[\"q\", \"1\", \"x\", \"1\", \"y\", \"13\", \"z\", \"23\", \"w\", \"31\"]");
+    cr_assert_str_eq(rep("ZINTER 3 a b s WITHSCORES"), "[\"y\", \"13\"]");
+    cr_assert_str_eq(rep("ZINTER 2 a b AGGREGATE MAX"), "[\"y\", \"z\"]");
+    cr_assert_str_eq(rep("ZINTER 2 a nokey"), "[]");
+    cr_assert_str_eq(rep("ZDIFF 2 a b WITHSCORES"), "[\"x\", \"1\"]");
+    cr_assert_str_eq(rep("ZDIFF 2 b s"), "[\"z\"]");
+    IT_ERR("ERR at least 1 input key is needed for 'zunion' command", it_c, "ZUNION 0 a");
+    IT_ERR(NOT_INT, it_c, "ZUNION x a");
+    IT_ERR("ERR syntax error", it_c, "ZUNION 3 a b");
+    IT_ERR(WRONGTYPE, it_c, "ZUNION 2 a str");
+    IT_ERR("ERR syntax error", it_c, "ZUNION 2 a b WEIGHTS 1");
+    IT_ERR("ERR weight value is not a float", it_c, "ZUNION 2 a b WEIGHTS 1 x");
+    IT_ERR("ERR syntax error", it_c, "ZUNION 2 a b AGGREGATE AVG");
+    IT_ERR("ERR syntax error", it_c, "ZDIFF 2 a b WEIGHTS 1 1");
+    IT_ERR("ERR syntax error", it_c, "ZUNIONSTORE d 2 a b WITHSCORES");
+    IT_INT(4, it_c, "ZUNIONSTORE d 2 a b");
+    IT_STR("23", it_c, "ZSCORE d z");
+    IT_INT(2, it_c, "ZINTERSTORE d 2 a b AGGREGATE MAX");
+    cr_assert_str_eq(rep("ZRANGE d 0 -1 WITHSCORES"), "[\"y\", \"10\", \"z\", \"20\"]");
+    IT_INT(0, it_c, "ZINTERSTORE d 2 a nokey"); /* empty result: destination deleted */
+    IT_INT(0, it_c, "EXISTS d");
+    IT_INT(1, it_c, "ZDIFFSTORE d 2 a b");
+    IT_INT(3, it_c, "ZUNIONSTORE str 1 a");
+    IT_STATUS("zset", it_c, "TYPE str");
+    IT_INT(2, it_c, "ZINTERCARD 2 a b");
+    IT_INT(1, it_c, "ZINTERCARD 2 a b LIMIT 1");
+    IT_ERR("ERR at least 1 input key is needed for 'zintercard' command", it_c, "ZINTERCARD 0 a");
+    IT_ERR("ERR LIMIT can't be negative", it_c, "ZINTERCARD 2 a b LIMIT -1");
+    IT_ERR("ERR syntax error", it_c, "ZINTERCARD 2 a b WITHSCORES");
+    /* inf * 0 counts as 0; inf + -inf sums to 0 */
+    IT_INT(1, it_c, "ZADD inf inf m");
+    IT_INT(1, it_c, "ZADD ninf -inf m");
+    cr_assert_str_eq(rep("ZUNION 2 inf inf WEIGHTS 0 0 WITHSCORES"), "[\"m\", \"0\"]");
+    cr_assert_str_eq(rep("ZUNION 2 inf ninf WITHSCORES"), "[\"m\", \"0\"]");
+}
+
+Test(types, zrangestore) {
+    IT_INT(3, it_c, "ZADD a 1 x 2 y 3 z");
+    IT_OK(it_c, "SET str v");
+    IT_INT(3, it_c, "ZRANGESTORE dst a 0 -1");
+    cr_assert_str_eq(rep("ZRANGE dst 0 -1 WITHSCORES"),
+                     "[\"x\", \"1\", \"y\", \"2\", \"z\", \"3\"]");
+    IT_INT(2, it_c, "ZRANGESTORE dst a 1 2 REV");
+    cr_assert_str_eq(rep("ZRANGE dst 0 -1"), "[\"x\", \"y\"]");
+    IT_INT(1, it_c, "ZRANGESTORE dst a 2 (3 BYSCORE");
+    cr_assert_str_eq(rep("ZRANGE dst 0 -1 WITHSCORES"), "[\"y\", \"2\"]");
+    IT_ERR("ERR syntax error", it_c, "ZRANGESTORE dst a 0 -1 WITHSCORES");
+    IT_INT(0, it_c, "ZRANGESTORE dst nokey 0 -1");
+    IT_INT(0, it_c, "EXISTS dst");
+    IT_ERR(WRONGTYPE, it_c, "ZRANGESTORE dst str 0 -1");
+    IT_INT(2, it_c, "ZRANGESTORE str a 0 1"); /* the destination may hold any type */
+    IT_STATUS("zset", it_c, "TYPE str");
 }
