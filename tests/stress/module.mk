@@ -21,8 +21,8 @@ all: $(STRESS_BINS)
 TEST_SCRIPTS += \
     tests/stress/clients_1000.sh \
     tests/stress/eviction.sh \
+    tests/stress/memory_limit.sh \
     tests/stress/oom.sh \
     tests/stress/overwrite_race.sh \
     tests/stress/slow_reader.sh \
-    tests/stress/small_keys.sh \
     # EOL
