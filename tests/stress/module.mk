@@ -4,7 +4,7 @@
 # C programs take HOST PORT; the bash wrappers listed in TEST_SCRIPTS start the server through
 # tests/lib/server.sh and run them. The programs are built by `make all`.
 STRESS_UTIL_SRCS := tests/stress/st_util.c
-STRESS_PROGS     := clients_1000 eviction overwrite_race slow_reader
+STRESS_PROGS     := aggregate_race clients_1000 eviction overwrite_race slow_reader
 STRESS_CFLAGS    := $(shell pkg-config --cflags hiredis)
 STRESS_LIBS      := $(shell pkg-config --libs hiredis)
 STRESS_BINS      := $(addprefix $(BUILD)/tests/stress/,$(STRESS_PROGS))
@@ -19,6 +19,7 @@ $(BUILD)/tests/stress/%: $(BUILD)/obj/tests/stress/%.o $(call objs,$(STRESS_UTIL
 all: $(STRESS_BINS)
 
 TEST_SCRIPTS += \
+    tests/stress/aggregate_race.sh \
     tests/stress/clients_1000.sh \
     tests/stress/eviction.sh \
     tests/stress/memory_limit.sh \
