@@ -110,6 +110,13 @@ void srv__pick_distinct(const struct cm_ht *ht, size_t count, const struct cm_ht
  */
 int srv__rand_count(struct srv_client *c, long long *count);
 
+/*
+ * Parses "numkeys key [key ...] WHERE [COUNT n]" of LMPOP/ZMPOP (argv[1] on), WHERE being w0
+ * (*where = 0) or w1 (*where = 1); *count defaults to 1. Returns 0 or -1 after replying.
+ */
+int srv__mpop_args(struct srv_client *c, const char *w0, const char *w1, long long *numkeys,
+                   int *where, long long *count);
+
 /* Set payload access for the sorted-set operations (ZUNION and co. accept sets, score 1). */
 typedef void srv_member_cb(const char *p, size_t n, void *arg);
 void srv__set_foreach(const void *set, srv_member_cb *cb, void *arg);

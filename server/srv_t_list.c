@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The list type and its commands: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LRANGE LINDEX LSET
- * LREM LTRIM LINSERT LPOS LMOVE RPOPLPUSH. A list is a ring buffer of element pointers whose
+ * LREM LTRIM LINSERT LPOS LMOVE RPOPLPUSH LMPOP. A list is a ring buffer of element pointers whose
  * capacity is a power of two: push and pop at either end are O(1) amortized, index access is O(1),
  * and LRANGE is O(k). The buffer doubles when full and halves when a quarter full.
  */
@@ -693,4 +693,78 @@ void rc_lmove_command(struct srv_client *c) {
 
 void rc_rpoplpush_command(struct srv_client *c) {
     srv_lmove_generic(c, 0, 1);
+}
+
+/* ---------------------------------------------------------------- LMPOP */
+
+/* The LMPOP/ZMPOP arguments; see srv_t.h. */
+int srv__mpop_args(struct srv_client *c, const char *w0, const char *w1, long long *numkeys,
+                   int *where, long long *count) {
+    const char *nk = "ERR numkeys should be greater than 0";
+    if (srv_arg_ll(c, 1, numkeys, nk) < 0)
+        return -1;
+    if (*numkeys < 1) {
+        srv_reply_error(c, nk);
+        return -1;
+    }
+    if (*numkeys >= c->argc - 2) {
+        srv_reply_syntax_error(c);
+        return -1;
+    }
+    int wi = 2 + (int)*numkeys;
+    if (srv_arg_is(c, wi, w0)) {
+        *where = 0;
+    } else if (srv_arg_is(c, wi, w1)) {
+        *where = 1;
+    } else {
+        srv_reply_syntax_error(c);
+        return -1;
+    }
+    *count = -1;
+    for (int j = wi + 1; j < c->argc; j++) {
+        if (*count == -1 && srv_arg_is(c, j, "count") && j + 1 < c->argc) {
+            const char *msg = "ERR count should be greater than 0";
+            if (srv_arg_ll(c, ++j, count, msg) < 0)
+                return -1;
+            if (*count < 1) {
+                srv_reply_error(c, msg);
+                return -1;
+            }
+        } else {
+            srv_reply_syntax_error(c);
+            return -1;
+        }
+    }
+    if (*count == -1)
+        *count = 1;
+    return 0;
+}
+
+void rc_lmpop_command(struct srv_client *c) {
+    long long numkeys, count;
+    int right;
+    if (srv__mpop_args(c, "left", "right", &numkeys, &right, &count) < 0)
+        return;
+    for (int i = 2; i < 2 + (int)numkeys; i++) {
+        struct srv_db_ref r;
+        int bad;
+        struct srv_obj *o = srv_t_find_at(c, &r, i, SRV_TYPE_LIST, 0, &bad);
+        if (bad)
+            return;
+        if (!o) {
+            srv_db_unlock(&r);
+            continue;
+        }
+        struct srv_list *l = o->payload;
+        size_t n = (size_t)count < l->len ? (size_t)count : l->len;
+        resp_add_array_hdr(&c->out, 2);
+        resp_add_bulk(&c->out, c->argv[i].p, c->argv[i].len);
+        resp_add_array_hdr(&c->out, (long)n);
+        for (size_t k = 0; k < n; k++)
+            srv_list_reply_free(c, srv_list_pop(l, !right));
+        srv_list_done(&r, o);
+        srv_db_unlock(&r);
+        return;
+    }
+    resp_add_null_array(&c->out, c->proto);
 }

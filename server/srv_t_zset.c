@@ -4,7 +4,7 @@
  * ZRANK ZREVRANK ZRANGE (index, BYSCORE, BYLEX, REV, LIMIT, WITHSCORES) ZREVRANGE ZRANGEBYSCORE
  * ZREVRANGEBYSCORE ZRANGEBYLEX ZREVRANGEBYLEX ZREMRANGEBYRANK ZREMRANGEBYSCORE ZREMRANGEBYLEX
  * ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN ZRANGESTORE ZUNION ZINTER ZDIFF (and STORE forms)
- * ZINTERCARD. A sorted set is a skip list ordered by (score, member) whose
+ * ZINTERCARD ZMPOP. A sorted set is a skip list ordered by (score, member) whose
  * links carry spans (so ranks are O(log n)), plus a cm_ht from member to node for O(1) score
  * lookups. Each node is one allocation: links, then the member bytes.
  */
@@ -1360,4 +1360,40 @@ void rc_zdiffstore_command(struct srv_client *c) {
 
 void rc_zintercard_command(struct srv_client *c) {
     srv_zop_generic(c, SRV_ZOP_INTER, 1, 0, 1, "zintercard");
+}
+
+/* ---------------------------------------------------------------- ZMPOP */
+
+void rc_zmpop_command(struct srv_client *c) {
+    long long numkeys, count;
+    int max;
+    if (srv__mpop_args(c, "min", "max", &numkeys, &max, &count) < 0)
+        return;
+    for (int i = 2; i < 2 + (int)numkeys; i++) {
+        struct srv_db_ref r;
+        int bad;
+        struct srv_obj *o = srv_t_find_at(c, &r, i, SRV_TYPE_ZSET, 0, &bad);
+        if (bad)
+            return;
+        if (!o) {
+            srv_db_unlock(&r);
+            continue;
+        }
+        struct srv_zset *zs = o->payload;
+        size_t n = (size_t)count < zs->length ? (size_t)count : zs->length;
+        resp_add_array_hdr(&c->out, 2);
+        resp_add_bulk(&c->out, c->argv[i].p, c->argv[i].len);
+        resp_add_array_hdr(&c->out, (long)n);
+        for (size_t k = 0; k < n; k++) {
+            struct srv_zn *z = max ? zs->tail : zs->header->lev[0].fwd;
+            resp_add_array_hdr(&c->out, 2);
+            resp_add_bulk(&c->out, z->ele, z->len);
+            srv_reply_score(c, z->score);
+            srv_zset_delete(zs, z);
+        }
+        srv_zset_done(&r, o);
+        srv_db_unlock(&r);
+        return;
+    }
+    resp_add_null_array(&c->out, c->proto);
 }

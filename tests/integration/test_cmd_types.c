@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Integration tests for the aggregate types: lists (LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN
- * LRANGE LINDEX LSET LREM LTRIM LINSERT LPOS LMOVE RPOPLPUSH), sets (SADD SREM SCARD SISMEMBER
- * SMISMEMBER SMEMBERS SPOP SRANDMEMBER SSCAN SUNION SINTER SDIFF and their STORE forms,
+ * LRANGE LINDEX LSET LREM LTRIM LINSERT LPOS LMOVE RPOPLPUSH LMPOP), sets (SADD SREM SCARD
+ * SISMEMBER SMISMEMBER SMEMBERS SPOP SRANDMEMBER SSCAN SUNION SINTER SDIFF and their STORE forms,
  * SINTERCARD SMOVE), hashes (HSET HMSET HSETNX HGET HMGET HDEL HLEN HEXISTS HSTRLEN HGETALL
  * HKEYS HVALS HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN) and sorted sets (ZADD with NX XX GT LT CH
  * INCR, ZINCRBY ZREM ZCARD ZSCORE ZMSCORE ZCOUNT ZLEXCOUNT ZRANK ZREVRANK ZRANGE with BYSCORE
  * BYLEX REV LIMIT WITHSCORES, ZREVRANGE ZRANGEBYSCORE ZREVRANGEBYSCORE ZRANGEBYLEX
  * ZREVRANGEBYLEX ZREMRANGEBYRANK/SCORE/LEX ZPOPMIN ZPOPMAX ZRANDMEMBER ZSCAN ZRANGESTORE ZUNION
- * ZINTER ZDIFF and their STORE forms, ZINTERCARD): replies, exact error strings, WRONGTYPE
+ * ZINTER ZDIFF and their STORE forms, ZINTERCARD ZMPOP): replies, exact error strings, WRONGTYPE
  * across types, TYPE names, empty aggregates deleting their key, COPY/RENAME of aggregates,
  * WATCH aborted by an in-place change, RESP3 encodings (maps, sets, doubles, score pairs) on
  * the wire, a randomized list model and a 100,000-element list.
@@ -1104,4 +1104,35 @@ Test(types, zrangestore) {
     IT_ERR(WRONGTYPE, it_c, "ZRANGESTORE dst str 0 -1");
     IT_INT(2, it_c, "ZRANGESTORE str a 0 1"); /* the destination may hold any type */
     IT_STATUS("zset", it_c, "TYPE str");
+}
+
+Test(types, lmpop_zmpop) {
+    IT_INT(3, it_c, "RPUSH l1 a b c");
+    IT_INT(1, it_c, "RPUSH l2 x");
+    IT_OK(it_c, "SET str v");
+    cr_assert_str_eq(rep("LMPOP 2 nokey l1 LEFT"), "[\"l1\", [\"a\"]]");
+    cr_assert_str_eq(rep("LMPOP 2 nokey l1 RIGHT COUNT 5"), "[\"l1\", [\"c\", \"b\"]]");
+    IT_INT(0, it_c, "EXISTS l1");
+    cr_assert_str_eq(rep("LMPOP 1 nokey LEFT"), "(nil)");
+    IT_ERR("ERR numkeys should be greater than 0", it_c, "LMPOP 0 l1 LEFT");
+    IT_ERR("ERR numkeys should be greater than 0", it_c, "LMPOP x l1 LEFT");
+    IT_ERR("ERR syntax error", it_c, "LMPOP 2 l1 LEFT");
+    IT_ERR("ERR syntax error", it_c, "LMPOP 1 l2 UP");
+    IT_ERR("ERR count should be greater than 0", it_c, "LMPOP 1 l2 LEFT COUNT 0");
+    IT_ERR("ERR syntax error", it_c, "LMPOP 1 l2 LEFT COUNT 1 COUNT 2");
+    IT_ERR(WRONGTYPE, it_c, "LMPOP 2 str l2 LEFT");
+    cr_assert_str_eq(rep("LMPOP 2 l2 str LEFT"), "[\"l2\", [\"x\"]]"); /* first non-empty wins */
+    IT_INT(3, it_c, "ZADD z1 1 a 2 b 3 c");
+    cr_assert_str_eq(rep("ZMPOP 2 nokey z1 MIN"), "[\"z1\", [[\"a\", \"1\"]]]");
+    cr_assert_str_eq(rep("ZMPOP 1 z1 MAX COUNT 5"), "[\"z1\", [[\"c\", \"3\"], [\"b\", \"2\"]]]");
+    IT_INT(0, it_c, "EXISTS z1");
+    cr_assert_str_eq(rep("ZMPOP 1 nokey MIN"), "(nil)");
+    IT_ERR("ERR syntax error", it_c, "ZMPOP 1 z1 LOW");
+    IT_ERR(WRONGTYPE, it_c, "ZMPOP 1 str MIN");
+    int fd = raw3_open();
+    cr_assert_str_eq(raw(fd, "ZADD z2 1.5 q"), ":1\r\n");
+    cr_assert_str_eq(raw(fd, "ZMPOP 1 z2 MIN"),
+                     "*2\r\n$2\r\nz2\r\n*1\r\n*2\r\n$1\r\nq\r\n,1.5\r\n");
+    cr_assert_str_eq(raw(fd, "LMPOP 1 nokey LEFT"), "_\r\n");
+    close(fd);
 }
