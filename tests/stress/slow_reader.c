@@ -331,6 +331,94 @@ static void dropped_readers(redisContext *c, int raw, size_t size, size_t final_
            (unsigned long long)(st_now_ms() - t));
 }
 
+/* Reads a bulk string of exactly len bytes into buf (with its CRLF); dies otherwise. */
+static void read_bulk(int fd, uint8_t *buf, size_t len, const char *what) {
+    char line[64], want[64];
+    st_read_line(fd, line, sizeof(line));
+    snprintf(want, sizeof(want), "$%zu", len);
+    if (strcmp(line, want) != 0) {
+        st_die("%s: expected bulk header %s, got '%s'", what, want, line);
+    }
+    st_read_full(fd, buf, len + 2);
+    if (buf[len] != '\r' || buf[len + 1] != '\n') {
+        st_die("%s: bulk not followed by CRLF", what);
+    }
+}
+
+/* An LRANGE reply of 64 x 1 MiB elements in flight while the list is edited, popped, deleted
+ * and flushed and the freed memory is reused: the reply must hold the original elements. */
+static void list_in_flight(redisContext *c, int raw) {
+    const size_t n = 64, el = 1 << 20;
+    uint8_t *buf = malloc(el + 2);
+    uint64_t t = st_now_ms();
+    for (size_t i = 0; i < n; i++) {
+        st_pattern_fill(buf, el, 0, SEED_ORIG + i);
+        const void *argv[3] = {"RPUSH", "sr:list", buf};
+        size_t lens[3] = {5, 7, el};
+        char line[64], want[64];
+        st_send_command(raw, 3, argv, lens);
+        st_read_line(raw, line, sizeof(line));
+        snprintf(want, sizeof(want), ":%zu", i + 1);
+        if (strcmp(line, want) != 0) {
+            st_die("RPUSH sr:list element %zu: expected %s, got '%s'", i, want, line);
+        }
+    }
+    int fd = st_connect_raw(host, port, 16 * 1024);
+    const char *lrange = "*4\r\n$6\r\nLRANGE\r\n$7\r\nsr:list\r\n$1\r\n0\r\n$2\r\n-1\r\n";
+    st_write_all(fd, lrange, strlen(lrange));
+    char line[64];
+    st_read_line(fd, line, sizeof(line));
+    if (strcmp(line, "*64") != 0) {
+        st_die("LRANGE sr:list 0 -1: expected *64, got '%s'", line);
+    }
+    read_bulk(fd, buf, el, "LRANGE element 0");
+    if (st_pattern_check(buf, el, 0, SEED_ORIG) >= 0) {
+        st_die("LRANGE element 0 differs from what was pushed");
+    }
+    /* The reply is under way: change everything it refers to. */
+    st_pattern_fill(buf, el, 0, SEED_OTHER);
+    st_expect_status(c, "OK", "LSET sr:list 10 %b", buf, el);
+    st_expect_status(c, "OK", "LSET sr:list 63 %b", buf, el);
+    redisReply *r = st_command(c, "LPOP sr:list 5");
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 5) {
+        st_die("LPOP sr:list 5: expected 5 elements, got type %d", r->type);
+    }
+    freeReplyObject(r);
+    expect_int(c, 59, "LLEN %s", "sr:list");
+    expect_int(c, 1, "DEL %s", "sr:list");
+    for (size_t i = 0; i < n; i++) {
+        r = st_command(c, "RPUSH sr:list2 %b", buf, el);
+        freeReplyObject(r);
+    }
+    st_expect_status(c, "OK", "FLUSHALL");
+    for (size_t i = 0; i < n; i++) {
+        r = st_command(c, "RPUSH sr:list3 %b", buf, el);
+        freeReplyObject(r);
+    }
+    /* Now the rest of the reply. */
+    for (size_t i = 1; i < n; i++) {
+        char what[48];
+        snprintf(what, sizeof(what), "LRANGE element %zu", i);
+        read_bulk(fd, buf, el, what);
+        int64_t bad = st_pattern_check(buf, el, 0, SEED_ORIG + i);
+        if (bad >= 0) {
+            st_die("LRANGE element %zu in flight: byte %lld differs from what was pushed (list "
+                   "edited, popped, deleted, flushed meanwhile)",
+                   i, (long long)bad);
+        }
+    }
+    st_write_all(fd, "*1\r\n$4\r\nPING\r\n", 14);
+    st_read_line(fd, line, sizeof(line));
+    if (strcmp(line, "+PONG") != 0) {
+        st_die("PING after the LRANGE reply: '%s'", line);
+    }
+    close(fd);
+    st_expect_status(c, "OK", "FLUSHALL");
+    free(buf);
+    printf("LRANGE of 64 x 1 MiB in flight across LSET, LPOP, DEL, FLUSHALL: %llu ms\n",
+           (unsigned long long)(st_now_ms() - t));
+}
+
 int main(int argc, char **argv) {
     size_t size_mib = 64, filler_mib = 512, final_mib = 128;
     if (argc < 3) {
@@ -408,6 +496,7 @@ int main(int argc, char **argv) {
     }
     freeReplyObject(r);
     dropped_readers(c, raw, size, final_mib);
+    list_in_flight(c, raw);
     st_expect_status(c, "PONG", "PING");
     redisFree(c);
     close(raw);
