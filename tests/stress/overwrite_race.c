@@ -3,7 +3,7 @@
  * (values of two fixed sizes, so freed blocks are reused at once), a filler forces eviction,
  * and three readers GET and MGET the same keys. Every value that comes back, including the
  * old values returned by SET ... GET, GETSET and GETDEL, must be an intact value of its key.
- * Usage: overwrite_race HOST PORT [-t SECONDS] */
+ * Usage: overwrite_race HOST PORT [-t SECONDS] [-m SERVER_MEMORY_MIB] */
 #include "common/fmacros.h"
 
 #include "tests/stress/st_util.h"
@@ -24,6 +24,7 @@ static const char *const op_names[OP_COUNT] = {"SET", "SET GET", "GETSET", "GETD
 
 static const char *host;
 static int port;
+static long memory_mib = 16;
 static uint64_t deadline;
 static atomic_int writers_left;
 static atomic_long op_count[OP_COUNT], old_values, reads, read_hits, filler_sets;
@@ -115,7 +116,10 @@ static void *filler_main(void *arg) {
     redisContext *c = st_connect(host, port);
     uint8_t *buf = malloc(SMALL);
     memset(buf, 'f', SMALL);
-    for (long i = 0; atomic_load(&writers_left) > 0; i += 16) {
+    /* Until the writers stop, and at least three times the memory so eviction surely ran. */
+    long min_sets = 3 * memory_mib * 1024 * 1024 / SMALL;
+    for (long i = 0; atomic_load(&writers_left) > 0 || atomic_load(&filler_sets) < min_sets;
+         i += 16) {
         for (int j = 0; j < 16; j++) {
             char key[32];
             snprintf(key, sizeof(key), "fill:%ld", i + j);
@@ -171,13 +175,17 @@ static void *reader_main(void *arg) {
 int main(int argc, char **argv) {
     int seconds = 4;
     if (argc < 3) {
-        fprintf(stderr, "usage: %s HOST PORT [-t SECONDS]\n", argv[0]);
+        fprintf(stderr, "usage: %s HOST PORT [-t SECONDS] [-m SERVER_MEMORY_MIB]\n", argv[0]);
         return 2;
     }
     host = argv[1];
     port = atoi(argv[2]);
-    if (argc > 4 && strcmp(argv[3], "-t") == 0) {
-        seconds = atoi(argv[4]);
+    for (int i = 3; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "-t") == 0) {
+            seconds = atoi(argv[i + 1]);
+        } else if (strcmp(argv[i], "-m") == 0) {
+            memory_mib = atol(argv[i + 1]);
+        }
     }
     st_crc32(0, "", 0);
     redisContext *c = st_connect(host, port);

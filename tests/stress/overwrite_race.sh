@@ -9,5 +9,5 @@ set -u
 prog="$CRESCENT_BUILD/tests/stress/overwrite_race"
 [ -x "$prog" ] || fail "$prog not built (make all)"
 start_server --memory 16mb --threads 4
-timeout 300 "$prog" 127.0.0.1 "$SERVER_PORT" -t 4 || fail "overwrite_race failed"
+timeout 300 "$prog" 127.0.0.1 "$SERVER_PORT" -t 4 -m 16 || fail "overwrite_race failed"
 assert_server_alive
