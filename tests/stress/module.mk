@@ -22,6 +22,7 @@ TEST_SCRIPTS += \
     tests/stress/aggregate_race.sh \
     tests/stress/clients_1000.sh \
     tests/stress/eviction.sh \
+    tests/stress/fragmentation.sh \
     tests/stress/memory_limit.sh \
     tests/stress/oom.sh \
     tests/stress/overwrite_race.sh \

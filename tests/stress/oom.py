@@ -115,6 +115,15 @@ def pinned_values(port):
         raise AssertionError(f"evicted_keys {evicted} after making room for 20 MiB")
     print(f"ok   pinned values block eviction (OOM), released pins allow it (evicted {evicted})")
 
+    # Two values of 40 MiB cannot share 64 MiB: the second evicts the first instead of failing.
+    r.flushall()
+    a, b = pattern(41, 40 * MIB), pattern(42, 40 * MIB)
+    check("SET 40 MiB a", True, r.set("huge:a", a))
+    check("SET 40 MiB b", True, r.set("huge:b", b))
+    check("GET huge:a (evicted)", None, r.get("huge:a"))
+    check("GET huge:b", b, r.get("huge:b"))
+    print("ok   a 40 MiB value evicts another one in a 64 MiB server")
+
 
 def main():
     redis_mode = len(sys.argv) > 2 and sys.argv[2] == "--redis"
