@@ -10,12 +10,14 @@
  * ZINTER ZDIFF and their STORE forms, ZINTERCARD ZMPOP): replies, exact error strings, WRONGTYPE
  * across types, TYPE names, empty aggregates deleting their key, COPY/RENAME of aggregates,
  * WATCH aborted by an in-place change, RESP3 encodings (maps, sets, doubles, score pairs) on
- * the wire, a randomized list model and a 100,000-element list.
+ * the wire, a randomized list model, concurrent LMOVE/SMOVE from four connections, and a
+ * 100,000-element list.
  * Every expectation holds for redis-server 7.0 too (CRESCENT_TEST_SERVER=redis). */
 #include "common/fmacros.h"
 
 #include "tests/integration/harness.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1135,4 +1137,74 @@ Test(types, lmpop_zmpop) {
                      "*2\r\n$2\r\nz2\r\n*1\r\n*2\r\n$1\r\nq\r\n,1.5\r\n");
     cr_assert_str_eq(raw(fd, "LMPOP 1 nokey LEFT"), "_\r\n");
     close(fd);
+}
+
+/* ---------------------------------------------------------------- concurrency */
+
+struct mover_arg {
+    redisContext *c; /* connected and closed by the test thread */
+    int seed;
+    int ok; /* set when the thread ran all its commands */
+};
+
+/* Moves elements and members between l0..l3 and s0..s3 on its own connection. */
+static void *mover(void *p) {
+    struct mover_arg *a = p;
+    unsigned seed = (unsigned)a->seed;
+    static const char *const side[] = {"LEFT", "RIGHT"};
+    for (int i = 0; i < 400; i++) {
+        int x = rand_r(&seed) % 4, y = rand_r(&seed) % 4;
+        redisReply *r;
+        switch (rand_r(&seed) % 3) {
+        case 0:
+            r = redisCommand(a->c, "LMOVE l%d l%d %s %s", x, y, side[rand_r(&seed) % 2],
+                             side[rand_r(&seed) % 2]);
+            break;
+        case 1:
+            r = redisCommand(a->c, "RPOPLPUSH l%d l%d", x, y);
+            break;
+        default:
+            r = redisCommand(a->c, "SMOVE s%d s%d %d", x, y, rand_r(&seed) % 100);
+            break;
+        }
+        int bad = r == NULL || r->type == REDIS_REPLY_ERROR;
+        freeReplyObject(r);
+        if (bad)
+            return NULL;
+    }
+    a->ok = 1;
+    return NULL;
+}
+
+/* Concurrent moves between lists and between sets lose and duplicate nothing. */
+Test(types, concurrent_moves) {
+    for (int i = 0; i < 100; i++) {
+        IT_INT(i + 1, it_c, "RPUSH l0 %d", i);
+        IT_INT(1, it_c, "SADD s0 %d", i);
+    }
+    enum { T = 4 };
+    pthread_t th[T];
+    struct mover_arg args[T];
+    for (int t = 0; t < T; t++) {
+        args[t] = (struct mover_arg){it_connect(&it_srv), t + 1, 0};
+        cr_assert_eq(pthread_create(&th[t], NULL, mover, &args[t]), 0);
+    }
+    for (int t = 0; t < T; t++) {
+        pthread_join(th[t], NULL);
+        it_close(args[t].c);
+        cr_assert(args[t].ok, "mover %d failed", t);
+    }
+    int seen_l[100] = {0}, seen_s[100] = {0};
+    for (int k = 0; k < 4; k++) {
+        redisReply *r = it_cmd(it_c, "LRANGE l%d 0 -1", k);
+        for (size_t i = 0; i < r->elements; i++)
+            seen_l[atoi(r->element[i]->str)]++;
+        r = it_cmd(it_c, "SMEMBERS s%d", k);
+        for (size_t i = 0; i < r->elements; i++)
+            seen_s[atoi(r->element[i]->str)]++;
+    }
+    for (int i = 0; i < 100; i++) {
+        cr_assert_eq(seen_l[i], 1, "list element %d seen %d times", i, seen_l[i]);
+        cr_assert_eq(seen_s[i], 1, "set member %d seen %d times", i, seen_s[i]);
+    }
 }
