@@ -382,6 +382,40 @@ def test_resp3():
     print("ok   RESP3 HELLO and reply types")
 
 
+def test_resp3_types():
+    """RESP3 reply types of aggregate commands: maps, sets, doubles, nulls, nested pairs."""
+    s = connect()
+    s.sendall(cmd("HELLO", "3"))
+    read_reply(s)
+    steps = [
+        (cmd("DEL", "t3:h", "t3:s", "t3:z"), None),
+        (cmd("HSET", "t3:h", "f", "v"), b":1\r\n"),
+        (cmd("HGETALL", "t3:h"), b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n"),
+        (cmd("HGET", "t3:h", "nope"), b"_\r\n"),
+        (cmd("HRANDFIELD", "t3:h", "1", "WITHVALUES"), b"*1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"),
+        (cmd("SADD", "t3:s", "a"), b":1\r\n"),
+        (cmd("SMEMBERS", "t3:s"), b"~1\r\n$1\r\na\r\n"),
+        (cmd("SMISMEMBER", "t3:s", "a", "b"), b"*2\r\n:1\r\n:0\r\n"),
+        (cmd("ZADD", "t3:z", "1.5", "m"), b":1\r\n"),
+        (cmd("ZSCORE", "t3:z", "m"), b",1.5\r\n"),
+        (cmd("ZSCORE", "t3:z", "nope"), b"_\r\n"),
+        (cmd("ZRANGE", "t3:z", "0", "-1", "WITHSCORES"), b"*1\r\n*2\r\n$1\r\nm\r\n,1.5\r\n"),
+        (cmd("ZADD", "t3:z", "2", "n"), b":1\r\n"),
+        (cmd("ZINCRBY", "t3:z", "1", "m"), b",2.5\r\n"),
+        (cmd("ZPOPMIN", "t3:z"), b"*2\r\n$1\r\nn\r\n,2\r\n"),
+        (cmd("ZMSCORE", "t3:z", "m", "x"), b"*2\r\n,2.5\r\n_\r\n"),
+        (cmd("CONFIG", "GET", "maxmemory"),
+         b"%1\r\n$9\r\nmaxmemory\r\n$9\r\n268435456\r\n"),
+    ]
+    for req, want in steps:
+        s.sendall(req)
+        got = read_reply(s)
+        if want is not None and got != want:
+            fail(f"RESP3 {req.split(b'$')[1:3]!r}: expected {want!r}, got {got!r}")
+    s.close()
+    print("ok   RESP3 maps, sets, doubles and nulls of aggregate commands")
+
+
 def test_quit_and_half_close():
     s = connect()
     s.sendall(cmd("SET", "q:k", "v") + cmd("QUIT") + cmd("SET", "q:k", "after-quit"))
@@ -421,6 +455,7 @@ def main():
     test_write_all_then_read()
     test_same_key_pipeline()
     test_resp3()
+    test_resp3_types()
     test_quit_and_half_close()
     if len(sys.argv) > 3:
         test_auth_limits(int(sys.argv[2]), sys.argv[3])
