@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Stock redis-cli against the server: one-shot commands, --pipe mass insertion of 100,000 SETs,
-# RESP3 (-3, HELLO 3 map shape), commands fed on stdin, -x, the Unix socket and AUTH.
+# RESP3 (-3, HELLO 3 map shape), commands fed on stdin, an interactive session on a
+# pseudo-terminal, key-space tools (--scan, --bigkeys, --stat ...), -x, the Unix socket and AUTH.
 # Every output is compared with what redis-server 7.0 prints.
 set -u
 . "$(dirname "$0")/../lib/server.sh"
@@ -119,6 +120,43 @@ out=$(printf 'SET a 1\nINCR a\nGET nosuchkey\n' | cli --no-raw)
 assert_eq "stdin commands --no-raw" "$(printf 'OK\n(integer) 2\n(nil)')" "$out"
 out=$(printf 'HELLO 3\nGET a\n' | cli -3 --no-raw | tail -1)
 assert_eq "stdin -3" '"2"' "$out"
+
+# --- interactive mode on a pseudo-terminal (script(1), TERM=dumb so linenoise asks nothing) ---
+# tty_cli ARGS... < lines: types each line into an interactive redis-cli, prints the session.
+tty_cli() {
+    local line
+    {
+        sleep 0.5
+        while IFS= read -r line; do
+            printf '%s\r' "$line"
+            sleep 0.3
+        done
+        printf 'quit\r'
+        sleep 0.5
+    } | TERM=dumb timeout 30 script -qec "redis-cli -h 127.0.0.1 -p $SERVER_PORT $*" /dev/null |
+        tr -d '\r'
+}
+cli DEL ia ih >/dev/null
+out=$(printf 'SET ia 1\nGET ia\nINCR ia\nHGETALL nokey\nGET nokey\nHSET ih f v\n' | tty_cli)
+echo "$out"
+want="127.0.0.1:$SERVER_PORT> SET ia 1
+OK
+127.0.0.1:$SERVER_PORT> GET ia
+\"1\"
+127.0.0.1:$SERVER_PORT> INCR ia
+(integer) 2
+127.0.0.1:$SERVER_PORT> HGETALL nokey
+(empty array)
+127.0.0.1:$SERVER_PORT> GET nokey
+(nil)
+127.0.0.1:$SERVER_PORT> HSET ih f v
+(integer) 1
+127.0.0.1:$SERVER_PORT> quit"
+assert_eq "interactive session" "$want" "$out"
+out=$(printf 'HGETALL ih\n' | tty_cli -3)
+assert_eq "interactive RESP3 map" "127.0.0.1:$SERVER_PORT> HGETALL ih
+1# \"f\" => \"v\"
+127.0.0.1:$SERVER_PORT> quit" "$out"
 
 # --- the Unix socket ---
 assert_eq "unix socket PING" "PONG" "$(redis-cli -s "$sock" PING)"
