@@ -290,8 +290,28 @@ static int srv_pick_eq(const struct cm_ht_node *n, const void *key, size_t klen)
     return ((const struct srv_pick *)n)->n == key;
 }
 
-/* Distinct random nodes of ht into out; see srv_t.h. O(count) expected. */
+/*
+ * Distinct random nodes of ht into out; see srv_t.h. When count is more than a third of the
+ * table, a partial Fisher-Yates shuffle of all nodes (O(size)); otherwise random picks with a
+ * table of those already taken (O(count) expected).
+ */
 void srv__pick_distinct(const struct cm_ht *ht, size_t count, const struct cm_ht_node **out) {
+    size_t size = cm_ht_count(ht);
+    if (count * 3 > size) {
+        const struct cm_ht_node **all = cm_malloc(size * sizeof(*all));
+        size_t i, k = 0;
+        struct cm_ht_node *node, *tmp;
+        cm_ht_foreach_node(ht, i, node, tmp) all[k++] = node;
+        for (i = 0; i < count; i++) {
+            size_t j = i + (size_t)(cm_rand64() % (size - i));
+            const struct cm_ht_node *t = all[i];
+            all[i] = all[j];
+            all[j] = t;
+            out[i] = all[i];
+        }
+        cm_free(all);
+        return;
+    }
     struct srv_pick *picks = cm_malloc(count * sizeof(*picks));
     struct cm_ht seen;
     cm_ht_init(&seen, count);

@@ -233,6 +233,14 @@ Test(types, set_pop_randmember) {
     r = it_cmd(it_c, "SRANDMEMBER s -20");
     cr_assert_eq(r->elements, 20);
     cr_assert_str_eq(rep_sorted("SRANDMEMBER s 10"), "a,b,c,d,e");
+    /* A count well below the size takes the other sampling path: still distinct members. */
+    for (int i = 0; i < 100; i++)
+        IT_INT(1, it_c, "SADD big m%d", i);
+    r = it_cmd(it_c, "SRANDMEMBER big 20");
+    cr_assert_eq(r->elements, 20);
+    for (size_t i = 0; i < 20; i++)
+        for (size_t j = 0; j < i; j++)
+            cr_assert_str_neq(r->element[i]->str, r->element[j]->str);
     IT_INT(5, it_c, "SCARD s"); /* SRANDMEMBER does not remove */
     r = it_cmd(it_c, "SPOP s");
     IT_TYPE(r, REDIS_REPLY_STRING);
