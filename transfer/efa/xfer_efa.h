@@ -182,7 +182,8 @@ int xfer_efa__cq_open(struct xfer_efa_domain *d);
 int xfer_efa__progress_start(struct xfer_efa_domain *d);
 void xfer_efa__progress_stop(struct xfer_efa_domain *d);
 int xfer_efa__cq_drive(struct xfer_efa_domain *d);
-struct xfer_efa_op *xfer_efa__op_get(struct xfer_efa_domain *d);
+struct xfer_efa_op *xfer_efa__op_get(struct xfer_efa_domain *d, xfer_efa_op_cb *cb, void *arg,
+                                     uint64_t len, uint64_t deadline_ns);
 void xfer_efa__op_abort(struct xfer_efa_op *op);
 void xfer_efa__ops_release(struct xfer_efa_domain *d);
 

@@ -224,15 +224,12 @@ int xfer_efa__warmup_segment(struct xfer_transport *tp, void *seg_ctx) {
             if ((rc = xfer_efa__av_resolve(s, l, p, &a)) || buf < 0)
                 continue;
             const struct xfer_desc_buf *b = &s->seg->desc->buf[buf];
-            struct xfer_efa_op *op = xfer_efa__op_get(&efa->dom[l]);
+            struct xfer_efa_op *op =
+                xfer_efa__op_get(&efa->dom[l], xfer_efa_warm_done, &w, 1, deadline);
             if (!op) {
                 rc = -ENOMEM;
                 break;
             }
-            op->cb = xfer_efa_warm_done;
-            op->arg = &w;
-            op->len = 1;
-            op->deadline_ns = deadline;
             pthread_mutex_lock(&w.lock);
             w.remaining++;
             pthread_mutex_unlock(&w.lock);

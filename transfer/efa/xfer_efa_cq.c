@@ -52,10 +52,13 @@ int xfer_efa__cq_open(struct xfer_efa_domain *d) {
 }
 
 /*
- * Takes an op context from the domain's pool (allocating when empty) and links it on the
- * in-flight list with accounted = 0. Returns NULL on OOM. Thread-safe (op_lock).
+ * Takes an op context from the domain's pool (allocating when empty), fills in its callback,
+ * argument, length and deadline, and links it on the in-flight list with accounted = 0 (the
+ * fields are set before the op becomes visible to the deadline scan). Returns NULL on OOM.
+ * Thread-safe (op_lock).
  */
-struct xfer_efa_op *xfer_efa__op_get(struct xfer_efa_domain *d) {
+struct xfer_efa_op *xfer_efa__op_get(struct xfer_efa_domain *d, xfer_efa_op_cb *cb, void *arg,
+                                     uint64_t len, uint64_t deadline_ns) {
     struct xfer_efa_op *op;
 
     pthread_mutex_lock(&d->op_lock);
@@ -67,6 +70,10 @@ struct xfer_efa_op *xfer_efa__op_get(struct xfer_efa_domain *d) {
         return NULL;
     memset(op, 0, sizeof(*op));
     op->dom = d;
+    op->cb = cb;
+    op->arg = arg;
+    op->len = len;
+    op->deadline_ns = deadline_ns;
     atomic_init(&op->accounted, 0);
     pthread_mutex_lock(&d->op_lock);
     op->next = d->inflight.next;

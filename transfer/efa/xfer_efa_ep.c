@@ -112,13 +112,9 @@ static int xfer_efa_post_chunk(struct xfer_efa_seg *s, struct xfer_task *t, cons
 
     if ((rc = xfer_efa__av_resolve(s, ld, pd, &dest)))
         return rc;
-    struct xfer_efa_op *op = xfer_efa__op_get(d);
+    struct xfer_efa_op *op = xfer_efa__op_get(d, xfer_efa_task_op_done, t, len, t->deadline_ns);
     if (!op)
         return -ENOMEM;
-    op->cb = xfer_efa_task_op_done;
-    op->arg = t;
-    op->len = len;
-    op->deadline_ns = t->deadline_ns;
     if (!m && (d->mr_mode & FI_MR_LOCAL)) {
         /* Unregistered local buffer on a provider that needs local keys: register it for the
          * duration of this op. Registered buffers avoid this cost. */
