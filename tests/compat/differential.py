@@ -1,0 +1,294 @@
+# SPDX-License-Identifier: Apache-2.0
+# Differential test: the same pseudo-random sequence of string, key-space, list, hash, set and
+# sorted-set commands (valid and invalid arguments, wrong types) goes to the server under test
+# and to a reference redis-server 7.0; every reply must be byte-identical, except that replies
+# whose order Redis leaves unspecified (SMEMBERS, HGETALL, KEYS, ...) are compared sorted and
+# TTLs may differ by one second. Usage: differential.py PORT REF_PORT [COUNT [SEED]].
+import random
+import socket
+import sys
+
+TIMEOUT = 60
+
+
+class Conn:
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+        self.buf = b""
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            d = self.s.recv(65536)
+            if not d:
+                raise ConnectionError("server closed the connection")
+            self.buf += d
+        i = self.buf.index(b"\r\n")
+        line, self.buf = self.buf[:i], self.buf[i + 2:]
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) < n:
+            d = self.s.recv(65536)
+            if not d:
+                raise ConnectionError("server closed the connection")
+            self.buf += d
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def reply(self):
+        """Returns (raw bytes, parsed) of one RESP2 reply; parsed arrays are lists."""
+        line = self._line()
+        t = line[:1]
+        if t in (b"+", b"-", b":"):
+            return line + b"\r\n", line
+        if t == b"$":
+            n = int(line[1:])
+            if n < 0:
+                return line + b"\r\n", None
+            data = self._exact(n + 2)
+            return line + b"\r\n" + data, data[:-2]
+        if t == b"*":
+            n = int(line[1:])
+            if n < 0:
+                return line + b"\r\n", None
+            raw, items = line + b"\r\n", []
+            for _ in range(n):
+                r, p = self.reply()
+                raw += r
+                items.append(p)
+            return raw, items
+        raise ValueError(f"bad reply line {line!r}")
+
+    def call(self, args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.s.sendall(out)
+        return self.reply()
+
+
+def b(x):
+    return x if isinstance(x, bytes) else str(x).encode()
+
+
+class Gen:
+    def __init__(self, rnd):
+        self.r = rnd
+
+    def pick(self, *xs):
+        return self.r.choice(xs)
+
+    def key(self, kind=None):
+        kind = kind or self.pick("s", "l", "h", "t", "z")
+        return f"{kind}{self.r.randrange(4)}"
+
+    def val(self):
+        return self.pick("a", "b", "c", "d", "e", "f", "", "0", "1", "-1", "10", "1.5", "-2.5",
+                         "abc", "x y", "9223372036854775807", "-9223372036854775808",
+                         "3.0e2", "inf", "nan", "00", " 1", str(self.r.randrange(-50, 50)),
+                         "v" * self.r.randrange(1, 60))
+
+    def int_(self):
+        return self.pick("0", "1", "2", "3", "-1", "-2", "-100", "100", "5", "7",
+                         "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+                         "abc", "1.5", "")
+
+    def idx(self):
+        return self.pick("0", "1", "2", "-1", "-2", "3", "10", "-10", "100", "-100", "x")
+
+    def score(self):
+        return self.pick("0", "1", "2", "1.5", "-1", "3", "10", "-inf", "+inf", "inf", "1e3",
+                         "0.1", "0.30000000000000004", "1e-5", "nan", "abc", "(1", "(2", "[a")
+
+    def lex(self):
+        return self.pick("-", "+", "[a", "[c", "(b", "(e", "[", "a", "[f")
+
+    def members(self, lo=1, hi=3):
+        return [self.pick("a", "b", "c", "d", "e", "f") for _ in range(self.r.randint(lo, hi))]
+
+    def command(self):
+        """Returns (args, mode): mode 'exact', 'sorted' (unordered array) or 'pairs'."""
+        r, k, v = self.r, self.key, self.val
+        choices = [
+            # strings and key space
+            lambda: ["SET", k(), v()] + self.pick([], ["NX"], ["XX"], ["GET"], ["EX", "1000"],
+                                                   ["PX", "900000"], ["KEEPTTL"], ["EX", "0"],
+                                                   ["EX", "-5"], ["NX", "XX"], ["EX"]),
+            lambda: ["GET", k()],
+            lambda: ["GETSET", k(), v()],
+            lambda: ["GETDEL", k()],
+            lambda: ["GETEX", k()] + self.pick([], ["EX", "2000"], ["PERSIST"], ["PX", "0"]),
+            lambda: ["APPEND", k(), v()],
+            lambda: ["STRLEN", k()],
+            lambda: ["SETRANGE", k(), self.pick("0", "1", "5", "-1", "x", "20"), v()],
+            lambda: ["GETRANGE", k(), self.idx(), self.idx()],
+            lambda: ["INCR", k()],
+            lambda: ["DECR", k()],
+            lambda: ["INCRBY", k(), self.int_()],
+            lambda: ["DECRBY", k(), self.int_()],
+            lambda: ["INCRBYFLOAT", k(), self.pick("1", "0.1", "-1.5", "1e3", "abc", "inf",
+                                                   "5.0e3", "-0")],
+            lambda: ["SETNX", k(), v()],
+            lambda: ["MSET", k(), v(), k(), v()],
+            lambda: ["MSETNX", k(), v(), k(), v()],
+            lambda: ["MGET", k(), k(), k()],
+            lambda: ["EXISTS", k(), k()],
+            lambda: ["DEL", k()],
+            lambda: ["UNLINK", k(), k()],
+            lambda: ["TYPE", k()],
+            lambda: ["RENAME", k(), k()],
+            lambda: ["RENAMENX", k(), k()],
+            lambda: ["COPY", k(), k()] + self.pick([], ["REPLACE"]),
+            lambda: ["PERSIST", k()],
+            lambda: ["EXPIRE", k(), self.pick("1000", "2000", "abc", "1000000")] +
+                    self.pick([], ["NX"], ["XX"], ["GT"], ["LT"], ["NX", "XX"]),
+            lambda: ["PEXPIRE", k(), self.pick("1500000", "-1", "x")],
+            lambda: ["TTL", k()],
+            lambda: ["EXPIRETIME", k()],
+            lambda: ["DBSIZE"],
+            lambda: ["KEYS", self.pick("*", "s*", "?1", "[lh]*", "z[0-1]")],
+            lambda: ["TOUCH", k(), k()],
+            # lists
+            lambda: [self.pick("LPUSH", "RPUSH"), k("l")] + self.members(),
+            lambda: [self.pick("LPUSHX", "RPUSHX"), k()] + self.members(1, 2),
+            lambda: [self.pick("LPOP", "RPOP"), k("l")] + self.pick([], ["2"], ["0"], ["-1"]),
+            lambda: ["LLEN", k()],
+            lambda: ["LRANGE", k("l"), self.idx(), self.idx()],
+            lambda: ["LINDEX", k("l"), self.idx()],
+            lambda: ["LSET", k("l"), self.idx(), v()],
+            lambda: ["LREM", k("l"), self.pick("0", "1", "-1", "2"), self.pick("a", "b", "c")],
+            lambda: ["LTRIM", k("l"), self.idx(), self.idx()],
+            lambda: ["LINSERT", k("l"), self.pick("BEFORE", "AFTER", "x"), self.pick("a", "b"),
+                     v()],
+            lambda: ["LPOS", k("l"), self.pick("a", "b", "c")] +
+                    self.pick([], ["RANK", "-1"], ["COUNT", "0"], ["RANK", "2", "COUNT", "2"],
+                              ["MAXLEN", "2"], ["RANK", "0"]),
+            lambda: ["LMOVE", k("l"), k("l"), self.pick("LEFT", "RIGHT"),
+                     self.pick("LEFT", "RIGHT")],
+            lambda: ["RPOPLPUSH", k("l"), k("l")],
+            # hashes
+            lambda: ["HSET", k("h"), self.pick("f1", "f2", "f3"), v()] +
+                    self.pick([], ["f4", "x"]),
+            lambda: ["HSETNX", k("h"), self.pick("f1", "f5"), v()],
+            lambda: ["HGET", k("h"), self.pick("f1", "f2", "f9")],
+            lambda: ["HMGET", k("h"), "f1", "f2", "f9"],
+            lambda: ["HDEL", k("h"), self.pick("f1", "f2"), "f3"],
+            lambda: ["HLEN", k()],
+            lambda: ["HEXISTS", k("h"), self.pick("f1", "f4")],
+            lambda: ["HINCRBY", k("h"), self.pick("f1", "n"), self.int_()],
+            lambda: ["HINCRBYFLOAT", k("h"), self.pick("f2", "n"), self.pick("1.5", "x", "1e2")],
+            lambda: ["HSTRLEN", k("h"), self.pick("f1", "f9")],
+            # sets
+            lambda: ["SADD", k("t")] + self.members(),
+            lambda: ["SREM", k("t")] + self.members(1, 2),
+            lambda: ["SCARD", k()],
+            lambda: ["SISMEMBER", k("t"), self.pick("a", "b", "z")],
+            lambda: ["SMISMEMBER", k("t"), "a", "b", "z"],
+            lambda: [self.pick("SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"), k("t"), k("t"),
+                     k("t")],
+            lambda: ["SINTERCARD", "2", k("t"), k("t")] + self.pick([], ["LIMIT", "1"]),
+            lambda: ["SMOVE", k("t"), k("t"), self.pick("a", "b")],
+            # sorted sets
+            lambda: ["ZADD", k("z")] + self.pick([], ["NX"], ["XX"], ["GT"], ["LT"], ["CH"],
+                                                 ["XX", "CH"], ["NX", "GT"]) +
+                    [self.score(), self.pick("a", "b", "c", "d")] +
+                    self.pick([], [self.score(), "e"]),
+            lambda: ["ZADD", k("z"), "INCR", self.score(), self.pick("a", "b")],
+            lambda: ["ZREM", k("z"), self.pick("a", "b"), "q"],
+            lambda: ["ZCARD", k()],
+            lambda: ["ZSCORE", k("z"), self.pick("a", "b", "q")],
+            lambda: ["ZMSCORE", k("z"), "a", "q", "c"],
+            lambda: ["ZINCRBY", k("z"), self.score(), self.pick("a", "b")],
+            lambda: [self.pick("ZRANK", "ZREVRANK"), k("z"), self.pick("a", "b", "q")],
+            lambda: ["ZRANGE", k("z"), self.idx(), self.idx()] + self.pick([], ["WITHSCORES"],
+                                                                         ["REV"]),
+            lambda: ["ZRANGE", k("z"), self.score(), self.score(), "BYSCORE"] +
+                    self.pick([], ["WITHSCORES"], ["LIMIT", "0", "2"], ["REV"]),
+            lambda: ["ZRANGEBYSCORE", k("z"), self.score(), self.score()] +
+                    self.pick([], ["WITHSCORES"], ["LIMIT", "1", "1"]),
+            lambda: ["ZREVRANGEBYSCORE", k("z"), self.score(), self.score()],
+            lambda: ["ZCOUNT", k("z"), self.score(), self.score()],
+            lambda: ["ZLEXCOUNT", k("z"), self.lex(), self.lex()],
+            lambda: ["ZRANGEBYLEX", k("z"), self.lex(), self.lex()],
+            lambda: [self.pick("ZPOPMIN", "ZPOPMAX"), k("z")] + self.pick([], ["2"], ["0"],
+                                                                          ["-1"]),
+            lambda: ["ZREMRANGEBYRANK", k("z"), self.idx(), self.idx()],
+            lambda: ["ZREMRANGEBYSCORE", k("z"), self.score(), self.score()],
+            lambda: ["ZREMRANGEBYLEX", k("z"), self.lex(), self.lex()],
+            lambda: [self.pick("ZUNIONSTORE", "ZINTERSTORE"), k("z"), "2", k("z"), k("z")] +
+                    self.pick([], ["WEIGHTS", "2", "0.5"], ["AGGREGATE", "MAX"],
+                              ["AGGREGATE", "MIN"], ["WEIGHTS", "1"]),
+            # unordered replies
+            lambda: ("sorted", ["SMEMBERS", k("t")]),
+            lambda: ("sorted", [self.pick("SINTER", "SUNION", "SDIFF"), k("t"), k("t")]),
+            lambda: ("sorted", [self.pick("HKEYS", "HVALS"), k("h")]),
+            lambda: ("pairs", ["HGETALL", k("h")]),
+        ]
+        got = r.choice(choices)()
+        if isinstance(got, tuple):
+            mode, args = got
+        else:
+            mode, args = "exact", got
+        if args and args[0] == "KEYS":
+            mode = "sorted"
+        return [b(a) for a in args], mode
+
+
+def canon(parsed, mode):
+    if mode == "sorted" and isinstance(parsed, list):
+        return sorted(parsed, key=repr)
+    if mode == "pairs" and isinstance(parsed, list):
+        return sorted(zip(parsed[0::2], parsed[1::2]), key=repr)
+    return parsed
+
+
+def ttl_close(args, a, b_):
+    if args[0] not in (b"TTL", b"EXPIRETIME"):
+        return False
+    try:
+        return abs(int(a[1:].strip()) - int(b_[1:].strip())) <= 1
+    except ValueError:
+        return False
+
+
+def main():
+    port, ref_port = int(sys.argv[1]), int(sys.argv[2])
+    count = int(sys.argv[3]) if len(sys.argv) > 3 else 20000
+    seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    test, ref = Conn(port), Conn(ref_port)
+    for c in (test, ref):
+        c.call([b"FLUSHALL"])
+    gen = Gen(random.Random(seed))
+    mismatches, by_cmd, history = 0, {}, []
+    for i in range(count):
+        args, mode = gen.command()
+        raw_t, parsed_t = test.call(args)
+        raw_r, parsed_r = ref.call(args)
+        history = (history + [(args, raw_r)])[-200:]
+        if raw_t == raw_r:
+            continue
+        if mode != "exact" and canon(parsed_t, mode) == canon(parsed_r, mode):
+            continue
+        if ttl_close(args, raw_t.strip(), raw_r.strip()):
+            continue
+        mismatches += 1
+        by_cmd[args[0].decode()] = by_cmd.get(args[0].decode(), 0) + 1
+        if mismatches <= 40:
+            keys = set(args[1:])
+            print(f"MISMATCH #{mismatches} at command {i}: {b' '.join(args)!r}")
+            # Earlier commands on the same keys since the last resynchronisation, for context.
+            for h_args, h_raw in [h for h in history[:-1] if keys & set(h[0][1:])][-6:]:
+                print(f"      after {b' '.join(h_args)!r} -> {h_raw[:60]!r}")
+            print(f"    redis-server: {raw_r[:300]!r}\n    under test:   {raw_t[:300]!r}")
+        # Resynchronise the data set so one difference does not cascade.
+        for c in (test, ref):
+            c.call([b"FLUSHALL"])
+        history = []
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(by_cmd.items(), key=lambda x: -x[1]))
+    print(f"differential: {count} commands (seed {seed}), {mismatches} mismatches"
+          f"{': ' + summary if summary else ''}")
+    sys.exit(1 if mismatches else 0)
+
+
+if __name__ == "__main__":
+    main()
