@@ -124,6 +124,43 @@ Test(gpu, fake_runtime_device_pointers) {
     cr_assert_eq(ncopies() - before, 2);
 }
 
+Test(gpu, fake_runtime_staging_helpers) {
+    setenv("XFER_CUDART_LIB", FAKE_CUDART, 1);
+    cr_assert_eq(xfer__cuda_init(), 1);
+    void *(*dmalloc)(size_t, int) = (void *(*)(size_t, int))fake_sym("fake_cuda_malloc");
+    long (*ncopies)(void) = (long (*)(void))fake_sym("fake_cuda_memcpy_calls");
+    size_t len = (5u << 20) + 3; /* larger than a pool buffer: a one-off staging buffer */
+    char *dev = dmalloc(len, 0), *host = malloc(len);
+    void *tok;
+    for (size_t i = 0; i < len; i++)
+        host[i] = (char)(i * 13);
+    /* Host memory: no staging, no token. */
+    cr_assert_eq(xfer__stage_out(host, len, &tok), host);
+    cr_assert_null(tok);
+    cr_assert_eq(xfer__stage_in(host, len, &tok), host);
+    cr_assert_null(tok);
+    cr_assert_eq(xfer__stage_in_done(host, host, len, tok), 0);
+    /* Receive into device memory through a staging buffer. */
+    long c0 = ncopies();
+    char *in = xfer__stage_in(dev, len, &tok);
+    cr_assert_not_null(in);
+    cr_assert_neq(in, dev);
+    memcpy(in, host, len); /* "the socket" */
+    cr_assert_eq(xfer__stage_in_done(dev, in, len, tok), 0);
+    cr_assert_eq(memcmp(dev, host, len), 0);
+    /* Send from device memory through a staging buffer. */
+    const char *out = xfer__stage_out(dev, len, &tok);
+    cr_assert_not_null(tok);
+    cr_assert_neq(out, dev);
+    cr_assert_eq(memcmp(out, host, len), 0);
+    xfer__stage_release(tok);
+    cr_assert_eq(ncopies() - c0, 2);
+    struct xfer_pinned_stats st;
+    xfer_pinned_pool_stats(xfer__staging_pool(), &st);
+    cr_assert_eq(st.outstanding, 0);
+    free(host);
+}
+
 Test(gpu, fake_runtime_pinned_and_fallback) {
     struct xfer_pinned_pool *p;
     struct xfer_pinned_stats st;

@@ -179,3 +179,57 @@ struct xfer_pinned_pool *xfer__staging_pool(void) {
     pthread_once(&xfer_staging_once, xfer_staging_create);
     return xfer_staging;
 }
+
+/*
+ * Returns a host view of [src, src+len): src itself for host memory (*tok = NULL), else a
+ * staging buffer filled by a device-to-host copy (*tok = the buffer). Returns NULL on OOM or a
+ * failed copy (nothing to release). Release with xfer__stage_release(*tok). Thread-safe.
+ */
+const void *xfer__stage_out(const void *src, size_t len, void **tok) {
+    *tok = NULL;
+    if (len == 0 || !xfer__is_device(src))
+        return src;
+    struct xfer_pinned_pool *pool = xfer__staging_pool();
+    void *buf = pool ? xfer_pinned_get(pool, len) : NULL;
+    if (!buf)
+        return NULL;
+    if (xfer__cuda_memcpy(buf, src, len) != 0) {
+        xfer_pinned_put(pool, buf);
+        return NULL;
+    }
+    *tok = buf;
+    return buf;
+}
+
+/*
+ * Returns where to receive len bytes destined for dst: dst itself for host memory (*tok =
+ * NULL), else a staging buffer (*tok = the buffer). NULL on OOM. Finish with
+ * xfer__stage_in_done (or xfer__stage_release to abandon). Thread-safe.
+ */
+void *xfer__stage_in(void *dst, size_t len, void **tok) {
+    *tok = NULL;
+    if (len == 0 || !xfer__is_device(dst))
+        return dst;
+    struct xfer_pinned_pool *pool = xfer__staging_pool();
+    void *buf = pool ? xfer_pinned_get(pool, len) : NULL;
+    *tok = buf;
+    return buf;
+}
+
+/*
+ * Completes a staged receive: copies buf to dst (host-to-device) when tok is set, then releases
+ * the buffer. Returns 0 or -CM_ETRANSFER_FAIL when the copy failed. Thread-safe.
+ */
+int xfer__stage_in_done(void *dst, void *buf, size_t len, void *tok) {
+    if (!tok)
+        return 0;
+    int rc = xfer__cuda_memcpy(dst, buf, len);
+    xfer__stage_release(tok);
+    return rc;
+}
+
+/* Returns a staging buffer to the pool; NULL (host memory) is a no-op. Thread-safe. */
+void xfer__stage_release(void *tok) {
+    if (tok)
+        xfer_pinned_put(xfer__staging_pool(), tok);
+}

@@ -132,4 +132,23 @@ struct xfer_pinned_pool *xfer__staging_pool(void);
 
 #define XFER_STAGING_BUF (4u << 20)
 
+/*
+ * Staging helpers for transports that move bytes with the CPU (tcp, shm). Each is a no-op for
+ * host memory, so a transport can call them unconditionally:
+ *
+ *   send side   const void *p = xfer__stage_out(src, len, &tok);   (NULL: OOM or copy failed)
+ *               ... send len bytes from p ...
+ *               xfer__stage_release(tok);
+ *   receive     void *p = xfer__stage_in(dst, len, &tok);          (NULL: OOM)
+ *               ... receive len bytes into p ...
+ *               rc = xfer__stage_in_done(dst, p, len, tok);        (copies to dst, releases)
+ *
+ * For device memory the bytes go through a buffer of xfer__staging_pool() (a one-off buffer
+ * when len exceeds XFER_STAGING_BUF). *tok is NULL for host memory. Thread-safe.
+ */
+const void *xfer__stage_out(const void *src, size_t len, void **tok);
+void *xfer__stage_in(void *dst, size_t len, void **tok);
+int xfer__stage_in_done(void *dst, void *buf, size_t len, void *tok);
+void xfer__stage_release(void *tok);
+
 #endif
