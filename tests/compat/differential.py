@@ -258,7 +258,8 @@ class Gen:
         else:
             mode, args = "exact", got
         # Now and then a wrong argument count: arity and syntax errors must match too.
-        if r.random() < 0.04 and len(args) > 1:
+        random_without_count = args[0] in ("SPOP", "SRANDMEMBER")  # random once cut short
+        if r.random() < 0.04 and len(args) > 1 and not random_without_count:
             args = args[:r.randrange(1, len(args))]
         elif r.random() < 0.02:
             args = args + [self.pick("x", "1", "WITHSCORES", "COUNT")]
