@@ -507,6 +507,40 @@ Test(rdma_mock, qp_states_slicing_and_data) {
     pair_close(&p);
 }
 
+Test(rdma_mock, warmup_connects_every_device) {
+    struct pair p;
+    int err;
+    pair_open(&p, 2, NULL, 1u << 20);
+    struct xfer_vrb *v = vrb_of(p.cli);
+    cr_assert_eq(mock.n_qp, 0, "nothing connected before first use");
+    cr_assert_eq(xfer_segment_warmup(p.seg), 0);
+    cr_assert_eq(mock.n_qp, 4, "one active + one passive QP per device");
+    cr_assert_eq(atomic_load(&v->st.eps_created), 2);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(mock.qps[i]->qp.state, IBV_QPS_RTS);
+    cr_assert_eq(run1(&p, XFER_OP_WRITE, 0, 4096, &err), XFER_STATUS_COMPLETED);
+    cr_assert_eq(run1(&p, XFER_OP_WRITE, 0, 4096, &err), XFER_STATUS_COMPLETED);
+    cr_assert_eq(mock.n_qp, 4, "transfers reuse the warmed-up endpoints");
+    pair_close(&p);
+}
+
+Test(rdma_mock, qp_fatal_breaks_only_that_endpoint) {
+    struct pair p;
+    int err;
+    pair_open(&p, 1, NULL, 1u << 20);
+    struct xfer_vrb *v = vrb_of(p.cli);
+    cr_assert_eq(run1(&p, XFER_OP_WRITE, 0, 4096, &err), XFER_STATUS_COMPLETED);
+    struct ibv_async_event ev = {.event_type = IBV_EVENT_QP_FATAL};
+    ev.element.qp = &mock.qps[0]->qp; /* the client's active QP */
+    xfer_vrb__handle_async(&v->ctx[0], &ev);
+    cr_assert(atomic_load(&v->ctx[0].active), "the device stays active");
+    cr_assert(mock.qps[0]->destroyed, "the idle broken endpoint is gone");
+    cr_assert_eq(v->ctx[0].n_eps, 0, "it left the cache");
+    cr_assert_eq(run1(&p, XFER_OP_WRITE, 0, 4096, &err), XFER_STATUS_COMPLETED);
+    cr_assert_eq(atomic_load(&v->st.eps_created), 2, "a new endpoint replaced the broken one");
+    pair_close(&p);
+}
+
 Test(rdma_mock, error_completion_fails_over_or_fails) {
     struct pair p;
     int err;

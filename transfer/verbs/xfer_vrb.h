@@ -187,6 +187,7 @@ int xfer_vrb__ep_get(struct xfer_vrb_seg *s, struct xfer_vrb_ctx *c, int peer_de
 void xfer_vrb__ep_put(struct xfer_vrb_ep *ep);
 int xfer_vrb__ep_add_passive(struct xfer_vrb_ctx *c, struct ibv_qp *qp);
 void xfer_vrb__eps_disconnect(struct xfer_vrb_ctx *c);
+void xfer_vrb__ep_break(struct xfer_vrb_ctx *c, struct ibv_qp *qp);
 void xfer_vrb__eps_destroy(struct xfer_vrb_ctx *c);
 
 /* ---- xfer_vrb_post.c ---- */

@@ -109,11 +109,7 @@ void xfer_vrb__handle_async(struct xfer_vrb_ctx *c, const struct ibv_async_event
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
     case IBV_EVENT_QP_ACCESS_ERR:
-        pthread_mutex_lock(&c->ep_lock);
-        for (struct xfer_vrb_ep *ep = c->eps; ep; ep = ep->next)
-            if (ep->qp == ev->element.qp)
-                atomic_store(&ep->state, XFER_VRB_EP_BROKEN);
-        pthread_mutex_unlock(&c->ep_lock);
+        xfer_vrb__ep_break(c, ev->element.qp);
         break;
     default:
         break;

@@ -253,6 +253,27 @@ void xfer_vrb__eps_disconnect(struct xfer_vrb_ctx *c) {
     }
 }
 
+/*
+ * Breaks the endpoint of c that owns qp (QP fatal event): it leaves the cache, and is destroyed
+ * now when idle, else with its last reference. Thread-safe.
+ */
+void xfer_vrb__ep_break(struct xfer_vrb_ctx *c, struct ibv_qp *qp) {
+    struct xfer_vrb_ep *dead = NULL;
+    pthread_mutex_lock(&c->ep_lock);
+    for (struct xfer_vrb_ep *ep = c->eps; ep; ep = ep->next) {
+        if (ep->qp != qp)
+            continue;
+        atomic_store(&ep->state, XFER_VRB_EP_BROKEN);
+        xfer_vrb_unlink(c, ep);
+        if (atomic_load(&ep->refs) == 0 || ep->passive)
+            dead = ep;
+        break;
+    }
+    pthread_mutex_unlock(&c->ep_lock);
+    if (dead)
+        xfer_vrb_ep_destroy(dead);
+}
+
 /* Destroys every cached endpoint (context close; nothing is in flight). Not thread-safe. */
 void xfer_vrb__eps_destroy(struct xfer_vrb_ctx *c) {
     xfer_vrb__eps_disconnect(c);

@@ -19,6 +19,7 @@
 #include "common/cm_errno.h"
 #include "common/cm_log.h"
 #include "common/cm_mem.h"
+#include "common/cm_time.h"
 #include "transfer/verbs/xfer_vrb.h"
 
 static int xfer_vrb_setting(const char *args, const char *key, const char *env, uint64_t def,
@@ -132,6 +133,29 @@ void xfer_vrb__close_segment(struct xfer_transport *tp, void *seg_ctx) {
     cm_free(seg_ctx);
 }
 
+/*
+ * warmup_segment op: connects an endpoint from every active device to its peer device now
+ * (QP creation and handshake), so the first batch does not pay for it. Returns 0 or the first
+ * connect error. Thread-safe.
+ */
+static int xfer_vrb_warmup_segment(struct xfer_transport *tp, void *seg_ctx) {
+    struct xfer_vrb *v = tp->ctx;
+    struct xfer_vrb_seg *s = seg_ctx;
+    uint64_t deadline = cm_mono_ns() + (uint64_t)xfer_engine_timeout_ms(tp->eng) * 1000000ull;
+    int first = 0;
+    for (int i = 0; i < v->n_ctx; i++) {
+        struct xfer_vrb_ep *ep;
+        if (!atomic_load(&v->ctx[i].active))
+            continue;
+        int rc = xfer_vrb__ep_get(s, &v->ctx[i], i % s->peer_n, deadline, &ep);
+        if (rc == 0)
+            xfer_vrb__ep_put(ep);
+        else if (!first)
+            first = rc;
+    }
+    return first;
+}
+
 /* The rdma transport's ops table, listed in transfer/core/xfer_registry.c. */
 const struct xfer_transport_ops xfer_rdma_ops = {
     .size = sizeof(struct xfer_transport_ops),
@@ -145,5 +169,5 @@ const struct xfer_transport_ops xfer_rdma_ops = {
     .open_segment = xfer_vrb__open_segment,
     .close_segment = xfer_vrb__close_segment,
     .submit = xfer_vrb__submit,
-    .warmup_segment = xfer__no_warmup_segment,
+    .warmup_segment = xfer_vrb_warmup_segment,
 };
