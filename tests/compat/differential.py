@@ -3,8 +3,10 @@
 # sorted-set commands (valid and invalid arguments, wrong types) goes to the server under test
 # and to a reference redis-server 7.0; every reply must be byte-identical, except that replies
 # whose order Redis leaves unspecified (SMEMBERS, HGETALL, KEYS, ...) are compared sorted and
-# TTL-like replies may differ by the time between the two servers' clock readings. Lex-range
-# commands use keys whose members all have score 0 (Redis leaves other cases unspecified). Usage: differential.py PORT REF_PORT [COUNT [SEED]].
+# TTL-like replies may differ by the time between the two servers' clock readings. With PROTO 3
+# both connections speak RESP3 (HELLO 3), so its types are compared too. Lex-range commands use
+# keys whose members all have score 0 (Redis leaves other cases unspecified).
+# Usage: differential.py PORT REF_PORT [COUNT [SEED [PROTO]]].
 import random
 import socket
 import sys
@@ -37,23 +39,26 @@ class Conn:
         return out
 
     def reply(self):
-        """Returns (raw bytes, parsed) of one RESP2 reply; parsed arrays are lists."""
+        """Returns (raw bytes, parsed) of one RESP2/RESP3 reply; parsed arrays, sets and maps
+        (flattened) are lists."""
         line = self._line()
         t = line[:1]
-        if t in (b"+", b"-", b":"):
+        if t in (b"+", b"-", b":", b",", b"#", b"("):
             return line + b"\r\n", line
-        if t == b"$":
+        if t == b"_":
+            return line + b"\r\n", None
+        if t in (b"$", b"="):
             n = int(line[1:])
             if n < 0:
                 return line + b"\r\n", None
             data = self._exact(n + 2)
             return line + b"\r\n" + data, data[:-2]
-        if t == b"*":
+        if t in (b"*", b"~", b"%", b">"):
             n = int(line[1:])
             if n < 0:
                 return line + b"\r\n", None
             raw, items = line + b"\r\n", []
-            for _ in range(n):
+            for _ in range(2 * n if t == b"%" else n):
                 r, p = self.reply()
                 raw += r
                 items.append(p)
@@ -291,8 +296,11 @@ def main():
     port, ref_port = int(sys.argv[1]), int(sys.argv[2])
     count = int(sys.argv[3]) if len(sys.argv) > 3 else 20000
     seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    resp3 = len(sys.argv) > 5 and sys.argv[5] == "3"
     test, ref = Conn(port), Conn(ref_port)
     for c in (test, ref):
+        if resp3:
+            c.call([b"HELLO", b"3"])
         c.call([b"FLUSHALL"])
     gen = Gen(random.Random(seed))
     mismatches, by_cmd, history = 0, {}, []
@@ -321,7 +329,8 @@ def main():
             c.call([b"FLUSHALL"])
         history = []
     summary = ", ".join(f"{k} {v}" for k, v in sorted(by_cmd.items(), key=lambda x: -x[1]))
-    print(f"differential: {count} commands (seed {seed}), {mismatches} mismatches"
+    print(f"differential: {count} commands (seed {seed}, RESP{3 if resp3 else 2}), "
+          f"{mismatches} mismatches"
           f"{': ' + summary if summary else ''}")
     sys.exit(1 if mismatches else 0)
 
