@@ -124,6 +124,22 @@ int srv__set_has(const void *set, const char *p, size_t n);
 size_t srv__set_card(const void *set);
 
 /*
+ * Memory guard, called by aggregate writes (the denyoom commands) before any shard lock is
+ * taken, with the approximate number of bytes the command adds: when heap plus segment usage
+ * exceeds --memory, evicts least recently used keys; if nothing is left to evict, replies the
+ * OOM error and returns -1 (the command must not run). Returns 0 otherwise.
+ */
+int srv__agg_room(struct srv_client *c, size_t bytes);
+
+/* Argument bytes of argv[first ..] (the size a write adds, roughly). */
+static inline size_t srv_t_arg_bytes(const struct srv_client *c, int first) {
+    size_t n = 0;
+    for (int i = first; i < c->argc; i++)
+        n += c->argv[i].len + 16;
+    return n;
+}
+
+/*
  * Payload entry points for srv_types.c: free a payload and everything it owns, or build a
  * deep copy. Payloads are only touched under their key's shard lock (or by the last owner).
  */

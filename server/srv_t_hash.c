@@ -123,6 +123,8 @@ static struct srv_obj *srv_hash_lookup_create(struct srv_client *c, struct srv_d
 
 /* HSET (reply = number created) and HMSET (reply = OK). */
 static void srv_hset_generic(struct srv_client *c, int hmset) {
+    if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     if (c->argc % 2 != 0) {
         srv_reply_wrong_arity(c, hmset ? "hmset" : "hset");
         return;
@@ -152,6 +154,8 @@ void rc_hmset_command(struct srv_client *c) {
 }
 
 void rc_hsetnx_command(struct srv_client *c) {
+    if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     struct srv_db_ref r;
     struct srv_obj *o = srv_hash_lookup_create(c, &r);
     if (!o)
@@ -191,6 +195,8 @@ void rc_hdel_command(struct srv_client *c) {
 }
 
 void rc_hincrby_command(struct srv_client *c) {
+    if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     long long incr, cur = 0;
     if (srv_arg_ll(c, 3, &incr, NULL) < 0)
         return;
@@ -222,6 +228,8 @@ void rc_hincrby_command(struct srv_client *c) {
 }
 
 void rc_hincrbyfloat_command(struct srv_client *c) {
+    if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     long double incr, cur = 0;
     if (cm_str2ld(c->argv[3].p, c->argv[3].len, &incr) != 0) {
         srv_reply_error(c, "ERR value is not a valid float");

@@ -124,6 +124,8 @@ static void srv_list_done(struct srv_db_ref *r, struct srv_obj *o) {
 
 /* LPUSH/RPUSH (xx = 0) and LPUSHX/RPUSHX (xx = 1). */
 static void srv_push_generic(struct srv_client *c, int front, int xx) {
+    if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 0, &bad);
@@ -315,6 +317,8 @@ void rc_lindex_command(struct srv_client *c) {
 /* ---------------------------------------------------------------- LSET, LREM, LTRIM */
 
 void rc_lset_command(struct srv_client *c) {
+    if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 0, &bad);
@@ -445,6 +449,8 @@ static void srv_list_insert_at(struct srv_list *l, size_t pos, struct srv_t_str 
 }
 
 void rc_linsert_command(struct srv_client *c) {
+    if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     int after;
     if (srv_arg_is(c, 2, "after")) {
         after = 1;
@@ -685,6 +691,8 @@ static int srv_list_side(struct srv_client *c, int i, int *front) {
 }
 
 void rc_lmove_command(struct srv_client *c) {
+    if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     int from, to;
     if (srv_list_side(c, 3, &from) < 0 || srv_list_side(c, 4, &to) < 0)
         return;
@@ -692,6 +700,8 @@ void rc_lmove_command(struct srv_client *c) {
 }
 
 void rc_rpoplpush_command(struct srv_client *c) {
+    if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     srv_lmove_generic(c, 0, 1);
 }
 

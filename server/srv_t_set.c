@@ -105,6 +105,8 @@ static void srv_set_done(struct srv_db_ref *r, struct srv_obj *o) {
 /* ---------------------------------------------------------------- SADD, SREM */
 
 void rc_sadd_command(struct srv_client *c) {
+    if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 0, &bad);
@@ -638,6 +640,8 @@ static long long srv_sop_store(const struct srv_arg *dst, struct srv_set *acc) {
 
 /* SUNION/SINTER/SDIFF (store = 0) and their STORE forms (destination at argv[1]). */
 static void srv_sop_generic(struct srv_client *c, int op, int store) {
+    if (store && srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     int first = store ? 2 : 1;
     struct srv_set *acc = srv_sop_compute(c, first, c->argc - first, op);
     if (!acc)

@@ -468,6 +468,8 @@ static int srv_zadd_flags(struct srv_client *c, unsigned *flags) {
 
 /* ZADD (flags from the arguments) and ZINCRBY (incr = 1: ZADD key INCR score member). */
 static void srv_zadd_generic(struct srv_client *c, int zincrby) {
+    if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     unsigned flags = SRV_ZADD_INCR;
     int sidx = zincrby ? 2 : srv_zadd_flags(c, &flags);
     int elements = c->argc - sidx;
@@ -802,6 +804,8 @@ static long long srv_zset_store(const struct srv_arg *dst, struct srv_zset *zs) 
  * from the arguments).
  */
 static void srv_zrange_generic(struct srv_client *c, int type, int rev, int store) {
+    if (store && srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     struct srv_zrange_req q = {type, rev, 0, 0, -1};
     int key = 1 + store, minidx = 2 + store, maxidx = 3 + store;
     if (srv_zrange_opts(c, 4 + store, store, &q) < 0)
@@ -1292,6 +1296,8 @@ static int srv_zsrc_by_card(const void *a, const void *b) {
  */
 static void srv_zop_generic(struct srv_client *c, int op, int numkeys_idx, int store, int card_only,
                             const char *name) {
+    if (store && srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
+        return;
     long long numkeys;
     if (srv_arg_ll(c, numkeys_idx, &numkeys, NULL) < 0)
         return;

@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Type dispatch for aggregate values (lists, sets, hashes, sorted sets): free, copy and name.
- * The payload structures and their commands live in srv_t_*.c.
+ * Type dispatch for aggregate values (lists, sets, hashes, sorted sets): free, copy and name,
+ * and the memory guard of aggregate writes. The payload structures and their commands live in
+ * srv_t_*.c.
  */
 #include "common/fmacros.h"
 
 #include "server/srv_db.h"
+#include "server/srv_reply.h"
+#include "server/srv_seg.h"
+#include "server/srv_server.h"
 #include "server/srv_t.h"
+
+#include "common/cm_mem.h"
 
 #include <stddef.h>
 
@@ -32,4 +38,36 @@ void *srv_type_dup(enum srv_type type, const void *payload) {
 const char *srv_type_name(enum srv_type type) {
     static const char *const names[] = {"string", "list", "set", "hash", "zset"};
     return (unsigned)type <= SRV_TYPE_ZSET ? names[type] : "none";
+}
+
+/* Bytes of aggregate writes a thread may do between two memory checks. */
+#define SRV_AGG_CHECK_BYTES 65536
+/* Aggregate writes a thread may do between two memory checks. */
+#define SRV_AGG_CHECK_CALLS 32
+
+/*
+ * The memory guard of aggregate writes (see srv_t.h): aggregates live on the heap, so the
+ * segment's own eviction never sees them; this evicts least recently used keys while heap plus
+ * segment usage (INFO used_memory) is above --memory. Checks at most every
+ * SRV_AGG_CHECK_CALLS calls or SRV_AGG_CHECK_BYTES bytes per thread (summing the heap counters
+ * costs a few hundred loads), so usage may overshoot by about that much per thread.
+ */
+int srv__agg_room(struct srv_client *c, size_t bytes) {
+    static _Thread_local uint32_t calls;
+    static _Thread_local size_t pending;
+    pending += bytes;
+    if (++calls < SRV_AGG_CHECK_CALLS && pending < SRV_AGG_CHECK_BYTES)
+        return 0;
+    calls = 0;
+    pending = 0;
+    if (!srv_segment)
+        return 0;
+    uint64_t limit = srv_seg_size(srv_segment);
+    while (cm_mem_used() + srv_seg_used(srv_segment) > limit) {
+        if (srv_db_evict(srv_db_evict_ratio) == 0) {
+            srv_reply_error(c, SRV_ERR_OOM);
+            return -1;
+        }
+    }
+    return 0;
 }

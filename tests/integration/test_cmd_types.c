@@ -10,8 +10,8 @@
  * ZINTER ZDIFF and their STORE forms, ZINTERCARD ZMPOP): replies, exact error strings, WRONGTYPE
  * across types, TYPE names, empty aggregates deleting their key, COPY/RENAME of aggregates,
  * WATCH aborted by an in-place change, RESP3 encodings (maps, sets, doubles, score pairs) on
- * the wire, a randomized list model, concurrent LMOVE/SMOVE from four connections, and a
- * 100,000-element list.
+ * the wire, a randomized list model, concurrent LMOVE/SMOVE from four connections, a
+ * 100,000-element list, and aggregates kept within --memory.
  * Every expectation holds for redis-server 7.0 too (CRESCENT_TEST_SERVER=redis). */
 #include "common/fmacros.h"
 
@@ -1214,5 +1214,56 @@ Test(types, concurrent_moves) {
     for (int i = 0; i < 100; i++) {
         cr_assert_eq(seen_l[i], 1, "list element %d seen %d times", i, seen_l[i]);
         cr_assert_eq(seen_s[i], 1, "set member %d seen %d times", i, seen_s[i]);
+    }
+}
+
+/* ---------------------------------------------------------------- memory limit */
+
+/* Reads a numeric INFO field. */
+static long long info_field(const char *section, const char *field) {
+    redisReply *r = it_cmd(it_c, "INFO %s", section);
+    IT_TYPE(r, REDIS_REPLY_STRING);
+    char key[64];
+    snprintf(key, sizeof(key), "\n%s:", field);
+    const char *p = strstr(r->str, key);
+    cr_assert(p != NULL, "INFO %s has no %s", section, field);
+    return atoll(p + strlen(key));
+}
+
+/* 40 MiB of list and hash elements into a 16 MiB server: used_memory stays within the limit
+ * (crescent evicts least recently used keys; redis-server's default policy answers OOM). */
+Test(types_memory, aggregates_respect_the_limit, .fini = it_teardown, .timeout = 60) {
+    struct it_opts o = {.memory = "16mb"};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+    static char v[1024];
+    memset(v, 'e', sizeof(v));
+    long long ok = 0, oom = 0;
+    for (int k = 0; k < 40; k++) {
+        for (int i = 0; i < 500; i++) {
+            redisAppendCommand(it_c, "RPUSH list:%d %b", k, v, sizeof(v));
+            redisAppendCommand(it_c, "HSET hash:%d f%d %b", k, i, v, sizeof(v));
+        }
+        for (int i = 0; i < 1000; i++) {
+            redisReply *r;
+            cr_assert_eq(redisGetReply(it_c, (void **)&r), REDIS_OK);
+            if (r->type == REDIS_REPLY_ERROR) {
+                cr_assert_str_eq(r->str, "OOM command not allowed when used memory > 'maxmemory'.");
+                oom++;
+            } else {
+                cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
+                ok++;
+            }
+            freeReplyObject(r);
+        }
+    }
+    long long used = info_field("memory", "used_memory");
+    long long max = info_field("memory", "maxmemory");
+    cr_assert_eq(max, 16 << 20);
+    cr_assert(used <= max + max / 10, "used_memory %lld above maxmemory %lld", used, max);
+    cr_assert(ok > 0, "nothing was stored");
+    if (it_target_is_crescent()) {
+        cr_assert_eq(oom, 0, "crescent evicts instead of refusing");
+        cr_assert(info_field("stats", "evicted_keys") > 0);
     }
 }
