@@ -60,3 +60,13 @@ $(BUILD)/tests/fabric/test_xfer_gpu: $(call objs,tests/fabric/test_xfer_gpu.c) \
 	$(LINK) $(filter %.o %.a,$^) $(XFER_LIBS) $(CRITERION_LIBS)
 TEST_PROGS += $(BUILD)/tests/fabric/test_xfer_gpu
 ALL_SRCS   += tests/fabric/test_xfer_gpu.c tests/fabric/mocks/fake_cudart.c
+
+# test_xfer_gpu_real: the same on a real CUDA device; skips (77) without one.
+ifeq ($(XFER_HAVE_FABRIC),1)
+$(call objs,tests/fabric/test_xfer_gpu_real.c): MOD_CFLAGS += $(XFER_DEFS)
+$(BUILD)/tests/fabric/test_xfer_gpu_real: $(call objs,tests/fabric/test_xfer_gpu_real.c) \
+        $(BUILD)/lib/libxfer.a $(BUILD)/lib/libcm.a
+	$(LINK) $^ $(XFER_LIBS) -ldl
+TEST_PROGS += $(BUILD)/tests/fabric/test_xfer_gpu_real
+ALL_SRCS   += tests/fabric/test_xfer_gpu_real.c
+endif

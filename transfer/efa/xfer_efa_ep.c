@@ -115,17 +115,20 @@ static int xfer_efa_post_chunk(struct xfer_efa_seg *s, struct xfer_task *t, cons
     struct xfer_efa_op *op = xfer_efa__op_get(d, xfer_efa_task_op_done, t, len, t->deadline_ns);
     if (!op)
         return -ENOMEM;
-    if (!m && (d->mr_mode & FI_MR_LOCAL)) {
-        /* Unregistered local buffer on a provider that needs local keys: register it for the
-         * duration of this op. Registered buffers avoid this cost. */
+    if (!m && (d->mr_mode & (FI_MR_LOCAL | FI_MR_HMEM))) {
+        /* Unregistered local buffer on a provider that needs local keys (for all memory, or
+         * for device memory with FI_MR_HMEM): register it for the duration of this op.
+         * Registered buffers avoid this cost. */
         char loc[XFER_LOC_MAX];
         xfer__mem_location(local, loc, sizeof(loc));
-        rc = xfer_efa__mr_reg(d, local, len, FI_READ | FI_WRITE, loc, &op->tmp_mr);
-        if (rc) {
-            xfer_efa__op_abort(op);
-            return rc == -CM_ENOT_SUPPORTED ? rc : -CM_ETRANSFER_FAIL;
+        if ((d->mr_mode & FI_MR_LOCAL) || strncmp(loc, "cuda:", 5) == 0) {
+            rc = xfer_efa__mr_reg(d, local, len, FI_READ | FI_WRITE, loc, &op->tmp_mr);
+            if (rc) {
+                xfer_efa__op_abort(op);
+                return rc == -CM_ENOT_SUPPORTED ? rc : -CM_ETRANSFER_FAIL;
+            }
+            desc = fi_mr_desc(op->tmp_mr);
         }
-        desc = fi_mr_desc(op->tmp_mr);
     }
     uint64_t raddr = t->remote + off - (s->peer_virt ? 0 : t->rbuf->addr);
     __atomic_add_fetch(&t->tp_u64[0], 1, __ATOMIC_ACQ_REL);

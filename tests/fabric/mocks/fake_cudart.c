@@ -122,3 +122,15 @@ long fake_cuda_memcpy_calls(void);
 long fake_cuda_memcpy_calls(void) {
     return __atomic_load_n(&fake.memcpy_calls, __ATOMIC_RELAXED);
 }
+
+int cudaMalloc(void **p, size_t len);
+int cudaMalloc(void **p, size_t len) {
+    *p = fake_cuda_malloc(len, 0);
+    return *p ? 0 : 2;
+}
+
+int cudaFree(void *p);
+int cudaFree(void *p) {
+    fake_cuda_free(p);
+    return 0;
+}
