@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Differential test: the same pseudo-random sequence of string, key-space, list, hash, set and
-# sorted-set commands (valid and invalid arguments, wrong types) goes to the server under test
-# and to a reference redis-server 7.0; every reply must be byte-identical, except that replies
+# sorted-set commands (valid and invalid arguments, wrong types, MULTI/EXEC/DISCARD blocks) goes
+# to the server under test and to a reference redis-server 7.0; every reply must be
+# byte-identical, except that replies
 # whose order Redis leaves unspecified (SMEMBERS, HGETALL, KEYS, ...) are compared sorted and
 # TTL-like replies may differ by the time between the two servers' clock readings. With PROTO 3
 # both connections speak RESP3 (HELLO 3), so its types are compared too. Lex-range commands use
@@ -304,8 +305,22 @@ def main():
         c.call([b"FLUSHALL"])
     gen = Gen(random.Random(seed))
     mismatches, by_cmd, history = 0, {}, []
+    rnd = random.Random(seed * 7919)
+    in_multi = 0
     for i in range(count):
-        args, mode = gen.command()
+        # Transactions: MULTI, a few queued commands (or a bad one), then EXEC or DISCARD.
+        if in_multi == 0 and rnd.random() < 0.03:
+            args, mode, in_multi = [b"MULTI"], "exact", rnd.randint(2, 4)
+        elif in_multi == 1:
+            args, mode, in_multi = [rnd.choice([b"EXEC", b"EXEC", b"DISCARD"])], "exact", 0
+        else:
+            args, mode = gen.command()
+            if in_multi > 1:
+                in_multi -= 1
+                if mode != "exact":  # unordered replies inside EXEC cannot be canonicalised
+                    args, mode = [b"GET", args[1] if len(args) > 1 else b"s0"], "exact"
+            elif rnd.random() < 0.002:
+                args = [rnd.choice([b"EXEC", b"DISCARD", b"WATCH", b"UNWATCH"])]
         raw_t, parsed_t = test.call(args)
         raw_r, parsed_r = ref.call(args)
         history = (history + [(args, raw_r)])[-200:]
@@ -326,7 +341,10 @@ def main():
             print(f"    redis-server: {raw_r[:300]!r}\n    under test:   {raw_t[:300]!r}")
         # Resynchronise the data set so one difference does not cascade.
         for c in (test, ref):
+            if in_multi:
+                c.call([b"DISCARD"])
             c.call([b"FLUSHALL"])
+        in_multi = 0
         history = []
     summary = ", ".join(f"{k} {v}" for k, v in sorted(by_cmd.items(), key=lambda x: -x[1]))
     print(f"differential: {count} commands (seed {seed}, RESP{3 if resp3 else 2}), "
