@@ -4,9 +4,9 @@
 # to the server under test and to a reference redis-server 7.0; every reply must be
 # byte-identical, except that replies whose order Redis leaves unspecified (SMEMBERS, HGETALL,
 # KEYS, ...) are compared sorted and TTL-like replies may differ by the time between the two
-# servers' clock readings. With PROTO 3
-# both connections speak RESP3 (HELLO 3), so its types are compared too. Lex-range commands use
-# keys whose members all have score 0 (Redis leaves other cases unspecified).
+# servers' clock readings. With PROTO 3 both connections speak RESP3 (HELLO 3), so its types are
+# compared too. Lex-range commands use keys whose members all have score 0 (Redis leaves other
+# cases unspecified).
 # Usage: differential.py PORT REF_PORT [COUNT [SEED [PROTO]]].
 import random
 import socket
