@@ -14,11 +14,35 @@
 #include "common/cm_hash.h"
 #include "common/cm_mem.h"
 
+#include <malloc.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Seed of the member hash tables of sets, hashes and sorted sets. */
 #define SRV_T_HASH_SEED 0x6a09e667f3bcc909ull
+
+/*
+ * Bytes the aggregate payloads hold (their share of the heap), kept in per-thread slots like
+ * cm_mem: srv__agg_mem_add() adjusts the calling thread's slot, srv__agg_mem() sums them.
+ */
+void srv__agg_mem_add(int64_t delta);
+uint64_t srv__agg_mem(void);
+
+/* cm_malloc for payload parts, counted in srv__agg_mem() by usable size (aborts on OOM). */
+static inline void *srv_t_alloc(size_t n) {
+    void *p = cm_malloc(n);
+    srv__agg_mem_add((int64_t)malloc_usable_size(p));
+    return p;
+}
+
+/* cm_free for what srv_t_alloc() returned (NULL is ignored). */
+static inline void srv_t_free(void *p) {
+    if (!p)
+        return;
+    srv__agg_mem_add(-(int64_t)malloc_usable_size(p));
+    cm_free(p);
+}
 
 /* A heap byte string (list elements, set members): length then bytes, no terminator. */
 struct srv_t_str {
@@ -26,9 +50,9 @@ struct srv_t_str {
     char p[];
 };
 
-/* Copies n bytes at p into a new string (aborts on OOM). Free with cm_free(). */
+/* Copies n bytes at p into a new string (aborts on OOM). Free with srv_t_free(). */
 static inline struct srv_t_str *srv_t_str_new(const char *p, size_t n) {
-    struct srv_t_str *s = cm_malloc(sizeof(*s) + n);
+    struct srv_t_str *s = srv_t_alloc(sizeof(*s) + n);
     s->len = n;
     if (n)
         memcpy(s->p, p, n);
@@ -125,9 +149,10 @@ size_t srv__set_card(const void *set);
 
 /*
  * Memory guard, called by aggregate writes (the denyoom commands) before any shard lock is
- * taken, with the approximate number of bytes the command adds: when heap plus segment usage
- * exceeds --memory, evicts least recently used keys; if nothing is left to evict, replies the
- * OOM error and returns -1 (the command must not run). Returns 0 otherwise.
+ * taken, with the approximate number of bytes the command adds: when aggregate payloads plus
+ * segment usage exceed --memory, evicts least recently used keys; if nothing is left to evict,
+ * replies the OOM error and returns -1 (the command must not run). Returns 0 otherwise.
+ * Transient heap (client buffers, replies in flight) does not count.
  */
 int srv__agg_room(struct srv_client *c, size_t bytes);
 

@@ -41,7 +41,7 @@ static int srv_hfield_eq(const struct cm_ht_node *n, const void *key, size_t kle
 }
 
 static struct srv_hash *srv_hash_new(void) {
-    struct srv_hash *h = cm_malloc(sizeof(*h));
+    struct srv_hash *h = srv_t_alloc(sizeof(*h));
     cm_ht_init(&h->ht, 4);
     return h;
 }
@@ -60,12 +60,12 @@ static int srv_hash_set(struct srv_hash *h, const char *f, size_t fn, const char
     struct srv_hfield *e = (struct srv_hfield *)cm_ht_find(&h->ht, hv, f, fn, srv_hfield_eq);
     if (e) {
         if (!nx) {
-            cm_free(e->val);
+            srv_t_free(e->val);
             e->val = srv_t_str_new(v, vn);
         }
         return 0;
     }
-    e = cm_malloc(sizeof(*e) + fn);
+    e = srv_t_alloc(sizeof(*e) + fn);
     e->node.hash = hv;
     e->flen = fn;
     if (fn)
@@ -78,8 +78,8 @@ static int srv_hash_set(struct srv_hash *h, const char *f, size_t fn, const char
 static void srv_hfield_destroy(struct cm_ht_node *n, void *arg) {
     (void)arg;
     struct srv_hfield *e = (struct srv_hfield *)n;
-    cm_free(e->val);
-    cm_free(e);
+    srv_t_free(e->val);
+    srv_t_free(e);
 }
 
 /* Frees hash payload p, its fields and values (last owner, any thread). */
@@ -87,7 +87,7 @@ void srv_hash_free(void *p) {
     struct srv_hash *h = p;
     cm_ht_clear(&h->ht, srv_hfield_destroy, NULL);
     cm_ht_fini(&h->ht);
-    cm_free(h);
+    srv_t_free(h);
 }
 
 /* Deep copy of hash payload p (caller holds its shard lock or the exclusive lock). */

@@ -30,9 +30,9 @@ struct srv_list {
 };
 
 static struct srv_list *srv_list_new(void) {
-    struct srv_list *l = cm_malloc(sizeof(*l));
+    struct srv_list *l = srv_t_alloc(sizeof(*l));
     l->cap = SRV_LIST_MIN_CAP;
-    l->buf = cm_malloc(l->cap * sizeof(*l->buf));
+    l->buf = srv_t_alloc(l->cap * sizeof(*l->buf));
     l->head = 0;
     l->len = 0;
     return l;
@@ -45,10 +45,10 @@ static inline struct srv_t_str **srv_list_at(const struct srv_list *l, size_t i)
 
 /* Moves the elements into a buffer of cap slots (cap >= len), starting at slot 0. */
 static void srv_list_resize(struct srv_list *l, size_t cap) {
-    struct srv_t_str **nb = cm_malloc(cap * sizeof(*nb));
+    struct srv_t_str **nb = srv_t_alloc(cap * sizeof(*nb));
     for (size_t i = 0; i < l->len; i++)
         nb[i] = *srv_list_at(l, i);
-    cm_free(l->buf);
+    srv_t_free(l->buf);
     l->buf = nb;
     l->cap = cap;
     l->head = 0;
@@ -89,17 +89,17 @@ static struct srv_t_str *srv_list_pop(struct srv_list *l, int front) {
 void srv_list_free(void *p) {
     struct srv_list *l = p;
     for (size_t i = 0; i < l->len; i++)
-        cm_free(*srv_list_at(l, i));
-    cm_free(l->buf);
-    cm_free(l);
+        srv_t_free(*srv_list_at(l, i));
+    srv_t_free(l->buf);
+    srv_t_free(l);
 }
 
 /* Deep copy of list payload p (caller holds its shard lock or the exclusive lock). */
 void *srv_list_dup(const void *p) {
     const struct srv_list *l = p;
-    struct srv_list *n = cm_malloc(sizeof(*n));
+    struct srv_list *n = srv_t_alloc(sizeof(*n));
     n->cap = l->cap;
-    n->buf = cm_malloc(n->cap * sizeof(*n->buf));
+    n->buf = srv_t_alloc(n->cap * sizeof(*n->buf));
     n->head = 0;
     n->len = l->len;
     for (size_t i = 0; i < l->len; i++) {
@@ -172,7 +172,7 @@ void rc_rpushx_command(struct srv_client *c) {
 /* Replies e as a bulk string and frees it. */
 static void srv_list_reply_free(struct srv_client *c, struct srv_t_str *e) {
     resp_add_bulk(&c->out, e->p, e->len);
-    cm_free(e);
+    srv_t_free(e);
 }
 
 static void srv_pop_generic(struct srv_client *c, int front) {
@@ -342,7 +342,7 @@ void rc_lset_command(struct srv_client *c) {
         return;
     }
     struct srv_t_str **slot = srv_list_at(l, (size_t)pos);
-    cm_free(*slot);
+    srv_t_free(*slot);
     *slot = srv_t_str_new(c->argv[3].p, c->argv[3].len);
     srv_db_touch(o);
     srv_db_unlock(&r);
@@ -363,7 +363,7 @@ static size_t srv_list_remove(struct srv_list *l, const struct srv_arg *v, size_
         size_t i = dir > 0 ? k : l->len - 1 - k;
         struct srv_t_str *e = *srv_list_at(l, i);
         if ((limit == 0 || removed < limit) && srv_list_elem_eq(e, v)) {
-            cm_free(e);
+            srv_t_free(e);
             removed++;
             continue;
         }
@@ -420,9 +420,9 @@ void rc_ltrim_command(struct srv_client *c) {
             rtrim = 0;
         }
         for (size_t i = 0; i < ltrim; i++)
-            cm_free(srv_list_pop(l, 1));
+            srv_t_free(srv_list_pop(l, 1));
         for (size_t i = 0; i < rtrim; i++)
-            cm_free(srv_list_pop(l, 0));
+            srv_t_free(srv_list_pop(l, 0));
         if (ltrim || rtrim)
             srv_list_done(&r, o);
     }
@@ -672,7 +672,7 @@ static void srv_lmove_generic(struct srv_client *c, int from_front, int to_front
     if (srv_list_push_key(c, dst, e, to_front, 1) < 0) {
         /* the destination changed type meanwhile: give the element back */
         if (srv_list_push_key(c, src, e, from_front, 0) < 0)
-            cm_free(e);
+            srv_t_free(e);
         srv_reply_error(c, SRV_ERR_WRONGTYPE);
     }
 }

@@ -44,7 +44,7 @@ static int srv_smember_eq(const struct cm_ht_node *n, const void *key, size_t kl
 }
 
 static struct srv_set *srv_set_new(void) {
-    struct srv_set *s = cm_malloc(sizeof(*s));
+    struct srv_set *s = srv_t_alloc(sizeof(*s));
     cm_ht_init(&s->ht, 4);
     return s;
 }
@@ -58,7 +58,7 @@ static int srv_set_add(struct srv_set *s, const char *p, size_t n) {
     uint64_t h = srv_t_hash(p, n);
     if (cm_ht_find(&s->ht, h, p, n, srv_smember_eq))
         return 0;
-    struct srv_smember *m = cm_malloc(sizeof(*m) + n);
+    struct srv_smember *m = srv_t_alloc(sizeof(*m) + n);
     m->node.hash = h;
     m->len = n;
     if (n)
@@ -69,7 +69,7 @@ static int srv_set_add(struct srv_set *s, const char *p, size_t n) {
 
 static void srv_smember_destroy(struct cm_ht_node *n, void *arg) {
     (void)arg;
-    cm_free(n);
+    srv_t_free(n);
 }
 
 /* Frees set payload p and its members (last owner, any thread). */
@@ -77,7 +77,7 @@ void srv_set_free(void *p) {
     struct srv_set *s = p;
     cm_ht_clear(&s->ht, srv_smember_destroy, NULL);
     cm_ht_fini(&s->ht);
-    cm_free(s);
+    srv_t_free(s);
 }
 
 /* Deep copy of set payload p (caller holds its shard lock or the exclusive lock). */
@@ -139,7 +139,7 @@ void rc_srem_command(struct srv_client *c) {
             struct srv_smember *m = srv_set_find(s, c->argv[i].p, c->argv[i].len);
             if (m) {
                 cm_ht_remove(&s->ht, &m->node);
-                cm_free(m);
+                srv_t_free(m);
                 removed++;
             }
         }
@@ -247,7 +247,7 @@ static void srv_spop_with_count(struct srv_client *c) {
         struct srv_smember *m = (struct srv_smember *)cm_ht_random(&s->ht);
         resp_add_bulk(&c->out, m->p, m->len);
         cm_ht_remove(&s->ht, &m->node);
-        cm_free(m);
+        srv_t_free(m);
     }
     srv_set_done(&r, o);
     srv_db_unlock(&r);
@@ -276,7 +276,7 @@ void rc_spop_command(struct srv_client *c) {
     struct srv_smember *m = (struct srv_smember *)cm_ht_random(&s->ht);
     resp_add_bulk(&c->out, m->p, m->len);
     cm_ht_remove(&s->ht, &m->node);
-    cm_free(m);
+    srv_t_free(m);
     srv_set_done(&r, o);
     srv_db_unlock(&r);
 }
@@ -577,7 +577,7 @@ static void srv_sop_filter(struct cm_ht_node *node, void *arg) {
     int in = k->s && srv_set_find(k->s, m->p, m->len) != NULL;
     if (in != k->inter) {
         cm_ht_remove(&k->acc->ht, node);
-        cm_free(m);
+        srv_t_free(m);
     }
 }
 
@@ -758,7 +758,7 @@ void rc_smove_command(struct srv_client *c) {
     int moved = e != NULL;
     if (moved) {
         cm_ht_remove(&((struct srv_set *)o->payload)->ht, &e->node);
-        cm_free(e);
+        srv_t_free(e);
         srv_set_done(&r, o);
     }
     srv_db_unlock(&r);

@@ -53,7 +53,7 @@ struct srv_zset {
 };
 
 static struct srv_zn *srv_zn_new(int nlev, double score, const char *p, size_t n) {
-    struct srv_zn *z = cm_malloc(sizeof(*z) + (size_t)nlev * sizeof(z->lev[0]) + n);
+    struct srv_zn *z = srv_t_alloc(sizeof(*z) + (size_t)nlev * sizeof(z->lev[0]) + n);
     z->score = score;
     z->back = NULL;
     z->nlev = nlev;
@@ -69,7 +69,7 @@ static struct srv_zn *srv_zn_new(int nlev, double score, const char *p, size_t n
 }
 
 static struct srv_zset *srv_zset_new(void) {
-    struct srv_zset *z = cm_malloc(sizeof(*z));
+    struct srv_zset *z = srv_t_alloc(sizeof(*z));
     cm_ht_init(&z->ht, 4);
     z->header = srv_zn_new(SRV_ZSL_MAX_LEVEL, 0, NULL, 0);
     z->tail = NULL;
@@ -208,7 +208,7 @@ static void srv_zset_rescore(struct srv_zset *zs, struct srv_zn *z, double score
 static void srv_zset_delete(struct srv_zset *zs, struct srv_zn *z) {
     srv_zsl_unlink(zs, z);
     cm_ht_remove(&zs->ht, &z->hnode);
-    cm_free(z);
+    srv_t_free(z);
 }
 
 /* Frees sorted set payload p: nodes, header and member table (last owner, any thread). */
@@ -217,12 +217,12 @@ void srv_zset_free(void *p) {
     struct srv_zn *x = zs->header->lev[0].fwd;
     while (x) {
         struct srv_zn *next = x->lev[0].fwd;
-        cm_free(x);
+        srv_t_free(x);
         x = next;
     }
-    cm_free(zs->header);
+    srv_t_free(zs->header);
     cm_ht_fini(&zs->ht);
-    cm_free(zs);
+    srv_t_free(zs);
 }
 
 /* Deep copy of sorted set payload p (caller holds its shard lock or the exclusive lock). */

@@ -12,7 +12,7 @@
 #include "server/srv_server.h"
 #include "server/srv_t.h"
 
-#include "common/cm_mem.h"
+#include "common/cm_atomic.h"
 
 #include <stddef.h>
 
@@ -40,6 +40,40 @@ const char *srv_type_name(enum srv_type type) {
     return (unsigned)type <= SRV_TYPE_ZSET ? names[type] : "none";
 }
 
+/* ---------------------------------------------------------------- payload memory */
+
+#define SRV_AGG_SLOTS 256
+
+/* One counter per thread (first come, first served; threads beyond the last share it). */
+struct srv_agg_slot {
+    _Atomic int64_t bytes;
+    char pad[64 - sizeof(int64_t)];
+};
+
+static struct srv_agg_slot srv_agg_slots[SRV_AGG_SLOTS] __attribute__((aligned(64)));
+static _Atomic unsigned srv_agg_next_slot;
+static _Thread_local struct srv_agg_slot *srv_agg_mine;
+
+/* Adds delta to the calling thread's payload byte counter. Any thread. */
+void srv__agg_mem_add(int64_t delta) {
+    if (!srv_agg_mine) {
+        unsigned i = cm_atomic_add_relaxed(&srv_agg_next_slot, 1u);
+        srv_agg_mine = &srv_agg_slots[i < SRV_AGG_SLOTS ? i : SRV_AGG_SLOTS - 1];
+    }
+    cm_atomic_add_relaxed(&srv_agg_mine->bytes, delta);
+}
+
+/* Bytes held by aggregate payloads, all threads (approximate while writers run). */
+uint64_t srv__agg_mem(void) {
+    unsigned n = cm_atomic_load_relaxed(&srv_agg_next_slot);
+    int64_t sum = 0;
+    for (unsigned i = 0; i < n && i < SRV_AGG_SLOTS; i++)
+        sum += cm_atomic_load_relaxed(&srv_agg_slots[i].bytes);
+    return sum > 0 ? (uint64_t)sum : 0;
+}
+
+/* ---------------------------------------------------------------- memory guard */
+
 /* Bytes of aggregate writes a thread may do between two memory checks. */
 #define SRV_AGG_CHECK_BYTES 65536
 /* Aggregate writes a thread may do between two memory checks. */
@@ -47,10 +81,9 @@ const char *srv_type_name(enum srv_type type) {
 
 /*
  * The memory guard of aggregate writes (see srv_t.h): aggregates live on the heap, so the
- * segment's own eviction never sees them; this evicts least recently used keys while heap plus
- * segment usage (INFO used_memory) is above --memory. Checks at most every
- * SRV_AGG_CHECK_CALLS calls or SRV_AGG_CHECK_BYTES bytes per thread (summing the heap counters
- * costs a few hundred loads), so usage may overshoot by about that much per thread.
+ * segment's own eviction never sees them; this evicts least recently used keys while payload
+ * bytes plus segment usage are above --memory. Checks at most every SRV_AGG_CHECK_CALLS calls
+ * or SRV_AGG_CHECK_BYTES bytes per thread, so usage may overshoot by about that much per thread.
  */
 int srv__agg_room(struct srv_client *c, size_t bytes) {
     static _Thread_local uint32_t calls;
@@ -63,7 +96,7 @@ int srv__agg_room(struct srv_client *c, size_t bytes) {
     if (!srv_segment)
         return 0;
     uint64_t limit = srv_seg_size(srv_segment);
-    while (cm_mem_used() + srv_seg_used(srv_segment) > limit) {
+    while (srv__agg_mem() + srv_seg_used(srv_segment) > limit) {
         if (srv_db_evict(srv_db_evict_ratio) == 0) {
             srv_reply_error(c, SRV_ERR_OOM);
             return -1;
