@@ -395,19 +395,30 @@ static void srv_rename_generic(struct srv_client *c, int nx) {
         resp_add_int(&c->out, 0);
         return;
     }
-    /* Exclusive lock held: nothing else runs, so the copy-then-unlink is atomic. */
-    struct srv_db_ref r;
-    srv_db_lock(&r, src->p, src->len);
-    struct srv_obj *o = srv_db_peek(&r, now);
-    srv_obj_ref(o);
-    srv_db_unlock(&r);
-    int rc = srv_store_copy(c, dst, o, 1);
-    srv_obj_unref(o);
-    if (rc < 0)
-        return;
-    struct srv_obj *gone = srv_take_key(src, now);
-    if (gone)
-        srv_obj_unref(gone);
+    /* Exclusive lock held: nothing else runs, so take-then-store is atomic. The value moves
+     * to the new key without a copy unless a reply still reads it (then it is copied). */
+    struct srv_obj *o = srv_take_key(src, now);
+    if (cm_atomic_load_relaxed(&o->refs) == 1) {
+        struct srv_obj *n = srv_obj_rekey(o, dst->p, dst->len);
+        struct srv_db_ref r;
+        srv_db_lock(&r, dst->p, dst->len);
+        struct srv_obj *old = srv_db_peek(&r, now);
+        if (old)
+            srv_db_replace(&r, old, n);
+        else
+            srv_db_insert(&r, n);
+        srv_db_unlock(&r);
+    } else {
+        int rc = srv_store_copy(c, dst, o, 1);
+        if (rc < 0) { /* put the source back: RENAME failed as a whole */
+            struct srv_db_ref r;
+            srv_db_lock(&r, src->p, src->len);
+            srv_db_insert(&r, o);
+            srv_db_unlock(&r);
+            return;
+        }
+        srv_obj_unref(o);
+    }
     if (nx)
         resp_add_int(&c->out, 1);
     else

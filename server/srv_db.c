@@ -4,6 +4,7 @@
 
 #include "server/srv_db.h"
 
+#include "server/srv_t.h"
 #include "server/srv_watch.h"
 
 #include "common/cm_atomic.h"
@@ -15,6 +16,7 @@
 #include "common/cm_time.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -45,6 +47,7 @@ static uint64_t srv_clock_base_ms;
 static _Atomic uint64_t srv_last_evict_ms;
 
 static _Atomic uint64_t stat_expired, stat_evicted, stat_evict_cycles;
+static struct cm_pcounter srv_meta_bytes; /* object records + their bucket slots */
 static struct cm_pcounter stat_hits, stat_misses;
 
 uint32_t srv_lru_clock(void) {
@@ -201,13 +204,44 @@ char *srv_obj_val(const struct srv_obj *o) {
 /* Evicts when usage passed the high watermark; at most every 10 ms if nothing was freed. */
 static void srv_db_maybe_evict_watermark(void) {
     uint64_t size = srv_seg_size(srv_db_seg);
-    if ((double)srv_seg_used(srv_db_seg) <= srv_db_high_watermark * (double)size)
+    if ((double)srv_db_mem_used() <= srv_db_high_watermark * (double)size)
         return;
     uint64_t now = cm_mono_ms();
     if (now - cm_atomic_load_relaxed(&srv_last_evict_ms) < 10)
         return;
     if (srv_db_evict(srv_db_evict_ratio) == 0)
         cm_atomic_store_relaxed(&srv_last_evict_ms, now);
+}
+
+/* A zeroed record for a key of klen bytes with refs = 1, counted in srv_meta_bytes. */
+static struct srv_obj *srv_obj_alloc(size_t klen) {
+    struct srv_obj *o = cm_malloc(sizeof(*o) + klen);
+    memset(o, 0, sizeof(*o));
+    o->refs = 1;
+    o->klen = (uint32_t)klen;
+    cm_pcounter_add(&srv_meta_bytes, malloc_usable_size(o) + sizeof(void *));
+    return o;
+}
+
+struct srv_obj *srv_obj_rekey(struct srv_obj *o, const char *key, size_t klen) {
+    struct srv_obj *n = srv_obj_alloc(klen);
+    n->type = o->type;
+    if (o->type == SRV_TYPE_STRING) {
+        n->handle = o->handle;
+        n->vlen = o->vlen;
+    } else {
+        n->payload = o->payload;
+    }
+    cm_atomic_store_relaxed(&n->expire_ms, cm_atomic_load_relaxed(&o->expire_ms));
+    memcpy(n->key, key, klen);
+    cm_pcounter_add(&srv_meta_bytes,
+                    (uint64_t) - (int64_t)(malloc_usable_size(o) + sizeof(void *)));
+    cm_free(o);
+    return n;
+}
+
+uint64_t srv_db_mem_used(void) {
+    return srv_seg_used(srv_db_seg) + cm_pcounter_read(&srv_meta_bytes) + srv__agg_mem();
 }
 
 int srv_obj_create(const char *key, size_t klen, size_t vlen, size_t cap, struct srv_obj **out) {
@@ -225,10 +259,7 @@ int srv_obj_create(const char *key, size_t klen, size_t vlen, size_t cap, struct
         }
     }
     srv_db_maybe_evict_watermark();
-    struct srv_obj *o = cm_malloc(sizeof(*o) + klen);
-    memset(o, 0, sizeof(*o));
-    o->refs = 1;
-    o->klen = (uint32_t)klen;
+    struct srv_obj *o = srv_obj_alloc(klen);
     o->vlen = (uint32_t)vlen;
     o->handle = blk.handle;
     memcpy(o->key, key, klen);
@@ -253,15 +284,14 @@ void srv_obj_unref(struct srv_obj *o) {
         srv_seg_free(srv_db_seg, o->handle);
     else
         srv_type_free((enum srv_type)o->type, o->payload);
+    cm_pcounter_add(&srv_meta_bytes,
+                    (uint64_t) - (int64_t)(malloc_usable_size(o) + sizeof(void *)));
     cm_free(o);
 }
 
 struct srv_obj *srv_obj_create_agg(const char *key, size_t klen, enum srv_type type,
                                    void *payload) {
-    struct srv_obj *o = cm_malloc(sizeof(*o) + klen);
-    memset(o, 0, sizeof(*o));
-    o->refs = 1;
-    o->klen = (uint32_t)klen;
+    struct srv_obj *o = srv_obj_alloc(klen);
     o->type = (uint8_t)type;
     o->payload = payload;
     memcpy(o->key, key, klen);

@@ -144,6 +144,13 @@ void *srv_type_dup(enum srv_type type, const void *payload);
 /* Type name for TYPE ("string", "list", "set", "hash", "zset"). */
 const char *srv_type_name(enum srv_type type);
 
+/*
+ * Moves o's value (and TTL) to a new record for key and frees o's record, without copying the
+ * value. o must be unlinked and the caller must hold its only reference. Returns the new
+ * record (refs = 1, not linked).
+ */
+struct srv_obj *srv_obj_rekey(struct srv_obj *o, const char *key, size_t klen);
+
 /* Capacity of o's value block. */
 uint64_t srv_obj_capacity(const struct srv_obj *o);
 
@@ -155,6 +162,12 @@ void srv_obj_unref(struct srv_obj *o);
 
 /* 1 when key exists (deleting it first if it expired). Takes the shard lock. */
 int srv_db_exists(const char *key, size_t klen, int64_t now_ms);
+
+/*
+ * Memory the data set takes against --memory: segment blocks in use, object records (with
+ * their table slots) and aggregate payloads. Eviction keeps it under the high watermark.
+ */
+uint64_t srv_db_mem_used(void);
 
 /* Number of keys / keys with an expiry. Approximate while writers run. */
 uint64_t srv_db_size(void);

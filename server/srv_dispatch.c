@@ -26,8 +26,12 @@
 /* ---------------------------------------------------------------- the table */
 
 /* Commands that must run alone (multi-key atomicity) or that touch no key at all. */
-static const char *const srv_exclusive_cmds[] = {"mset", "msetnx",   "rename",  "renamenx", "copy",
-                                                 "exec", "flushall", "flushdb", "config",   NULL};
+static const char *const srv_exclusive_cmds[] = {
+    "mset",        "msetnx",     "rename",     "renamenx",    "copy",        "exec",
+    "flushall",    "flushdb",    "config",     "lmove",       "rpoplpush",   "lmpop",
+    "smove",       "sunion",     "sinter",     "sdiff",       "sunionstore", "sinterstore",
+    "sdiffstore",  "sintercard", "zunion",     "zinter",      "zdiff",       "zunionstore",
+    "zinterstore", "zdiffstore", "zintercard", "zrangestore", "zmpop",       NULL};
 static const char *const srv_nolock_cmds[] = {
     "ping", "echo", "hello", "auth",    "select",  "quit",     "reset",  "client", "command",
     "info", "time", "multi", "discard", "unwatch", "shutdown", "dbsize", NULL};

@@ -81,9 +81,10 @@ uint64_t srv__agg_mem(void) {
 
 /*
  * The memory guard of aggregate writes (see srv_t.h): aggregates live on the heap, so the
- * segment's own eviction never sees them; this evicts least recently used keys while payload
- * bytes plus segment usage are above --memory. Checks at most every SRV_AGG_CHECK_CALLS calls
- * or SRV_AGG_CHECK_BYTES bytes per thread, so usage may overshoot by about that much per thread.
+ * segment's own eviction never sees them; this evicts least recently used keys while the data
+ * set (srv_db_mem_used: segment, records, payloads) is above --memory. Checks at most every
+ * SRV_AGG_CHECK_CALLS calls or SRV_AGG_CHECK_BYTES bytes per thread, so usage may overshoot by
+ * about that much per thread.
  */
 int srv__agg_room(struct srv_client *c, size_t bytes) {
     static _Thread_local uint32_t calls;
@@ -96,7 +97,7 @@ int srv__agg_room(struct srv_client *c, size_t bytes) {
     if (!srv_segment)
         return 0;
     uint64_t limit = srv_seg_size(srv_segment);
-    while (srv__agg_mem() + srv_seg_used(srv_segment) > limit) {
+    while (srv_db_mem_used() > limit) {
         if (srv_db_evict(srv_db_evict_ratio) == 0) {
             srv_reply_error(c, SRV_ERR_OOM);
             return -1;
