@@ -186,11 +186,14 @@ static void *xfer_efa_progress_main(void *arg) {
         ssize_t n;
         int busy = d->efa->cfg.busy_poll &&
                    (atomic_load_explicit(&d->n_inflight, memory_order_acquire) > 0 || idle < 64);
+        long inflight = atomic_load_explicit(&d->n_inflight, memory_order_acquire);
         if (atomic_load_explicit(&d->pollers, memory_order_acquire) > 0 ||
-            cm_mono_ns() - atomic_load_explicit(&d->last_inline_ns, memory_order_relaxed) <
-                XFER_EFA_INLINE_GRACE_NS) {
-            /* Submitters are reaping their own completions: do not sleep on the descriptor
-             * (every completion would wake this thread too); nap and sweep instead. */
+            (inflight == 0 && !busy &&
+             cm_mono_ns() - atomic_load_explicit(&d->last_inline_ns, memory_order_relaxed) <
+                 XFER_EFA_INLINE_GRACE_NS)) {
+            /* A submitter is reaping its own completions (or just did and will again): do not
+             * sleep on the descriptor, where every completion would wake this thread too; nap
+             * and sweep. Outstanding ops nobody polls for go to the descriptor wait below. */
             struct timespec ts = {0, 50000};
             nanosleep(&ts, NULL);
             n = xfer_efa__cq_drive(d);
