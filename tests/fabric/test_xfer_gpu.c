@@ -3,7 +3,8 @@
  * GPU memory support without a GPU: CUDA detection when libcudart cannot be loaded (dlopen
  * failure => everything is cpu), and, with the stand-in runtime tests/fabric/mocks/fake_cudart.c
  * loaded through XFER_CUDART_LIB, device-pointer recognition, host/device copies and the pinned
- * staging pool (pinned allocation, pageable fallback, bounded cache, oversize buffers).
+ * staging pool (pinned allocation, pageable fallback, bounded cache, oversize buffers), and tcp
+ * and shm transfers from/to fake device memory going through that pool.
  * Builds without CUDA headers test the compiled-out stubs.
  */
 #include "common/fmacros.h"
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cm_errno.h"
 #include "transfer/core/xfer_pinned.h"
@@ -204,6 +206,160 @@ Test(gpu, fabric_refuses_device_memory_without_hmem) {
     xfer_engine_destroy(eng);
 }
 #endif
+
+/* Runs one batch of a single request and returns the task's final status. */
+static int one_xfer(struct xfer_engine *eng, struct xfer_segment *seg, enum xfer_op op, void *local,
+                    uint64_t remote, uint64_t len) {
+    struct xfer_batch *b;
+    cr_assert_eq(xfer_batch_alloc(eng, 1, &b), 0);
+    struct xfer_request r = {
+        .op = op, .local = local, .seg = seg, .remote_offset = remote, .length = len};
+    size_t first, nf = 0;
+    cr_assert_eq(xfer_batch_submit(b, &r, 1, &first), 0);
+    xfer_batch_wait(b, 10000, NULL, 0, &nf);
+    struct xfer_task_status st;
+    cr_assert_eq(xfer_batch_status(b, first, &st), 0);
+    xfer_batch_free(b);
+    return (int)st.status;
+}
+
+/*
+ * tcp or shm between two engines of this process, with the initiator's local buffer (and, for
+ * tcp, also the target's registered buffer) in fake device memory: the bytes must arrive
+ * intact and go through the staging pool (one cudaMemcpy and one staging buffer per transfer).
+ */
+static void staged_roundtrip(const char *proto, int shared) {
+    setenv("XFER_CUDART_LIB", FAKE_CUDART, 1);
+    cr_assert_eq(xfer__cuda_init(), 1);
+    void *(*dmalloc)(size_t, int) = (void *(*)(size_t, int))fake_sym("fake_cuda_malloc");
+    void (*dfree)(void *) = (void (*)(void *))fake_sym("fake_cuda_free");
+    long (*ncopies)(void) = (long (*)(void))fake_sym("fake_cuda_memcpy_calls");
+    struct xfer_pinned_pool *pool = xfer__staging_pool();
+    struct xfer_pinned_stats s0, s1;
+    const size_t len = 300000; /* not a multiple of anything */
+    struct xfer_engine *tgt, *ini;
+    cr_assert_eq(xfer_engine_create(NULL, &tgt), 0);
+    struct xfer_engine_opts io = {.listen = ""};
+    cr_assert_eq(xfer_engine_create(&io, &ini), 0);
+    cr_assert_eq(xfer_engine_install(tgt, proto, NULL), 0);
+    cr_assert_eq(xfer_engine_install(ini, proto, NULL), 0);
+    char *remote = NULL;
+    if (shared)
+        cr_assert_eq(xfer_engine_alloc_shared(tgt, len, (void **)&remote), 0);
+    else
+        remote = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        remote[i] = (char)(i * 7 + 1);
+    cr_assert_eq(xfer_engine_register(tgt, remote, len, "*", XFER_REG_REMOTE), 0);
+    char addr[64];
+    cr_assert_gt(xfer_engine_local_addr(tgt, addr, sizeof(addr)), 0);
+    struct xfer_segment *seg;
+    cr_assert_eq(xfer_segment_open_addr(ini, addr, &seg), 0);
+    cr_assert_str_eq(xfer_segment_transport(seg), proto);
+
+    char *dev = dmalloc(len, 0), *host = malloc(len);
+    cr_assert(xfer__is_device(dev));
+    /* Host memory on both sides: no staging at all. */
+    long c0 = ncopies();
+    xfer_pinned_pool_stats(pool, &s0);
+    cr_assert_eq(one_xfer(ini, seg, XFER_OP_READ, host, (uint64_t)(uintptr_t)remote, len),
+                 XFER_STATUS_COMPLETED);
+    cr_assert_eq(memcmp(host, remote, len), 0);
+    xfer_pinned_pool_stats(pool, &s1);
+    cr_assert_eq(ncopies() - c0, 0, "host memory is not staged");
+    cr_assert_eq(s1.gets - s0.gets, 0);
+
+    /* READ into device memory: received into a staging buffer, then one host-to-device copy. */
+    memset(dev, 0, len);
+    c0 = ncopies();
+    xfer_pinned_pool_stats(pool, &s0);
+    cr_assert_eq(one_xfer(ini, seg, XFER_OP_READ, dev, (uint64_t)(uintptr_t)remote, len),
+                 XFER_STATUS_COMPLETED);
+    cr_assert_eq(memcmp(dev, remote, len), 0, "%s READ into device memory", proto);
+    xfer_pinned_pool_stats(pool, &s1);
+    cr_assert_eq(ncopies() - c0, 1);
+    cr_assert_eq(s1.gets - s0.gets, 1);
+    cr_assert_eq(s1.outstanding, 0);
+
+    /* WRITE from device memory: one device-to-host copy into a staging buffer, then sent. */
+    for (size_t i = 0; i < len; i++)
+        dev[i] = (char)(i * 13 + 5);
+    c0 = ncopies();
+    xfer_pinned_pool_stats(pool, &s0);
+    cr_assert_eq(one_xfer(ini, seg, XFER_OP_WRITE, dev, (uint64_t)(uintptr_t)remote, len),
+                 XFER_STATUS_COMPLETED);
+    cr_assert_eq(memcmp(dev, remote, len), 0, "%s WRITE from device memory", proto);
+    xfer_pinned_pool_stats(pool, &s1);
+    cr_assert_eq(ncopies() - c0, 1);
+    cr_assert_eq(s1.gets - s0.gets, 1);
+    cr_assert_eq(s1.outstanding, 0);
+
+    if (strcmp(proto, "tcp") == 0) {
+        /* The target's registered buffer in device memory: tcp stages on the target side. */
+        char *tdev = dmalloc(len, 0);
+        for (size_t i = 0; i < len; i++)
+            tdev[i] = (char)(i * 3 + 9);
+        cr_assert_eq(xfer_engine_register(tgt, tdev, len, "*", XFER_REG_REMOTE), 0);
+        struct xfer_segment *seg2;
+        cr_assert_eq(xfer_segment_open_addr(ini, addr, &seg2), 0);
+        uint64_t ba, bl;
+        int found = 0;
+        for (size_t i = 0; xfer_segment_buffer(seg2, i, &ba, &bl) == 0; i++)
+            found |= ba == (uint64_t)(uintptr_t)tdev && bl == len;
+        cr_assert(found, "the device buffer is in the descriptor");
+        c0 = ncopies();
+        xfer_pinned_pool_stats(pool, &s0);
+        cr_assert_eq(one_xfer(ini, seg2, XFER_OP_READ, host, (uint64_t)(uintptr_t)tdev, len),
+                     XFER_STATUS_COMPLETED);
+        cr_assert_eq(memcmp(host, tdev, len), 0, "tcp READ of target device memory");
+        cr_assert_eq(ncopies() - c0, 1, "target stages device-to-host");
+        for (size_t i = 0; i < len; i++)
+            host[i] = (char)(i * 11 + 2);
+        cr_assert_eq(one_xfer(ini, seg2, XFER_OP_WRITE, host, (uint64_t)(uintptr_t)tdev, len),
+                     XFER_STATUS_COMPLETED);
+        cr_assert_eq(memcmp(host, tdev, len), 0, "tcp WRITE into target device memory");
+        cr_assert_eq(ncopies() - c0, 2, "target stages host-to-device");
+        /* Device memory on both sides: two copies per transfer (one per side). */
+        cr_assert_eq(one_xfer(ini, seg2, XFER_OP_READ, dev, (uint64_t)(uintptr_t)tdev, len),
+                     XFER_STATUS_COMPLETED);
+        cr_assert_eq(memcmp(dev, tdev, len), 0);
+        cr_assert_eq(ncopies() - c0, 4);
+        /* The target puts its staging buffer back right after sending the reply. */
+        for (int i = 0; i < 1000; i++) {
+            xfer_pinned_pool_stats(pool, &s1);
+            if (s1.outstanding == 0)
+                break;
+            usleep(1000);
+        }
+        cr_assert_eq(s1.gets - s0.gets, 4);
+        cr_assert_eq(s1.outstanding, 0);
+        xfer_segment_close(seg2);
+        xfer_engine_unregister(tgt, tdev);
+        dfree(tdev);
+    }
+    xfer_segment_close(seg);
+    xfer_engine_destroy(ini);
+    xfer_engine_unregister(tgt, remote);
+    if (shared)
+        cr_assert_eq(xfer_engine_free_shared(tgt, remote), 0);
+    else
+        free(remote);
+    xfer_engine_destroy(tgt);
+    dfree(dev);
+    free(host);
+}
+
+Test(gpu, fake_runtime_tcp_stages_device_memory) {
+    staged_roundtrip("tcp", 0);
+}
+
+Test(gpu, fake_runtime_shm_stages_device_memory_cma) {
+    staged_roundtrip("shm", 0);
+}
+
+Test(gpu, fake_runtime_shm_stages_device_memory_memfd) {
+    staged_roundtrip("shm", 1);
+}
 
 Test(gpu, fake_runtime_without_devices) {
     setenv("XFER_CUDART_LIB", FAKE_CUDART, 1);

@@ -16,6 +16,8 @@
 
 #include "transfer/xfer_int.h"
 
+#include "transfer/core/xfer_pinned.h"
+
 #include "common/cm_errno.h"
 #include "common/cm_log.h"
 #include "common/cm_mem.h"
@@ -323,12 +325,13 @@ static int shm_open_segment(struct xfer_transport *tp, struct xfer_segment *seg,
     return 0;
 }
 
-/* Copies with process_vm_readv/writev, looping over partial transfers. */
-static int shm_cma(pid_t pid, struct xfer_task *t) {
+/* Copies with process_vm_readv/writev between local (host memory) and the peer, looping over
+ * partial transfers. */
+static int shm_cma(pid_t pid, struct xfer_task *t, char *local) {
     uint64_t done = 0;
     while (done < t->len) {
         size_t n = t->len - done > SHM_CMA_CHUNK ? SHM_CMA_CHUNK : (size_t)(t->len - done);
-        struct iovec l = {(char *)t->local + done, n};
+        struct iovec l = {local + done, n};
         struct iovec r = {(void *)(uintptr_t)(t->remote + done), n};
         ssize_t k = t->op == XFER_OP_READ ? process_vm_readv(pid, &l, 1, &r, 1, 0)
                                           : process_vm_writev(pid, &l, 1, &r, 1, 0);
@@ -360,16 +363,31 @@ static int shm_submit(struct xfer_transport *tp, struct xfer_task **tasks, size_
             continue;
         }
         void *m = (uint32_t)t->rbuf_index < s->n_buf ? s->map[t->rbuf_index] : NULL;
+        /* Local device memory is copied through a staging buffer (a no-op for host memory):
+         * READ lands in the buffer and goes host-to-device, WRITE is copied device-to-host first.
+         */
+        void *tok;
+        char *l = t->op == XFER_OP_READ
+                      ? xfer__stage_in(t->local, (size_t)t->len, &tok)
+                      : (char *)(uintptr_t)xfer__stage_out(t->local, (size_t)t->len, &tok);
+        if (!l) {
+            xfer__task_done(t, -CM_ETRANSFER_FAIL, 0);
+            continue;
+        }
         int rc = 0;
         if (m) {
             char *p = (char *)m + (t->remote - t->rbuf->addr);
             if (t->op == XFER_OP_READ)
-                memcpy(t->local, p, t->len);
+                memcpy(l, p, t->len);
             else
-                memcpy(p, t->local, t->len);
+                memcpy(p, l, t->len);
         } else {
-            rc = shm_cma(s->pid, t);
+            rc = shm_cma(s->pid, t, l);
         }
+        if (t->op == XFER_OP_READ && rc == 0)
+            rc = xfer__stage_in_done(t->local, l, (size_t)t->len, tok);
+        else
+            xfer__stage_release(tok);
         xfer__task_done(t, rc, rc == 0 ? t->len : 0);
     }
     return 0;

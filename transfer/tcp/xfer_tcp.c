@@ -15,6 +15,8 @@
 
 #include "transfer/xfer_int.h"
 
+#include "transfer/core/xfer_pinned.h"
+
 #include "common/cm_errno.h"
 #include "common/cm_log.h"
 #include "common/cm_mem.h"
@@ -94,16 +96,33 @@ static int tcp_serve(struct xfer_transport *tp, int fd, const struct xfer_wire_h
         }
         return tcp_reply(fd, h, rc, NULL, 0, deadline);
     }
-    void *p = (void *)(uintptr_t)h->addr;
+    void *p = (void *)(uintptr_t)h->addr, *tok;
     if (write) {
-        struct iovec v = {p, (size_t)h->len};
+        /* Device memory: receive into a staging buffer, then copy host-to-device. */
+        void *in = xfer__stage_in(p, (size_t)h->len, &tok);
+        if (!in) { /* out of memory: close the connection, the initiator sees a reset */
+            xfer__mr_release(eng, mr);
+            return -ENOMEM;
+        }
+        struct iovec v = {in, (size_t)h->len};
         rc = xfer__sock_readv(fd, &v, 1, deadline);
-        xfer__mr_release(eng, mr);
-        if (rc < 0)
+        if (rc < 0) {
+            xfer__stage_release(tok);
+            xfer__mr_release(eng, mr);
             return rc;
-        return tcp_reply(fd, h, 0, NULL, 0, deadline);
+        }
+        rc = xfer__stage_in_done(p, in, (size_t)h->len, tok);
+        xfer__mr_release(eng, mr);
+        return tcp_reply(fd, h, rc, NULL, 0, deadline);
     }
-    rc = tcp_reply(fd, h, 0, p, h->len, deadline);
+    /* Device memory: copy device-to-host into a staging buffer and send that. */
+    const void *out = xfer__stage_out(p, (size_t)h->len, &tok);
+    if (!out) {
+        xfer__mr_release(eng, mr);
+        return tcp_reply(fd, h, -CM_ETRANSFER_FAIL, NULL, 0, deadline);
+    }
+    rc = tcp_reply(fd, h, 0, (void *)(uintptr_t)out, h->len, deadline);
+    xfer__stage_release(tok);
     xfer__mr_release(eng, mr);
     return rc;
 }
@@ -148,8 +167,17 @@ static int tcp_send_req(struct tcp_ctx *c, int fd, struct xfer_task *t) {
     t->tp_u64[0] = h.id;
     uint8_t hb[XFER_WIRE_HDR_LEN];
     xfer_wire_encode(&h, hb);
-    struct iovec v[2] = {{hb, sizeof(hb)}, {t->local, (size_t)t->len}};
-    return xfer__sock_writev(fd, v, t->op == XFER_OP_WRITE ? 2 : 1, t->deadline_ns);
+    void *tok = NULL;
+    const void *src = t->local;
+    if (t->op == XFER_OP_WRITE) { /* device memory goes out through a staging buffer */
+        src = xfer__stage_out(t->local, (size_t)t->len, &tok);
+        if (!src)
+            return -CM_ETRANSFER_FAIL; /* OOM or a failed device copy */
+    }
+    struct iovec v[2] = {{hb, sizeof(hb)}, {(void *)(uintptr_t)src, (size_t)t->len}};
+    int rc = xfer__sock_writev(fd, v, t->op == XFER_OP_WRITE ? 2 : 1, t->deadline_ns);
+    xfer__stage_release(tok);
+    return rc;
 }
 
 /* Reads t's reply (and a READ's payload into t->local). Returns 0 or a negative code; *sync
@@ -175,10 +203,18 @@ static int tcp_recv_reply(int fd, struct xfer_task *t, int *sync) {
     if (t->op == XFER_OP_READ) {
         if (rh.len != t->len)
             return -CM_EPROTOCOL;
-        struct iovec d = {t->local, (size_t)t->len};
+        void *tok; /* device memory is received through a staging buffer */
+        void *in = xfer__stage_in(t->local, (size_t)t->len, &tok);
+        if (!in)
+            return -ENOMEM; /* the payload is still on the wire: not in sync */
+        struct iovec d = {in, (size_t)t->len};
         rc = xfer__sock_readv(fd, &d, 1, t->deadline_ns);
-        if (rc < 0)
+        if (rc < 0) {
+            xfer__stage_release(tok);
             return rc;
+        }
+        *sync = 1;
+        return xfer__stage_in_done(t->local, in, (size_t)t->len, tok);
     } else if (rh.len != 0) {
         return -CM_EPROTOCOL;
     }
