@@ -336,6 +336,17 @@ static void staged_roundtrip(const char *proto, int shared) {
         xfer_segment_close(seg2);
         xfer_engine_unregister(tgt, tdev);
         dfree(tdev);
+    } else {
+        /* shm cannot reach the peer's device memory (CMA and memfd maps see host memory only). */
+        char *tdev = dmalloc(4096, 0);
+        cr_assert_eq(xfer_engine_register(tgt, tdev, 4096, "*", XFER_REG_REMOTE), 0);
+        struct xfer_segment *seg2;
+        cr_assert_eq(xfer_segment_open_addr(ini, addr, &seg2), 0);
+        cr_assert_eq(one_xfer(ini, seg2, XFER_OP_READ, host, (uint64_t)(uintptr_t)tdev, 4096),
+                     XFER_STATUS_FAILED);
+        xfer_segment_close(seg2);
+        xfer_engine_unregister(tgt, tdev);
+        dfree(tdev);
     }
     xfer_segment_close(seg);
     xfer_engine_destroy(ini);

@@ -362,6 +362,11 @@ static int shm_submit(struct xfer_transport *tp, struct xfer_task **tasks, size_
             xfer__task_done(t, -ECONNRESET, 0);
             continue;
         }
+        if (strncmp(t->rbuf->location, "cuda", 4) == 0) {
+            /* The peer's device memory is out of reach of CMA and memfd maps: use tcp. */
+            xfer__task_done(t, -CM_ENOT_SUPPORTED, 0);
+            continue;
+        }
         void *m = (uint32_t)t->rbuf_index < s->n_buf ? s->map[t->rbuf_index] : NULL;
         /* Local device memory is copied through a staging buffer (a no-op for host memory):
          * READ lands in the buffer and goes host-to-device, WRITE is copied device-to-host first.
