@@ -65,7 +65,7 @@ int cm_str2ld(const char *s, size_t n, long double *out) {
     buf[n] = '\0';
     errno = 0;
     long double v = strtold(buf, &end);
-    if (isspace((unsigned char)buf[0]) || *end != '\0' || errno == EINVAL || isnan(v) ||
+    if (isspace((unsigned char)buf[0]) || (size_t)(end - buf) != n || errno == EINVAL || isnan(v) ||
         (errno == ERANGE && (v == HUGE_VALL || v == -HUGE_VALL || fpclassify(v) == FP_ZERO)))
         return -EINVAL;
     if (out)

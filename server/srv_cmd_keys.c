@@ -120,8 +120,8 @@ static int srv_parse_expire_flags(struct srv_client *c, int *flags) {
 static void srv_expire_generic(struct srv_client *c, int64_t base, int seconds, const char *name) {
     long long when;
     int flags;
-    if (srv_arg_ll(c, 2, &when, NULL) < 0 || srv_parse_expire_flags(c, &flags) < 0)
-        return;
+    if (srv_parse_expire_flags(c, &flags) < 0 || srv_arg_ll(c, 2, &when, NULL) < 0)
+        return; /* options first, then the number: Redis's order */
     if (seconds) {
         if (when > LLONG_MAX / 1000 || when < LLONG_MIN / 1000) {
             srv_reply_errorf(c, "ERR invalid expire time in '%s' command", name);

@@ -280,8 +280,7 @@ void rc_getex_command(struct srv_client *c) {
     int64_t exp = 0;
     if (srv_parse_set_opts(c, 2, 0, &flags, &earg) < 0)
         return;
-    if (earg >= 0 && srv_expire_ms(c, earg, flags, "getex", &exp) < 0)
-        return;
+    /* Redis's order: syntax, then a missing key (null), the type, and only then the time. */
     struct srv_db_ref r;
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
@@ -289,6 +288,8 @@ void rc_getex_command(struct srv_client *c) {
         resp_add_null(&c->out, c->proto);
     } else if (o->type != SRV_TYPE_STRING) {
         srv_reply_error(c, SRV_ERR_WRONGTYPE);
+    } else if (earg >= 0 && srv_expire_ms(c, earg, flags, "getex", &exp) < 0) {
+        /* replied */
     } else {
         srv_reply_value(c, o);
         if (earg >= 0 && exp <= srv_now_ms())
@@ -581,6 +582,7 @@ void rc_decrby_command(struct srv_client *c) {
 }
 
 struct srv_incrf_arg {
+    const struct srv_arg *incr_arg;
     long double incr;
     char buf[CM_LD_STR_SIZE];
     size_t len;
@@ -590,7 +592,9 @@ static long long srv_incrf_plan(struct srv_client *c, const char *old, size_t ol
                                 void *arg) {
     struct srv_incrf_arg *a = arg;
     long double v = 0;
-    if (exists && cm_str2ld(old, oldlen, &v) != 0) {
+    /* Redis's order: the type (checked by the caller), the stored value, the increment. */
+    if ((exists && cm_str2ld(old, oldlen, &v) != 0) ||
+        cm_str2ld(a->incr_arg->p, a->incr_arg->len, &a->incr) != 0) {
         srv_reply_error(c, "ERR value is not a valid float");
         return -1;
     }
@@ -612,10 +616,7 @@ static void srv_incrf_build(char *dst, const char *old, size_t oldlen, size_t ne
 
 void rc_incrbyfloat_command(struct srv_client *c) {
     static __thread struct srv_incrf_arg a;
-    if (cm_str2ld(c->argv[2].p, c->argv[2].len, &a.incr) != 0) {
-        srv_reply_error(c, "ERR value is not a valid float");
-        return;
-    }
+    a.incr_arg = &c->argv[2];
     struct srv_rmw rmw = {srv_incrf_plan, srv_incrf_build, &a, 0};
     size_t oldlen;
     if (srv_rmw_run(c, &rmw, &oldlen) >= 0)

@@ -611,7 +611,8 @@ static struct srv_set *srv_sop_compute(struct srv_client *c, int first, int n, i
     if (op == SRV_SOP_INTER && missing)
         return acc;
     srv_sop_apply(acc, &c->argv[first], SRV_SOP_UNION);
-    for (int i = first + 1; i < first + n && cm_ht_count(&acc->ht); i++)
+    /* An empty accumulator can only stay empty under INTER and DIFF; UNION must go on. */
+    for (int i = first + 1; i < first + n && (op == SRV_SOP_UNION || cm_ht_count(&acc->ht)); i++)
         srv_sop_apply(acc, &c->argv[i], op);
     return acc;
 }
