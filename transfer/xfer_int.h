@@ -42,6 +42,13 @@
  *                               task->deadline_ns: every blocking wait (socket read, CQ poll)
  *                               must end by it and complete the task with -ETIMEDOUT.
  *        warmup_segment(tp, seg_ctx)   optional: pre-connect.
+ *        progress(tp)           optional (NULL, or absent when ops->size ends before it): reap
+ *                               whatever completions are ready, without blocking, on the
+ *                               calling thread (xfer_batch_wait calls it instead of sleeping
+ *                               while tasks it dispatched to you are pending). Return the number
+ *                               of operations still outstanding (> 0: worth calling again soon),
+ *                               0 when none, or a negative code. Must be thread-safe against
+ *                               your own completion threads; keep those for when nobody waits.
  *
  *   3. Per task the core fills: op, local, remote, len, seg, tp_seg (your seg_ctx), rbuf (the
  *      peer buffer containing the remote range, with its keys), rbuf_index, lmr (the local
@@ -94,6 +101,7 @@ struct xfer_transport_ops {
     void (*close_segment)(struct xfer_transport *tp, void *seg_ctx);
     int (*submit)(struct xfer_transport *tp, struct xfer_task **tasks, size_t n);
     int (*warmup_segment)(struct xfer_transport *tp, void *seg_ctx);
+    int (*progress)(struct xfer_transport *tp);
 };
 
 /* An installed transport: the engine's instance of one ops table. */

@@ -4,7 +4,8 @@
 # completion semantics, alternating runs, best of REPEAT: 4 KiB batch 1 (latency), 64 KiB and
 # 1 MiB in batches of 16 (bandwidth). Not part of the test suite (timing on a shared machine is
 # noisy); run by hand:  CRESCENT_BUILD=build tests/fabric/bench-fabric-vs-raw.sh
-# Env: CRESCENT_BUILD, SECONDS_EACH (default 2), REPEAT (default 3), FI_PROVIDER.
+# Env: CRESCENT_BUILD, SECONDS_EACH (default 2), REPEAT (default 3), FI_PROVIDER, CASES (default
+# "4096:1 65536:16 1048576:16", BLOCK:BATCH pairs).
 set -u
 BUILD=${CRESCENT_BUILD:-build}
 SECS=${SECONDS_EACH:-2}
@@ -19,8 +20,8 @@ trap 'kill $srv 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 100); do port=$(awk '/^PORT/ {print $2}' "$tmp/srv"); [ -n "$port" ] && break; sleep 0.05; done
 field() { python3 -c "import json,sys; print(json.loads(sys.stdin.readline())['$1'])"; }
 printf '%-14s %12s %12s %8s %12s %12s\n' case "fabric GB/s" "raw GB/s" ratio "fabric p50" "raw p50"
-for c in "4096 1" "65536 16" "1048576 16"; do
-    set -- $c
+for c in ${CASES:-4096:1 65536:16 1048576:16}; do
+    set -- ${c/:/ }
     eg=0 rg=0 el=1e9 rl=1e9
     for _ in $(seq "$REPEAT"); do
         r=$("$RAW" --client "127.0.0.1:$port" --block_size "$1" --batch_size "$2" --duration "$SECS" --json)

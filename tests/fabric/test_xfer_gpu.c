@@ -372,6 +372,44 @@ Test(gpu, fake_runtime_shm_stages_device_memory_memfd) {
     staged_roundtrip("shm", 1);
 }
 
+/* A segment opened from the engine's own descriptor copies in-process: through cudaMemcpy when
+ * either side is device memory, plain memmove otherwise. */
+Test(gpu, fake_runtime_local_segment_device_copy) {
+    setenv("XFER_CUDART_LIB", FAKE_CUDART, 1);
+    cr_assert_eq(xfer__cuda_init(), 1);
+    void *(*dmalloc)(size_t, int) = (void *(*)(size_t, int))fake_sym("fake_cuda_malloc");
+    long (*ncopies)(void) = (long (*)(void))fake_sym("fake_cuda_memcpy_calls");
+    struct xfer_engine *eng;
+    cr_assert_eq(xfer_engine_create(NULL, &eng), 0);
+    cr_assert_eq(xfer_engine_install(eng, "tcp", NULL), 0);
+    const size_t len = 65536;
+    char *tdev = dmalloc(len, 0), *host = malloc(len), *host2 = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        tdev[i] = (char)(i * 5 + 3);
+    cr_assert_eq(xfer_engine_register(eng, tdev, len, "*", XFER_REG_REMOTE), 0);
+    cr_assert_eq(xfer_engine_register(eng, host2, len, "*", XFER_REG_REMOTE), 0);
+    uint8_t desc[8192];
+    ssize_t dl = xfer_engine_export_desc(eng, desc, sizeof(desc));
+    cr_assert_gt(dl, 0);
+    struct xfer_segment *seg;
+    cr_assert_eq(xfer_segment_open(eng, desc, (size_t)dl, &seg), 0);
+    long c0 = ncopies();
+    cr_assert_eq(one_xfer(eng, seg, XFER_OP_READ, host, (uint64_t)(uintptr_t)tdev, len),
+                 XFER_STATUS_COMPLETED);
+    cr_assert_eq(memcmp(host, tdev, len), 0);
+    cr_assert_eq(ncopies() - c0, 1, "device side copied with cudaMemcpy");
+    cr_assert_eq(one_xfer(eng, seg, XFER_OP_WRITE, host, (uint64_t)(uintptr_t)host2, len),
+                 XFER_STATUS_COMPLETED);
+    cr_assert_eq(memcmp(host2, tdev, len), 0);
+    cr_assert_eq(ncopies() - c0, 1, "host to host is a plain copy");
+    xfer_segment_close(seg);
+    xfer_engine_unregister(eng, tdev);
+    xfer_engine_unregister(eng, host2);
+    xfer_engine_destroy(eng);
+    free(host);
+    free(host2);
+}
+
 Test(gpu, fake_runtime_without_devices) {
     setenv("XFER_CUDART_LIB", FAKE_CUDART, 1);
     setenv("FAKE_CUDA_DEVICES", "0", 1);

@@ -13,6 +13,7 @@
 #include "common/fmacros.h"
 
 #include "transfer/core/xfer_engine_int.h"
+#include "transfer/core/xfer_pinned.h"
 
 #include "common/cm_errno.h"
 #include "common/cm_mem.h"
@@ -39,6 +40,7 @@ int xfer_batch_alloc(struct xfer_engine *eng, size_t capacity, struct xfer_batch
     pthread_cond_init(&b->cond, &ca);
     pthread_condattr_destroy(&ca);
     atomic_init(&b->refs, 1);
+    atomic_init(&b->progress_slots, 0);
     *out = b;
     return 0;
 }
@@ -90,8 +92,15 @@ void xfer__task_done(struct xfer_task *t, int err, uint64_t bytes) {
     batch_unref(b);
 }
 
-/* Copies within this process for a segment opened from our own descriptor. */
+/* Copies within this process for a segment opened from our own descriptor (through the CUDA
+ * runtime when either side is device memory). */
 static int local_copy(struct xfer_task *t) {
+    void *r = (void *)(uintptr_t)t->remote;
+    if (t->len == 0)
+        return 0;
+    if (xfer__is_device(t->local) || xfer__is_device(r))
+        return t->op == XFER_OP_WRITE ? xfer__cuda_memcpy(r, t->local, t->len)
+                                      : xfer__cuda_memcpy(t->local, r, t->len);
     if (t->op == XFER_OP_WRITE)
         memmove((void *)(uintptr_t)t->remote, t->local, t->len);
     else
@@ -127,6 +136,9 @@ static int task_prepare(struct xfer_batch *b, struct xfer_task *t, const struct 
 
 /* Hands tasks[0..n) (all for transport tp) to it, failing them when it refuses. */
 static void dispatch(struct xfer_transport *tp, struct xfer_task **tasks, size_t n) {
+    struct xfer_batch *b = tasks[0]->batch;
+    if (xfer__has_progress(tp)) /* before submit: a waiter may reap these tasks inline */
+        atomic_fetch_or_explicit(&b->progress_slots, 1u << tp->slot, memory_order_relaxed);
     int rc = tp->ops->submit(tp, tasks, n);
     if (rc < 0)
         for (size_t i = 0; i < n; i++)
@@ -222,6 +234,8 @@ int xfer_batch_reset(struct xfer_batch *b) {
         rc = -EBUSY;
     else
         b->n = b->n_done = 0;
+    if (rc == 0)
+        atomic_store_explicit(&b->progress_slots, 0, memory_order_relaxed);
     pthread_mutex_unlock(&b->lock);
     return rc;
 }
@@ -235,10 +249,24 @@ size_t xfer_batch_count(const struct xfer_batch *b) {
     return n;
 }
 
+/* How long xfer_batch_wait polls transports inline before sleeping (MC_XFER_WAIT_POLL_US,
+ * default 1000 us; 0 = never). Read once. */
+static uint64_t xfer_wait_poll_ns(void) {
+    static _Atomic int64_t cached = -1;
+    int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        v = (int64_t)xfer__env_u64("MC_XFER_WAIT_POLL_US", 1000) * 1000;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return (uint64_t)v;
+}
+
 /* Waits for every task to be terminal; see xfer.h. */
 int xfer_batch_wait(struct xfer_batch *b, int timeout_ms, size_t *failed_ids, size_t max_failed,
                     size_t *n_failed) {
-    uint64_t until = timeout_ms < 0 ? UINT64_MAX : cm_mono_ns() + (uint64_t)timeout_ms * 1000000ull;
+    uint64_t start = cm_mono_ns();
+    uint64_t until = timeout_ms < 0 ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000ull;
+    uint64_t poll_end = start + xfer_wait_poll_ns();
     pthread_mutex_lock(&b->lock);
     for (;;) {
         size_t n = b->n;
@@ -246,6 +274,13 @@ int xfer_batch_wait(struct xfer_batch *b, int timeout_ms, size_t *failed_ids, si
             break;
         pthread_mutex_unlock(&b->lock);
         uint64_t next = sweep(b, n);
+        /* Inline progress: while transports that can reap on this thread have work in flight,
+         * poll them here (up to MC_XFER_WAIT_POLL_US) instead of sleeping until their
+         * completion thread wakes us; deadlines are still swept on every pass. */
+        unsigned slots = atomic_load_explicit(&b->progress_slots, memory_order_relaxed);
+        int outstanding = 0;
+        if (slots && cm_mono_ns() < poll_end)
+            outstanding = xfer__engine_progress(b->eng, slots);
         pthread_mutex_lock(&b->lock);
         if (b->n_done == b->n)
             break;
@@ -254,6 +289,8 @@ int xfer_batch_wait(struct xfer_batch *b, int timeout_ms, size_t *failed_ids, si
             pthread_mutex_unlock(&b->lock);
             return -ETIMEDOUT;
         }
+        if (outstanding > 0 && now < poll_end && now < next)
+            continue; /* b->lock held, as at the loop top */
         uint64_t wake = next < until ? next : until;
         if (wake - now > 100000000ull)
             wake = now + 100000000ull; /* re-check at least every 100 ms */

@@ -137,6 +137,34 @@ uint64_t xfer__engine_instance(const struct xfer_engine *eng) {
 
 /* ---- transports ---- */
 
+/* True when tp's ops table is recent enough to have the optional progress op and sets it. */
+int xfer__has_progress(const struct xfer_transport *tp) {
+    return tp->ops->size >= offsetof(struct xfer_transport_ops, progress) + sizeof(void *) &&
+           tp->ops->progress != NULL;
+}
+
+/*
+ * Calls the progress op of the transports in slots under a try-lock of the engine lock (the
+ * transports stay installed while it runs; a busy lock means someone else is installing or
+ * reaping: -EBUSY, the caller sleeps instead). Returns the outstanding-op sum, 0, or -EBUSY.
+ * Thread-safe; never blocks.
+ */
+int xfer__engine_progress(struct xfer_engine *eng, unsigned slots) {
+    if (pthread_mutex_trylock(&eng->lock) != 0)
+        return -EBUSY;
+    int out = 0;
+    for (int i = 0; i < XFER_MAX_TRANSPORTS; i++) {
+        struct xfer_transport *tp = eng->tp[i];
+        if (!(slots & (1u << i)) || !tp || !xfer__has_progress(tp))
+            continue;
+        int rc = tp->ops->progress(tp);
+        if (rc > 0)
+            out += rc;
+    }
+    pthread_mutex_unlock(&eng->lock);
+    return out;
+}
+
 /* Installed transport by install name, or NULL. Takes the engine lock briefly. */
 struct xfer_transport *xfer__engine_transport(struct xfer_engine *eng, const char *name) {
     struct xfer_transport *found = NULL;

@@ -44,14 +44,26 @@ struct xfer_batch {
     size_t n;      /* tasks submitted (under lock) */
     size_t n_done; /* tasks terminal (under lock) */
     pthread_mutex_t lock;
-    pthread_cond_t cond; /* signalled when a task becomes terminal */
-    atomic_long refs;    /* 1 for the owner + 1 per task held by a transport */
+    pthread_cond_t cond;        /* signalled when a task becomes terminal */
+    atomic_long refs;           /* 1 for the owner + 1 per task held by a transport */
+    atomic_uint progress_slots; /* engine slots of dispatched-to transports with a progress op */
     struct xfer_task tasks[];
 };
 
 /* Listener (xfer_listen.c). */
 int xfer__listener_start(struct xfer_engine *eng, const char *listen);
 void xfer__listener_stop(struct xfer_engine *eng);
+
+/*
+ * Inline progress (xfer_engine.c): calls the progress op of the installed transports whose slot
+ * bit is set in slots. Returns the sum of their outstanding operations (> 0: call again), 0 when
+ * none, or -EBUSY when another thread is doing it right now (one inline reaper at a time).
+ * Never blocks. Thread-safe.
+ */
+int xfer__engine_progress(struct xfer_engine *eng, unsigned slots);
+
+/* True when tp implements the optional progress op. */
+int xfer__has_progress(const struct xfer_transport *tp);
 
 /* Segment reference counting (xfer_engine.c). */
 void xfer__segment_unref(struct xfer_segment *seg);

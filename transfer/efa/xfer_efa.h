@@ -192,6 +192,8 @@ int xfer_efa__ep_open(struct xfer_efa_domain *d);
 int xfer_efa__post(struct xfer_efa_op *op, enum xfer_op opcode, void *local, void *desc,
                    fi_addr_t dest, uint64_t raddr, uint64_t rkey);
 int xfer_efa__submit(struct xfer_transport *tp, struct xfer_task **tasks, size_t n);
+/* progress op: reaps ready completions inline; returns the ops still in flight. Thread-safe. */
+int xfer_efa__progress(struct xfer_transport *tp);
 
 /* ---- xfer_efa_mr.c ---- */
 int xfer_efa__register_mem(struct xfer_transport *tp, struct xfer_mr *mr, uint8_t *key,

@@ -182,6 +182,29 @@ static void xfer_efa_submit_one(struct xfer_efa *efa, struct xfer_task *t) {
 }
 
 /*
+ * progress op: reaps ready completions on the calling thread (a waiter in xfer_batch_wait) for
+ * every domain with ops in flight, flagged as an inline poller so the progress thread naps
+ * instead of competing for the CQ and the cores. Returns the ops still in flight. Thread-safe.
+ */
+int xfer_efa__progress(struct xfer_transport *tp) {
+    struct xfer_efa *efa = tp->ctx;
+    long busy = 0;
+    if (!efa)
+        return 0;
+    for (int d = 0; d < efa->n_dom; d++) {
+        struct xfer_efa_domain *dom = &efa->dom[d];
+        if (atomic_load_explicit(&dom->n_inflight, memory_order_acquire) <= 0)
+            continue;
+        atomic_fetch_add(&dom->pollers, 1);
+        xfer_efa__cq_drive(dom);
+        atomic_store_explicit(&dom->last_inline_ns, cm_mono_ns(), memory_order_relaxed);
+        atomic_fetch_sub(&dom->pollers, 1);
+        busy += atomic_load_explicit(&dom->n_inflight, memory_order_acquire);
+    }
+    return busy > INT32_MAX ? INT32_MAX : (int)busy;
+}
+
+/*
  * submit op: takes every task and completes each exactly once through xfer__task_done (from
  * this thread, a progress thread, or the deadline scan). Always returns 0. Thread-safe: any
  * number of threads may submit at once.

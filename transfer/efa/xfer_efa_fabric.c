@@ -285,4 +285,5 @@ const struct xfer_transport_ops xfer_fabric_ops = {
     .close_segment = xfer_efa__close_segment,
     .submit = xfer_efa__submit,
     .warmup_segment = xfer_efa__warmup_segment,
+    .progress = xfer_efa__progress,
 };
