@@ -216,6 +216,9 @@ int xfer_batch_status(struct xfer_batch *b, size_t id, struct xfer_task_status *
     if (id >= n)
         return -EINVAL;
     struct xfer_task *t = &b->tasks[id];
+    unsigned slots = atomic_load_explicit(&b->progress_slots, memory_order_relaxed);
+    if (slots && atomic_load(&t->status) == XFER_STATUS_PENDING)
+        xfer__engine_progress(b->eng, slots); /* a status poller reaps inline, too */
     if (atomic_load(&t->status) == XFER_STATUS_PENDING && cm_mono_ns() >= t->deadline_ns)
         task_finish(t, XFER_STATUS_TIMEOUT, -ETIMEDOUT, 0);
     pthread_mutex_lock(&b->lock);
@@ -291,6 +294,8 @@ int xfer_batch_wait(struct xfer_batch *b, int timeout_ms, size_t *failed_ids, si
         }
         if (outstanding > 0 && now < poll_end && now < next)
             continue; /* b->lock held, as at the loop top */
+        if (next <= now)
+            continue; /* a deadline passed while polling: sweep it now */
         uint64_t wake = next < until ? next : until;
         if (wake - now > 100000000ull)
             wake = now + 100000000ull; /* re-check at least every 100 ms */
