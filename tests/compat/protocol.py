@@ -276,14 +276,19 @@ def test_framing():
 
 
 def test_write_all_then_read():
-    """A client that writes 40 MiB of requests before reading any of the 40 MiB of replies
-    (what hiredis's blocking pipelining does) must not deadlock the connection."""
-    n = 640
+    """A client that writes 100 MiB of requests before reading any of the 100 MiB of replies
+    (what hiredis's blocking pipelining does) must not deadlock the connection: redis-server
+    keeps reading and buffers the replies."""
+    n = 1600
     v = bytes(range(256)) * 256  # 64 KiB
     one = cmd("SET", "wb:k", v) + cmd("GET", "wb:k")
     s = connect()
-    s.settimeout(120)
-    s.sendall(one * n)
+    s.settimeout(30)  # per send call: no progress for 30 s is a deadlock
+    try:
+        s.sendall(one * n)
+    except socket.timeout:
+        fail("write-all-then-read: the server stopped reading the 100 MiB of requests while "
+             "its replies were not being read (deadlock; redis-server keeps reading)")
     want = (b"+OK\r\n" + bulk(v)) * n
     got = read_exact(s, len(want))
     if got != want:
@@ -314,8 +319,13 @@ def test_same_key_pipeline():
         want += b"+OK\r\n" + bulk(vals[2]) + b":%d\r\n:%d\r\n" % (size + 2, size + 2)
         want += bulk(vals[3][:4096] + vals[2][4096:] + b"xy")
         s = connect()
-        s.settimeout(120)
-        s.sendall(req)
+        s.settimeout(30)  # per send call: no progress for 30 s is a deadlock
+        try:
+            s.sendall(req)
+        except socket.timeout:
+            fail(f"same-key pipeline of {size >> 20} MiB values: the server stopped reading "
+                 f"the {len(req) >> 20} MiB of requests while its replies were not being read "
+                 "(deadlock; redis-server keeps reading)")
         got = read_exact(s, len(want))
         if got != want:
             i = next(i for i in range(len(want)) if got[i] != want[i])
@@ -449,19 +459,23 @@ def test_quit_and_half_close():
 def main():
     global PORT
     PORT = int(sys.argv[1])
-    test_errors()
-    test_inline()
-    test_framing()
-    test_write_all_then_read()
-    test_same_key_pipeline()
-    test_resp3()
-    test_resp3_types()
-    test_quit_and_half_close()
+    tests = [test_errors, test_inline, test_framing, test_write_all_then_read,
+             test_same_key_pipeline, test_resp3, test_resp3_types, test_quit_and_half_close]
     if len(sys.argv) > 3:
-        test_auth_limits(int(sys.argv[2]), sys.argv[3])
+        tests.append(lambda: test_auth_limits(int(sys.argv[2]), sys.argv[3]))
     if len(sys.argv) > 4:
-        test_idle_timeout(int(sys.argv[4]))
+        tests.append(lambda: test_idle_timeout(int(sys.argv[4])))
+    failed = 0
+    for t in tests:  # a failing group is reported and the others still run
+        try:
+            t()
+        except (AssertionError, OSError) as e:
+            failed += 1
+            print(f"FAIL {getattr(t, '__name__', 'test')}: {type(e).__name__}: {e}")
     check_alive()
+    if failed:
+        print(f"protocol: {failed} check group(s) failed")
+        sys.exit(1)
     print("protocol: all checks passed")
 
 
