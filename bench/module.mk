@@ -5,10 +5,10 @@
 .PHONY: bench bench-memory
 
 bench: $(BINS)
-	@CRESCENT_BUILD=$(BUILD) bench/bench-master.sh
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-master.sh
 
 bench-memory: $(BINS)
-	@CRESCENT_BUILD=$(BUILD) bench/bench-master.sh --memory-only
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-master.sh --memory-only
 
 # Micro-benchmarks of common/ (cm_hash64, cm_ht, cm_tlsf): make bench-common.
 .PHONY: bench-common
