@@ -6,9 +6,10 @@
  * slab, so a small value costs no allocator record (the TLSF keeps a 32-byte record per
  * block). Slabs and larger values are TLSF blocks. A handle with the top bit set names a slab
  * slot (19 bits of slab index, 12 bits of slot); the slab table is allocated once at creation
- * and never moves, so srv_seg_ptr() resolves slab handles without the lock. Slab records are
- * written under the lock before their handles are handed out; callers publish handles to other
- * threads through the shard mutexes, which orders those writes before any read.
+ * and never moves, so srv_seg_ptr() resolves slab handles without the lock; TLSF handles are
+ * resolved through an offset table of fixed chunks, also lock-free. Slab records and offsets
+ * are written under the lock before their handles are handed out; callers publish handles to
+ * other threads through the shard mutexes, which orders those writes before any read.
  */
 #include "common/fmacros.h"
 
@@ -28,6 +29,8 @@
 #define SRV_SLAB_MAX     2048u       /* largest value served from a slab */
 #define SRV_SLAB_BIT     0x80000000u /* handle names a slab slot */
 #define SRV_SLAB_IDX_MAX (1u << 19)  /* slab indices fit 19 bits */
+#define SRV_OFF_CHUNK    4096u       /* TLSF handles per offset-table chunk */
+#define SRV_OFF_CHUNKS   ((SRV_SLAB_BIT / SRV_OFF_CHUNK) + 1) /* chunks covering every handle */
 
 static const uint32_t srv_slab_classes[] = {16,  32,  48,  64,   80,   96,   112,  128,
                                             160, 192, 224, 256,  320,  384,  448,  512,
@@ -59,6 +62,8 @@ struct srv_seg {
     uint32_t *free_idx; /* stack of unused slab indices */
     uint32_t nfree_idx;
     struct srv_slab *partial[SRV_NCLASSES];
+    uint64_t **offs; /* TLSF handle -> block offset, chunks of SRV_OFF_CHUNK, never moved */
+    uint32_t noff_chunks;
 };
 
 static unsigned srv_slab_class_of(uint64_t len) {
@@ -189,6 +194,12 @@ int srv_seg_create(const char *name, uint64_t size, struct srv_seg **out) {
     for (uint32_t i = 0; i < seg->nslab_cap; i++)
         seg->free_idx[i] = seg->nslab_cap - 1 - i;
     seg->nfree_idx = seg->nslab_cap;
+    /* A block is at least SRV_SEG_ALIGN bytes, so there are never more TLSF records alive
+     * (handles in use) than size / SRV_SEG_ALIGN plus a few. */
+    seg->noff_chunks = (uint32_t)((size / SRV_SEG_ALIGN + 64) / SRV_OFF_CHUNK + 1);
+    if (seg->noff_chunks > SRV_OFF_CHUNKS)
+        seg->noff_chunks = SRV_OFF_CHUNKS;
+    seg->offs = cm_calloc(seg->noff_chunks, sizeof(*seg->offs));
     *out = seg;
     return 0;
 }
@@ -200,6 +211,9 @@ void srv_seg_destroy(struct srv_seg *seg) {
         cm_free(seg->slabs[i]);
     cm_free(seg->slabs);
     cm_free(seg->free_idx);
+    for (uint32_t i = 0; i < seg->noff_chunks; i++)
+        cm_free(seg->offs[i]);
+    cm_free(seg->offs);
     cm_tlsf_destroy(seg->tlsf);
     munmap(seg->base, seg->size);
     close(seg->memfd);
@@ -220,7 +234,16 @@ int srv_seg_alloc(struct srv_seg *seg, uint64_t len, struct srv_block *blk) {
         rc = -ENOSPC;
         goto done;
     }
+    if (h / SRV_OFF_CHUNK >= seg->noff_chunks) { /* cannot happen; refuse rather than overrun */
+        cm_tlsf_free(seg->tlsf, h);
+        rc = -ENOSPC;
+        goto done;
+    }
     cm_atomic_add_relaxed(&seg->used, cm_tlsf_block_size(seg->tlsf, h));
+    uint64_t **chunk = &seg->offs[h / SRV_OFF_CHUNK];
+    if (!*chunk)
+        *chunk = cm_malloc(SRV_OFF_CHUNK * sizeof(uint64_t));
+    (*chunk)[h % SRV_OFF_CHUNK] = off;
     blk->ptr = seg->base + off;
     blk->handle = h;
 done:
@@ -256,10 +279,7 @@ char *srv_seg_ptr(struct srv_seg *seg, uint32_t handle) {
         const struct srv_slab *sl = seg->slabs[(handle & ~SRV_SLAB_BIT) >> 12];
         return seg->base + sl->off + (uint64_t)(handle & 0xfffu) * sl->size;
     }
-    pthread_mutex_lock(&seg->lock);
-    uint64_t off = cm_tlsf_block_offset(seg->tlsf, handle);
-    pthread_mutex_unlock(&seg->lock);
-    return seg->base + off;
+    return seg->base + seg->offs[handle / SRV_OFF_CHUNK][handle % SRV_OFF_CHUNK];
 }
 
 void srv_seg_stats(struct srv_seg *seg, struct srv_seg_stats *st) {

@@ -37,8 +37,8 @@ void srv_seg_free(struct srv_seg *seg, uint32_t handle);
 uint64_t srv_seg_block_capacity(struct srv_seg *seg, uint32_t handle);
 
 /*
- * Address of an allocated block's bytes. Lock-free for small (slab) values; takes the
- * allocator lock briefly for large ones. The handle must be live.
+ * Address of an allocated block's bytes. Lock-free. The handle must be live, and it must have
+ * reached the calling thread through a lock that ordered it after the allocation.
  */
 char *srv_seg_ptr(struct srv_seg *seg, uint32_t handle);
 
