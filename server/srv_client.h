@@ -28,7 +28,6 @@ struct srv_cmd;
 #define SRV_CLIENT_PENDING_WRITE     0x10u /* on the worker's pending-write list */
 #define SRV_CLIENT_UNIX              0x20u /* connected over the Unix socket */
 #define SRV_CLIENT_IN_EXEC           0x40u /* running EXEC's queued commands */
-#define SRV_CLIENT_READ_PAUSED       0x80u /* input paused: too much output pending */
 
 /* One argument of the command being run (points into the query buffer or MULTI storage). */
 struct srv_arg {

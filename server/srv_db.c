@@ -23,7 +23,8 @@
 struct srv_shard {
     pthread_mutex_t lock;
     struct cm_ht ht;
-    uint64_t nexpires;
+    _Atomic uint64_t nexpires; /* keys with a TTL; written under the lock, read without */
+    _Atomic uint64_t nkeys;    /* keys; written under the lock, read without (DBSIZE) */
     uint64_t expire_cursor;
 } __attribute__((aligned(64)));
 
@@ -137,8 +138,9 @@ static int srv_obj_eq(const struct cm_ht_node *n, const void *key, size_t klen) 
 static void srv_shard_unlink(struct srv_shard *sh, struct srv_obj *o) {
     srv_watch_touch(o->key, o->klen);
     cm_ht_remove(&sh->ht, &o->node);
+    cm_atomic_sub_relaxed(&sh->nkeys, 1);
     if (cm_atomic_load_relaxed(&o->expire_ms))
-        sh->nexpires--;
+        cm_atomic_sub_relaxed(&sh->nexpires, 1);
     srv_obj_unref(o);
 }
 
@@ -170,8 +172,9 @@ void srv_db_insert(struct srv_db_ref *r, struct srv_obj *o) {
     srv_watch_touch(o->key, o->klen);
     cm_atomic_store_relaxed(&o->lru, srv_lru_clock());
     cm_ht_insert(&r->sh->ht, &o->node);
+    cm_atomic_add_relaxed(&r->sh->nkeys, 1);
     if (cm_atomic_load_relaxed(&o->expire_ms))
-        r->sh->nexpires++;
+        cm_atomic_add_relaxed(&r->sh->nexpires, 1);
 }
 
 void srv_db_replace(struct srv_db_ref *r, struct srv_obj *old, struct srv_obj *o) {
@@ -186,9 +189,9 @@ void srv_db_unlink(struct srv_db_ref *r, struct srv_obj *o) {
 void srv_db_set_expire(struct srv_db_ref *r, struct srv_obj *o, int64_t when_ms) {
     int64_t old = cm_atomic_load_relaxed(&o->expire_ms);
     if (old && !when_ms)
-        r->sh->nexpires--;
+        cm_atomic_sub_relaxed(&r->sh->nexpires, 1);
     else if (!old && when_ms)
-        r->sh->nexpires++;
+        cm_atomic_add_relaxed(&r->sh->nexpires, 1);
     cm_atomic_store_relaxed(&o->expire_ms, when_ms);
     srv_db_touch(o);
 }
@@ -309,14 +312,14 @@ int srv_db_exists(const char *key, size_t klen, int64_t now_ms) {
 uint64_t srv_db_size(void) {
     uint64_t n = 0;
     for (int i = 0; i < SRV_DB_SHARDS; i++)
-        n += cm_atomic_load_relaxed((_Atomic size_t *)&srv_shards[i].ht.count);
+        n += cm_atomic_load_relaxed(&srv_shards[i].nkeys);
     return n;
 }
 
 uint64_t srv_db_expires(void) {
     uint64_t n = 0;
     for (int i = 0; i < SRV_DB_SHARDS; i++)
-        n += cm_atomic_load_relaxed((_Atomic uint64_t *)&srv_shards[i].nexpires);
+        n += cm_atomic_load_relaxed(&srv_shards[i].nexpires);
     return n;
 }
 
@@ -328,7 +331,8 @@ uint64_t srv_db_flush(void) {
         pthread_mutex_lock(&sh->lock);
         n += sh->ht.count;
         cm_ht_clear(&sh->ht, srv_db_drop_cb, NULL);
-        sh->nexpires = 0;
+        cm_atomic_store_relaxed(&sh->nexpires, 0);
+        cm_atomic_store_relaxed(&sh->nkeys, 0);
         sh->expire_cursor = 0;
         pthread_mutex_unlock(&sh->lock);
     }
@@ -419,7 +423,7 @@ void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, i
     uint64_t deadline = cm_mono_us() + budget_us;
     for (unsigned i = tid; i < SRV_DB_SHARDS; i += nthreads) {
         struct srv_shard *sh = &srv_shards[i];
-        if (cm_atomic_load_relaxed((_Atomic uint64_t *)&sh->nexpires) == 0)
+        if (cm_atomic_load_relaxed(&sh->nexpires) == 0)
             continue;
         pthread_mutex_lock(&sh->lock);
         struct srv_expire_ctx ctx = {.now_ms = now_ms, .n = 0};

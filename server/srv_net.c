@@ -36,7 +36,6 @@
 
 #define SRV_READ_CHUNK     (16 * 1024)
 #define SRV_DIRECT_MIN     (32 * 1024) /* SET values this big are read straight into the segment */
-#define SRV_OUT_PAUSE      (64u << 20) /* stop reading input above this much pending output */
 #define SRV_MAX_WRITE_LOOP (64u << 20) /* bytes written per client per event (fairness) */
 
 struct srv_worker {
@@ -57,8 +56,7 @@ static struct srv_client *srv_registry;
 static _Atomic uint64_t srv_next_client_id = 1;
 static _Atomic int srv_stopping;
 
-static void srv_client_read_cb(struct cm_ev_loop *loop, int fd, unsigned mask, void *arg);
-static void srv_client_write_cb(struct cm_ev_loop *loop, int fd, unsigned mask, void *arg);
+static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, void *arg);
 
 /* ---------------------------------------------------------------- listeners */
 
@@ -345,12 +343,12 @@ static int srv_client_flush(struct srv_client *c) {
             srv_client_free(c);
             return -1;
         }
-        unsigned mask = (c->flags & SRV_CLIENT_READ_PAUSED) ? 0 : CM_EV_READ;
-        cm_ev_set(w->loop, c->fd, mask, srv_client_read_cb, c);
+        cm_ev_set(w->loop, c->fd, CM_EV_READ, srv_client_event_cb, c);
         return 0;
     }
-    unsigned mask = CM_EV_WRITE | ((c->flags & SRV_CLIENT_READ_PAUSED) ? 0 : CM_EV_READ);
-    cm_ev_set(w->loop, c->fd, mask, srv_client_write_cb, c);
+    /* Keep reading while replies wait, as Redis does: a client may send its whole pipeline
+     * before it reads anything. client-output-buffer-limit bounds what may pile up. */
+    cm_ev_set(w->loop, c->fd, CM_EV_READ | CM_EV_WRITE, srv_client_event_cb, c);
     return 0;
 }
 
@@ -430,10 +428,6 @@ static int srv_client_process(struct srv_client *c) {
     while (c->qpos < c->qbuf.len) {
         if (c->flags & (SRV_CLIENT_CLOSE_AFTER_REPLY | SRV_CLIENT_CLOSE_ASAP))
             break;
-        if (srv_client_pending(c) > SRV_OUT_PAUSE) {
-            c->flags |= SRV_CLIENT_READ_PAUSED;
-            break;
-        }
         c->parser.auth_required = !c->authenticated;
         enum resp_result r =
             resp_parse_request(&c->parser, c->qbuf.data + c->qpos, c->qbuf.len - c->qpos);
@@ -478,13 +472,11 @@ static int srv_client_process(struct srv_client *c) {
     }
     if (srv_client_pending(c) > 0 || (c->flags & SRV_CLIENT_CLOSE_AFTER_REPLY))
         srv_client_want_write(c);
-    if (c->flags & SRV_CLIENT_READ_PAUSED)
-        cm_ev_set(c->worker->loop, c->fd, cm_ev_get(c->worker->loop, c->fd) & ~CM_EV_READ,
-                  srv_client_write_cb, c);
     return 0;
 }
 
-static void srv_client_read_cb(struct cm_ev_loop *loop, int fd, unsigned mask, void *arg) {
+/* Socket events of a client: flush pending replies, then read and run new requests. */
+static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, void *arg) {
     struct srv_client *c = arg;
     (void)loop;
     if (mask & CM_EV_WRITE) {
@@ -528,25 +520,6 @@ static void srv_client_read_cb(struct cm_ev_loop *loop, int fd, unsigned mask, v
         return;
     }
     srv_client_process(c);
-}
-
-static void srv_client_write_cb(struct cm_ev_loop *loop, int fd, unsigned mask, void *arg) {
-    struct srv_client *c = arg;
-    (void)loop;
-    (void)fd;
-    if (mask & CM_EV_WRITE) {
-        if (srv_client_flush(c) < 0)
-            return;
-        if ((c->flags & SRV_CLIENT_READ_PAUSED) && srv_client_pending(c) < SRV_OUT_PAUSE / 2) {
-            c->flags &= ~SRV_CLIENT_READ_PAUSED;
-            cm_ev_set(c->worker->loop, c->fd, cm_ev_get(c->worker->loop, c->fd) | CM_EV_READ,
-                      srv_client_write_cb, c);
-            if (srv_client_process(c) < 0)
-                return;
-        }
-    }
-    if (mask & CM_EV_READ)
-        srv_client_read_cb(loop, fd, CM_EV_READ, arg);
 }
 
 /* ---------------------------------------------------------------- accept */
@@ -610,7 +583,7 @@ static void srv_accept_cb(struct cm_ev_loop *loop, int lfd, unsigned mask, void 
             }
         }
         struct srv_client *c = srv_client_create(w, fd, is_unix);
-        if (cm_ev_set(loop, fd, CM_EV_READ, srv_client_read_cb, c) < 0) {
+        if (cm_ev_set(loop, fd, CM_EV_READ, srv_client_event_cb, c) < 0) {
             cm_log(CM_LOG_WARNING, "net", "fd %d out of range, closing client", fd);
             srv_client_free(c);
         }
