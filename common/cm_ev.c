@@ -82,10 +82,6 @@ int cm_ev_set(struct cm_ev_loop *loop, int fd, unsigned mask, cm_ev_file_cb *cb,
     return 0;
 }
 
-unsigned cm_ev_get(struct cm_ev_loop *loop, int fd) {
-    return (fd >= 0 && fd < loop->max_fds) ? loop->files[fd].mask : 0;
-}
-
 void cm_ev_set_before_sleep(struct cm_ev_loop *loop, cm_ev_hook_cb *cb, void *arg) {
     loop->before_sleep = cb;
     loop->before_sleep_arg = arg;

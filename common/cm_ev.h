@@ -35,9 +35,6 @@ void cm_ev_destroy(struct cm_ev_loop *loop);
  */
 int cm_ev_set(struct cm_ev_loop *loop, int fd, unsigned mask, cm_ev_file_cb *cb, void *arg);
 
-/* Current interest mask of fd (0 when not registered). Loop thread only. */
-unsigned cm_ev_get(struct cm_ev_loop *loop, int fd);
-
 /* Installs the before-sleep hook. Loop thread only (or before cm_ev_run). */
 void cm_ev_set_before_sleep(struct cm_ev_loop *loop, cm_ev_hook_cb *cb, void *arg);
 

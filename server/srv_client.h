@@ -27,7 +27,6 @@ struct srv_cmd;
 #define SRV_CLIENT_DIRTY_EXEC        0x08u /* a queued command failed: EXEC aborts */
 #define SRV_CLIENT_PENDING_WRITE     0x10u /* on the worker's pending-write list */
 #define SRV_CLIENT_UNIX              0x20u /* connected over the Unix socket */
-#define SRV_CLIENT_IN_EXEC           0x40u /* running EXEC's queued commands */
 
 /* One argument of the command being run (points into the query buffer or MULTI storage). */
 struct srv_arg {
@@ -138,8 +137,5 @@ void srv_reply_wrong_arity(struct srv_client *c, const char *name);
 
 /* Asks the owning worker to close c (any thread). */
 void srv_client_kill(struct srv_client *c);
-
-/* Total error replies sent (INFO stats). */
-uint64_t srv_stat_error_replies(void);
 
 #endif

@@ -311,7 +311,7 @@ static void srv_info_stats(struct cm_buf *b) {
         (unsigned long long)cm_atomic_load_relaxed(&srv_stats.rejected_connections),
         (unsigned long long)ds.expired_keys, (unsigned long long)ds.evicted_keys,
         (unsigned long long)ds.keyspace_hits, (unsigned long long)ds.keyspace_misses,
-        (unsigned long long)srv_stat_error_replies());
+        (unsigned long long)cm_pcounter_read(&srv_stats.error_replies));
 }
 
 static void srv_info_keyspace(struct cm_buf *b) {

@@ -557,7 +557,6 @@ void srv_db_get_stats(struct srv_db_stats *st) {
     st->keyspace_hits = cm_pcounter_read(&stat_hits);
     st->keyspace_misses = cm_pcounter_read(&stat_misses);
     st->eviction_cycles = cm_atomic_load_relaxed(&stat_evict_cycles);
-    st->heap_objects_bytes = 0;
 }
 
 void srv_db_reset_stats(void) {

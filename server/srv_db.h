@@ -210,7 +210,6 @@ struct srv_db_stats {
     uint64_t keyspace_hits;
     uint64_t keyspace_misses;
     uint64_t eviction_cycles;
-    uint64_t heap_objects_bytes;
 };
 void srv_db_get_stats(struct srv_db_stats *st);
 void srv_db_reset_stats(void);

@@ -103,15 +103,9 @@ size_t srv_cmd_count(void) {
 
 /* ---------------------------------------------------------------- replies */
 
-static _Atomic uint64_t srv_error_replies;
-
-uint64_t srv_stat_error_replies(void) {
-    return cm_atomic_load_relaxed(&srv_error_replies);
-}
-
 void srv_reply_error(struct srv_client *c, const char *msg) {
     resp_add_error(&c->out, msg, strlen(msg));
-    cm_atomic_add_relaxed(&srv_error_replies, 1);
+    cm_pcounter_add(&srv_stats.error_replies, 1);
 }
 
 void srv_reply_errorf(struct srv_client *c, const char *fmt, ...) {
@@ -346,7 +340,6 @@ void rc_exec_command(struct srv_client *c) {
     resp_add_array_hdr(&c->out, n);
     int saved_argc = c->argc;
     struct srv_arg *saved_argv = c->argv;
-    c->flags |= SRV_CLIENT_IN_EXEC;
     for (int i = 0; i < n; i++) {
         struct srv_arg argv[mq[i].argc > 0 ? mq[i].argc : 1];
         size_t off = 0;
@@ -360,7 +353,6 @@ void rc_exec_command(struct srv_client *c) {
         cm_free(mq[i].lens);
         cm_free(mq[i].data);
     }
-    c->flags &= ~SRV_CLIENT_IN_EXEC;
     c->argc = saved_argc;
     c->argv = saved_argv;
     cm_free(mq);

@@ -63,7 +63,7 @@ struct srv_stats {
     struct cm_pcounter net_input_bytes;
     struct cm_pcounter net_output_bytes;
     _Atomic uint64_t connected_clients;
-    _Atomic uint64_t error_replies;
+    struct cm_pcounter error_replies;
 };
 extern struct srv_stats srv_stats;
 
