@@ -13,5 +13,5 @@ $(RC_LIB): $(RC_OBJS)
 # The command table is data (STYLE.md §8): JSON in, checked-in .def files out.
 RC_JSON := $(wildcard redis-compat/commands/*.json)
 redis-compat/commands.def redis-compat/commands_meta.def &: $(RC_JSON) tools/gen-commands.py
-	$(QUIET_GEN)python3 tools/gen-commands.py
+	$(QUIET_GEN)python3 tools/gen-commands.py && touch redis-compat/commands.def redis-compat/commands_meta.def
 $(BUILD)/obj/redis-compat/rc_commands.o: redis-compat/commands.def redis-compat/commands_meta.def

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Command dispatch: the command table (bound from redis-compat/commands.def to the rc_*_command
+ * Command dispatch: the command table (bound from redis-compat/commands.def to the srv_*_command
  * handlers), lookup, arity/auth/MULTI checks, and the call under the keyspace lock.
  */
 #ifndef CRESCENT_SERVER_SRV_CMD_H
@@ -57,7 +57,7 @@ void srv_multi_reset(struct srv_client *c);
 void srv_unwatch_all(struct srv_client *c);
 
 /* Handlers, one per top-level command (named like Redis's getCommand for grep). */
-#define RC_COMMAND(ident, ...) void rc_##ident##_command(struct srv_client *c);
+#define RC_COMMAND(ident, ...) void srv_##ident##_command(struct srv_client *c);
 #define RC_SUBCOMMAND(...)
 #include "redis-compat/commands.def"
 #undef RC_COMMAND

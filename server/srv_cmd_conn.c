@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void rc_ping_command(struct srv_client *c) {
+void srv_ping_command(struct srv_client *c) {
     if (c->argc > 2) {
         srv_reply_wrong_arity(c, "ping");
         return;
@@ -24,7 +24,7 @@ void rc_ping_command(struct srv_client *c) {
         cm_buf_append(&c->out, "+PONG\r\n", 7);
 }
 
-void rc_echo_command(struct srv_client *c) {
+void srv_echo_command(struct srv_client *c) {
     resp_add_bulk(&c->out, c->argv[1].p, c->argv[1].len);
 }
 
@@ -38,7 +38,7 @@ static int srv_check_password(const struct srv_arg *user, const struct srv_arg *
     return strlen(pw) == pass->len && memcmp(pw, pass->p, pass->len) == 0;
 }
 
-void rc_auth_command(struct srv_client *c) {
+void srv_auth_command(struct srv_client *c) {
     if (c->argc > 3) {
         srv_reply_syntax_error(c);
         return;
@@ -71,7 +71,7 @@ static int srv_valid_name(const struct srv_arg *a) {
     return 1;
 }
 
-void rc_hello_command(struct srv_client *c) {
+void srv_hello_command(struct srv_client *c) {
     long long ver = 0;
     int j = 1;
     if (c->argc >= 2) {
@@ -134,7 +134,7 @@ void rc_hello_command(struct srv_client *c) {
     resp_add_array_hdr(&c->out, 0);
 }
 
-void rc_select_command(struct srv_client *c) {
+void srv_select_command(struct srv_client *c) {
     long long db;
     if (srv_arg_ll(c, 1, &db, NULL) < 0)
         return;
@@ -145,12 +145,12 @@ void rc_select_command(struct srv_client *c) {
     srv_reply_ok(c);
 }
 
-void rc_quit_command(struct srv_client *c) {
+void srv_quit_command(struct srv_client *c) {
     srv_reply_ok(c);
     c->flags |= SRV_CLIENT_CLOSE_AFTER_REPLY;
 }
 
-void rc_reset_command(struct srv_client *c) {
+void srv_reset_command(struct srv_client *c) {
     srv_multi_reset(c);
     srv_unwatch_all(c);
     cm_free(c->name);
@@ -264,7 +264,7 @@ static void srv_reply_text(struct srv_client *c, struct cm_buf *b) {
     resp_add_verbatim(&c->out, c->proto, b->data ? b->data : "", b->len, "txt");
 }
 
-void rc_client_command(struct srv_client *c) {
+void srv_client_command(struct srv_client *c) {
     if (srv_arg_is(c, 1, "id")) {
         resp_add_int(&c->out, (long long)c->id);
     } else if (srv_arg_is(c, 1, "setname")) {

@@ -36,7 +36,7 @@ static int srv_delete_key(const struct srv_arg *k, int64_t now) {
     return o != NULL;
 }
 
-void rc_del_command(struct srv_client *c) {
+void srv_del_command(struct srv_client *c) {
     int64_t now = srv_now_ms();
     long long n = 0;
     for (int i = 1; i < c->argc; i++)
@@ -44,12 +44,12 @@ void rc_del_command(struct srv_client *c) {
     resp_add_int(&c->out, n);
 }
 
-void rc_unlink_command(struct srv_client *c) {
-    rc_del_command(c);
+void srv_unlink_command(struct srv_client *c) {
+    srv_del_command(c);
 }
 
-void rc_remove_command(struct srv_client *c) {
-    rc_del_command(c);
+void srv_remove_command(struct srv_client *c) {
+    srv_del_command(c);
 }
 
 /* Counts keys among argv[1..] that exist; touch = 1 also refreshes their LRU clock. */
@@ -65,15 +65,15 @@ static long long srv_count_existing(struct srv_client *c, int touch) {
     return n;
 }
 
-void rc_exists_command(struct srv_client *c) {
+void srv_exists_command(struct srv_client *c) {
     resp_add_int(&c->out, srv_count_existing(c, 0));
 }
 
-void rc_touch_command(struct srv_client *c) {
+void srv_touch_command(struct srv_client *c) {
     resp_add_int(&c->out, srv_count_existing(c, 1));
 }
 
-void rc_type_command(struct srv_client *c) {
+void srv_type_command(struct srv_client *c) {
     struct srv_db_ref r;
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_peek(&r, srv_now_ms());
@@ -160,19 +160,19 @@ static void srv_expire_generic(struct srv_client *c, int64_t base, int seconds, 
     resp_add_int(&c->out, ok);
 }
 
-void rc_expire_command(struct srv_client *c) {
+void srv_expire_command(struct srv_client *c) {
     srv_expire_generic(c, srv_now_ms(), 1, "expire");
 }
 
-void rc_pexpire_command(struct srv_client *c) {
+void srv_pexpire_command(struct srv_client *c) {
     srv_expire_generic(c, srv_now_ms(), 0, "pexpire");
 }
 
-void rc_expireat_command(struct srv_client *c) {
+void srv_expireat_command(struct srv_client *c) {
     srv_expire_generic(c, 0, 1, "expireat");
 }
 
-void rc_pexpireat_command(struct srv_client *c) {
+void srv_pexpireat_command(struct srv_client *c) {
     srv_expire_generic(c, 0, 0, "pexpireat");
 }
 
@@ -196,23 +196,23 @@ static void srv_ttl_generic(struct srv_client *c, int ms, int rel) {
     }
 }
 
-void rc_ttl_command(struct srv_client *c) {
+void srv_ttl_command(struct srv_client *c) {
     srv_ttl_generic(c, 0, 1);
 }
 
-void rc_pttl_command(struct srv_client *c) {
+void srv_pttl_command(struct srv_client *c) {
     srv_ttl_generic(c, 1, 1);
 }
 
-void rc_expiretime_command(struct srv_client *c) {
+void srv_expiretime_command(struct srv_client *c) {
     srv_ttl_generic(c, 0, 0);
 }
 
-void rc_pexpiretime_command(struct srv_client *c) {
+void srv_pexpiretime_command(struct srv_client *c) {
     srv_ttl_generic(c, 1, 0);
 }
 
-void rc_persist_command(struct srv_client *c) {
+void srv_persist_command(struct srv_client *c) {
     struct srv_db_ref r;
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
@@ -244,7 +244,7 @@ static void srv_keys_visit(struct srv_obj *o, void *arg) {
     k->count++;
 }
 
-void rc_keys_command(struct srv_client *c) {
+void srv_keys_command(struct srv_client *c) {
     struct cm_buf keys;
     cm_buf_init(&keys);
     struct srv_keys_ctx k = {&keys, 0, c->argv[1].p, c->argv[1].len, 0, -1};
@@ -259,7 +259,7 @@ void rc_keys_command(struct srv_client *c) {
     cm_buf_fini(&keys);
 }
 
-void rc_scan_command(struct srv_client *c) {
+void srv_scan_command(struct srv_client *c) {
     unsigned long long cursor;
     char *end;
     char tmp[32];
@@ -318,7 +318,7 @@ void rc_scan_command(struct srv_client *c) {
     cm_buf_fini(&keys);
 }
 
-void rc_randomkey_command(struct srv_client *c) {
+void srv_randomkey_command(struct srv_client *c) {
     size_t klen;
     char *k = srv_db_random_key(srv_now_ms(), &klen);
     if (!k) {
@@ -425,15 +425,15 @@ static void srv_rename_generic(struct srv_client *c, int nx) {
         srv_reply_ok(c);
 }
 
-void rc_rename_command(struct srv_client *c) {
+void srv_rename_command(struct srv_client *c) {
     srv_rename_generic(c, 0);
 }
 
-void rc_renamenx_command(struct srv_client *c) {
+void srv_renamenx_command(struct srv_client *c) {
     srv_rename_generic(c, 1);
 }
 
-void rc_copy_command(struct srv_client *c) {
+void srv_copy_command(struct srv_client *c) {
     int replace = 0;
     for (int j = 3; j < c->argc; j++) {
         if (srv_arg_is(c, j, "replace")) {
@@ -474,7 +474,7 @@ void rc_copy_command(struct srv_client *c) {
 
 /* ---------------------------------------------------------------- DBSIZE, FLUSH* */
 
-void rc_dbsize_command(struct srv_client *c) {
+void srv_dbsize_command(struct srv_client *c) {
     resp_add_int(&c->out, (long long)srv_db_size());
 }
 
@@ -487,17 +487,17 @@ static void srv_flush_generic(struct srv_client *c) {
     srv_reply_ok(c);
 }
 
-void rc_flushall_command(struct srv_client *c) {
+void srv_flushall_command(struct srv_client *c) {
     srv_flush_generic(c);
 }
 
-void rc_flushdb_command(struct srv_client *c) {
+void srv_flushdb_command(struct srv_client *c) {
     srv_flush_generic(c);
 }
 
 /* ---------------------------------------------------------------- MEMORY, OBJECT */
 
-void rc_memory_command(struct srv_client *c) {
+void srv_memory_command(struct srv_client *c) {
     if (srv_arg_is(c, 1, "usage")) {
         if (c->argc != 3 && !(c->argc == 5 && srv_arg_is(c, 3, "samples"))) {
             if (c->argc < 3)
@@ -537,7 +537,7 @@ static const char *srv_encoding_of(const struct srv_obj *o) {
     return o->vlen <= 44 ? "embstr" : "raw";
 }
 
-void rc_object_command(struct srv_client *c) {
+void srv_object_command(struct srv_client *c) {
     if (srv_arg_is(c, 1, "help")) {
         resp_add_array_hdr(&c->out, 3);
         resp_add_simple(&c->out, "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");

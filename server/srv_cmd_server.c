@@ -86,7 +86,7 @@ static const struct rc_command_info *srv_info_at(size_t i) {
     return i < n ? &t[i] : NULL;
 }
 
-void rc_command_command(struct srv_client *c) {
+void srv_command_command(struct srv_client *c) {
     size_t n;
     rc_command_table(&n);
     if (c->argc == 1) {
@@ -210,7 +210,7 @@ static void srv_config_set(struct srv_client *c) {
     srv_reply_ok(c);
 }
 
-void rc_config_command(struct srv_client *c) {
+void srv_config_command(struct srv_client *c) {
     if (srv_arg_is(c, 1, "get")) {
         srv_config_get(c);
     } else if (srv_arg_is(c, 1, "set")) {
@@ -349,7 +349,7 @@ static const struct {
 };
 #define SRV_NSECTIONS (sizeof(srv_info_sections) / sizeof(srv_info_sections[0]))
 
-void rc_info_command(struct srv_client *c) {
+void srv_info_command(struct srv_client *c) {
     int all = c->argc == 1;
     int want[SRV_NSECTIONS] = {0};
     for (int i = 1; i < c->argc; i++) {
@@ -373,14 +373,14 @@ void rc_info_command(struct srv_client *c) {
 
 /* ---------------------------------------------------------------- TIME, SHUTDOWN */
 
-void rc_time_command(struct srv_client *c) {
+void srv_time_command(struct srv_client *c) {
     uint64_t us = cm_wall_us();
     resp_add_array_hdr(&c->out, 2);
     resp_add_bulk_ll(&c->out, (long long)(us / 1000000));
     resp_add_bulk_ll(&c->out, (long long)(us % 1000000));
 }
 
-void rc_shutdown_command(struct srv_client *c) {
+void srv_shutdown_command(struct srv_client *c) {
     for (int i = 1; i < c->argc; i++) {
         if (srv_arg_is(c, i, "abort")) {
             srv_reply_error(c, "ERR No shutdown in progress.");

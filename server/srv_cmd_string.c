@@ -154,7 +154,7 @@ void srv_set_prebuilt(struct srv_client *c, struct srv_obj *o) {
     srv_set_obj(c, &key, o, 0, 0, 1);
 }
 
-void rc_set_command(struct srv_client *c) {
+void srv_set_command(struct srv_client *c) {
     unsigned flags;
     int earg;
     int64_t exp = 0;
@@ -165,11 +165,11 @@ void rc_set_command(struct srv_client *c) {
     srv_set_generic(c, &c->argv[1], &c->argv[2], flags, exp, 1);
 }
 
-void rc_put_command(struct srv_client *c) {
+void srv_put_command(struct srv_client *c) {
     srv_set_generic(c, &c->argv[1], &c->argv[2], 0, 0, 1);
 }
 
-void rc_setnx_command(struct srv_client *c) {
+void srv_setnx_command(struct srv_client *c) {
     int rc = srv_set_generic(c, &c->argv[1], &c->argv[2], SRV_SET_NX, 0, 0);
     if (rc >= 0)
         resp_add_int(&c->out, rc);
@@ -182,19 +182,19 @@ static void srv_setex_generic(struct srv_client *c, unsigned unit, const char *n
     srv_set_generic(c, &c->argv[1], &c->argv[3], 0, exp, 1);
 }
 
-void rc_setex_command(struct srv_client *c) {
+void srv_setex_command(struct srv_client *c) {
     srv_setex_generic(c, SRV_SET_EX, "setex");
 }
 
-void rc_psetex_command(struct srv_client *c) {
+void srv_psetex_command(struct srv_client *c) {
     srv_setex_generic(c, SRV_SET_PX, "psetex");
 }
 
-void rc_getset_command(struct srv_client *c) {
+void srv_getset_command(struct srv_client *c) {
     srv_set_generic(c, &c->argv[1], &c->argv[2], SRV_SET_GET, 0, 1);
 }
 
-void rc_mset_command(struct srv_client *c) {
+void srv_mset_command(struct srv_client *c) {
     if (c->argc % 2 == 0) {
         srv_reply_wrong_arity(c, "mset");
         return;
@@ -205,7 +205,7 @@ void rc_mset_command(struct srv_client *c) {
     srv_reply_ok(c);
 }
 
-void rc_msetnx_command(struct srv_client *c) {
+void srv_msetnx_command(struct srv_client *c) {
     if (c->argc % 2 == 0) {
         srv_reply_wrong_arity(c, "msetnx");
         return;
@@ -229,7 +229,7 @@ void rc_msetnx_command(struct srv_client *c) {
 
 /* ---------------------------------------------------------------- GET family */
 
-void rc_get_command(struct srv_client *c) {
+void srv_get_command(struct srv_client *c) {
     struct srv_db_ref r;
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
@@ -243,7 +243,7 @@ void rc_get_command(struct srv_client *c) {
     srv_db_count_hit(o != NULL);
 }
 
-void rc_mget_command(struct srv_client *c) {
+void srv_mget_command(struct srv_client *c) {
     int64_t now = srv_now_ms();
     resp_add_array_hdr(&c->out, c->argc - 1);
     for (int i = 1; i < c->argc; i++) {
@@ -259,7 +259,7 @@ void rc_mget_command(struct srv_client *c) {
     }
 }
 
-void rc_getdel_command(struct srv_client *c) {
+void srv_getdel_command(struct srv_client *c) {
     struct srv_db_ref r;
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
@@ -274,7 +274,7 @@ void rc_getdel_command(struct srv_client *c) {
     srv_db_unlock(&r);
 }
 
-void rc_getex_command(struct srv_client *c) {
+void srv_getex_command(struct srv_client *c) {
     unsigned flags;
     int earg;
     int64_t exp = 0;
@@ -302,7 +302,7 @@ void rc_getex_command(struct srv_client *c) {
     srv_db_unlock(&r);
 }
 
-void rc_strlen_command(struct srv_client *c) {
+void srv_strlen_command(struct srv_client *c) {
     struct srv_db_ref r;
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
@@ -313,7 +313,7 @@ void rc_strlen_command(struct srv_client *c) {
     srv_db_unlock(&r);
 }
 
-void rc_getrange_command(struct srv_client *c) {
+void srv_getrange_command(struct srv_client *c) {
     long long start, end;
     if (srv_arg_ll(c, 2, &start, NULL) < 0 || srv_arg_ll(c, 3, &end, NULL) < 0)
         return;
@@ -447,7 +447,7 @@ static void srv_append_build(char *dst, const char *old, size_t oldlen, size_t n
     memcpy(dst + oldlen, a->p, a->len);
 }
 
-void rc_append_command(struct srv_client *c) {
+void srv_append_command(struct srv_client *c) {
     struct srv_append_arg a = {c->argv[2].p, c->argv[2].len};
     struct srv_rmw rmw = {srv_append_plan, srv_append_build, &a, 0};
     size_t oldlen;
@@ -488,7 +488,7 @@ static void srv_setrange_build(char *dst, const char *old, size_t oldlen, size_t
     memcpy(dst + a->offset, a->p, a->len);
 }
 
-void rc_setrange_command(struct srv_client *c) {
+void srv_setrange_command(struct srv_client *c) {
     struct srv_setrange_arg a = {0, c->argv[3].p, c->argv[3].len};
     if (srv_arg_ll(c, 2, &a.offset, NULL) < 0)
         return;
@@ -556,21 +556,21 @@ static void srv_incr_generic(struct srv_client *c, long long incr) {
         resp_add_int(&c->out, a.result);
 }
 
-void rc_incr_command(struct srv_client *c) {
+void srv_incr_command(struct srv_client *c) {
     srv_incr_generic(c, 1);
 }
 
-void rc_decr_command(struct srv_client *c) {
+void srv_decr_command(struct srv_client *c) {
     srv_incr_generic(c, -1);
 }
 
-void rc_incrby_command(struct srv_client *c) {
+void srv_incrby_command(struct srv_client *c) {
     long long v;
     if (srv_arg_ll(c, 2, &v, NULL) == 0)
         srv_incr_generic(c, v);
 }
 
-void rc_decrby_command(struct srv_client *c) {
+void srv_decrby_command(struct srv_client *c) {
     long long v;
     if (srv_arg_ll(c, 2, &v, NULL) < 0)
         return;
@@ -614,7 +614,7 @@ static void srv_incrf_build(char *dst, const char *old, size_t oldlen, size_t ne
     memcpy(dst, a->buf, newlen);
 }
 
-void rc_incrbyfloat_command(struct srv_client *c) {
+void srv_incrbyfloat_command(struct srv_client *c) {
     static __thread struct srv_incrf_arg a;
     a.incr_arg = &c->argv[2];
     struct srv_rmw rmw = {srv_incrf_plan, srv_incrf_build, &a, 0};

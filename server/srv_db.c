@@ -386,18 +386,25 @@ uint64_t srv_db_scan(uint64_t cursor, size_t count, int64_t now_ms, srv_db_visit
 char *srv_db_random_key(int64_t now_ms, size_t *klen) {
     if (srv_db_size() == 0)
         return NULL;
-    for (int attempt = 0; attempt < 4096; attempt++) {
-        struct srv_shard *sh = &srv_shards[cm_rand64() & (SRV_DB_SHARDS - 1)];
-        pthread_mutex_lock(&sh->lock);
-        struct srv_obj *o = (struct srv_obj *)cm_ht_random(&sh->ht);
-        char *k = NULL;
-        if (o && !srv_obj_expired(o, now_ms)) {
-            k = cm_strndup(o->key, o->klen);
-            *klen = o->klen;
+    /* Start at a random shard and take a random key from the first non-empty one, so a sparse
+     * keyspace (one key in 1024 shards) is found every time; expired keys are skipped. */
+    uint64_t start = cm_rand64();
+    for (int attempt = 0; attempt < 64; attempt++, start = cm_rand64()) {
+        for (uint64_t i = 0; i < SRV_DB_SHARDS; i++) {
+            struct srv_shard *sh = &srv_shards[(start + i) & (SRV_DB_SHARDS - 1)];
+            pthread_mutex_lock(&sh->lock);
+            struct srv_obj *o = (struct srv_obj *)cm_ht_random(&sh->ht);
+            char *k = NULL;
+            if (o && !srv_obj_expired(o, now_ms)) {
+                k = cm_strndup(o->key, o->klen);
+                *klen = o->klen;
+            }
+            pthread_mutex_unlock(&sh->lock);
+            if (k)
+                return k;
+            if (o)
+                break; /* an expired key: draw a new start */
         }
-        pthread_mutex_unlock(&sh->lock);
-        if (k)
-            return k;
     }
     return NULL;
 }

@@ -38,7 +38,7 @@ static const char *const srv_nolock_cmds[] = {
 
 static struct srv_cmd srv_cmds[] = {
 #define RC_COMMAND(ident, name, arity, flags, ...) \
-    {name, rc_##ident##_command, arity, flags, 0, NULL},
+    {name, srv_##ident##_command, arity, flags, 0, NULL},
 #define RC_SUBCOMMAND(...)
 #include "redis-compat/commands.def"
 #undef RC_COMMAND
@@ -285,7 +285,7 @@ void srv_dispatch(struct srv_client *c) {
 
 /* ---------------------------------------------------------------- MULTI/EXEC/WATCH */
 
-void rc_multi_command(struct srv_client *c) {
+void srv_multi_command(struct srv_client *c) {
     if (c->flags & SRV_CLIENT_MULTI) {
         srv_reply_error(c, "ERR MULTI calls can not be nested");
         return;
@@ -294,7 +294,7 @@ void rc_multi_command(struct srv_client *c) {
     srv_reply_ok(c);
 }
 
-void rc_discard_command(struct srv_client *c) {
+void srv_discard_command(struct srv_client *c) {
     if (!(c->flags & SRV_CLIENT_MULTI)) {
         srv_reply_error(c, "ERR DISCARD without MULTI");
         return;
@@ -314,7 +314,7 @@ static int srv_watch_broken(struct srv_client *c) {
     return cm_atomic_load_relaxed(&c->watch_dirty) != 0;
 }
 
-void rc_exec_command(struct srv_client *c) {
+void srv_exec_command(struct srv_client *c) {
     if (!(c->flags & SRV_CLIENT_MULTI)) {
         srv_reply_error(c, "ERR EXEC without MULTI");
         return;
@@ -358,7 +358,7 @@ void rc_exec_command(struct srv_client *c) {
     cm_free(mq);
 }
 
-void rc_watch_command(struct srv_client *c) {
+void srv_watch_command(struct srv_client *c) {
     if (c->flags & SRV_CLIENT_MULTI) {
         srv_reply_error(c, "ERR WATCH inside MULTI is not allowed");
         return;
@@ -371,7 +371,7 @@ void rc_watch_command(struct srv_client *c) {
     srv_reply_ok(c);
 }
 
-void rc_unwatch_command(struct srv_client *c) {
+void srv_unwatch_command(struct srv_client *c) {
     srv_unwatch_all(c);
     srv_reply_ok(c);
 }

@@ -145,15 +145,15 @@ static void srv_hset_generic(struct srv_client *c, int hmset) {
         resp_add_int(&c->out, created);
 }
 
-void rc_hset_command(struct srv_client *c) {
+void srv_hset_command(struct srv_client *c) {
     srv_hset_generic(c, 0);
 }
 
-void rc_hmset_command(struct srv_client *c) {
+void srv_hmset_command(struct srv_client *c) {
     srv_hset_generic(c, 1);
 }
 
-void rc_hsetnx_command(struct srv_client *c) {
+void srv_hsetnx_command(struct srv_client *c) {
     if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
         return;
     struct srv_db_ref r;
@@ -168,7 +168,7 @@ void rc_hsetnx_command(struct srv_client *c) {
     resp_add_int(&c->out, created);
 }
 
-void rc_hdel_command(struct srv_client *c) {
+void srv_hdel_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 0, &bad);
@@ -194,7 +194,7 @@ void rc_hdel_command(struct srv_client *c) {
     resp_add_int(&c->out, removed);
 }
 
-void rc_hincrby_command(struct srv_client *c) {
+void srv_hincrby_command(struct srv_client *c) {
     if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
         return;
     long long incr, cur = 0;
@@ -227,7 +227,7 @@ void rc_hincrby_command(struct srv_client *c) {
     resp_add_int(&c->out, cur);
 }
 
-void rc_hincrbyfloat_command(struct srv_client *c) {
+void srv_hincrbyfloat_command(struct srv_client *c) {
     if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
         return;
     long double incr, cur = 0;
@@ -266,7 +266,7 @@ void rc_hincrbyfloat_command(struct srv_client *c) {
 
 /* ---------------------------------------------------------------- reads */
 
-void rc_hget_command(struct srv_client *c) {
+void srv_hget_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 1, &bad);
@@ -280,7 +280,7 @@ void rc_hget_command(struct srv_client *c) {
     srv_db_unlock(&r);
 }
 
-void rc_hmget_command(struct srv_client *c) {
+void srv_hmget_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 1, &bad);
@@ -316,15 +316,15 @@ static void srv_hash_int_reply(struct srv_client *c, int what) {
     resp_add_int(&c->out, v);
 }
 
-void rc_hlen_command(struct srv_client *c) {
+void srv_hlen_command(struct srv_client *c) {
     srv_hash_int_reply(c, 0);
 }
 
-void rc_hexists_command(struct srv_client *c) {
+void srv_hexists_command(struct srv_client *c) {
     srv_hash_int_reply(c, 1);
 }
 
-void rc_hstrlen_command(struct srv_client *c) {
+void srv_hstrlen_command(struct srv_client *c) {
     srv_hash_int_reply(c, 2);
 }
 
@@ -358,15 +358,15 @@ static void srv_hash_dump(struct srv_client *c, int what) {
     srv_db_unlock(&r);
 }
 
-void rc_hgetall_command(struct srv_client *c) {
+void srv_hgetall_command(struct srv_client *c) {
     srv_hash_dump(c, SRV_H_KEYS | SRV_H_VALS);
 }
 
-void rc_hkeys_command(struct srv_client *c) {
+void srv_hkeys_command(struct srv_client *c) {
     srv_hash_dump(c, SRV_H_KEYS);
 }
 
-void rc_hvals_command(struct srv_client *c) {
+void srv_hvals_command(struct srv_client *c) {
     srv_hash_dump(c, SRV_H_VALS);
 }
 
@@ -422,7 +422,7 @@ static void srv_hrandfield_with_count(struct srv_client *c) {
     srv_db_unlock(&r);
 }
 
-void rc_hrandfield_command(struct srv_client *c) {
+void srv_hrandfield_command(struct srv_client *c) {
     if (c->argc >= 3) {
         srv_hrandfield_with_count(c);
         return;
@@ -452,7 +452,7 @@ static void srv_hfield_emit(struct srv_client *c, const struct cm_ht_node *n) {
     resp_add_bulk(&c->out, e->val->p, e->val->len);
 }
 
-void rc_hscan_command(struct srv_client *c) {
+void srv_hscan_command(struct srv_client *c) {
     struct srv_scan_opts so;
     if (srv__scan_cursor(c, &so.cursor) < 0)
         return;

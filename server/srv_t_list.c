@@ -151,19 +151,19 @@ static void srv_push_generic(struct srv_client *c, int front, int xx) {
     resp_add_int(&c->out, n);
 }
 
-void rc_lpush_command(struct srv_client *c) {
+void srv_lpush_command(struct srv_client *c) {
     srv_push_generic(c, 1, 0);
 }
 
-void rc_rpush_command(struct srv_client *c) {
+void srv_rpush_command(struct srv_client *c) {
     srv_push_generic(c, 0, 0);
 }
 
-void rc_lpushx_command(struct srv_client *c) {
+void srv_lpushx_command(struct srv_client *c) {
     srv_push_generic(c, 1, 1);
 }
 
-void rc_rpushx_command(struct srv_client *c) {
+void srv_rpushx_command(struct srv_client *c) {
     srv_push_generic(c, 0, 1);
 }
 
@@ -218,17 +218,17 @@ static void srv_pop_generic(struct srv_client *c, int front) {
     srv_db_unlock(&r);
 }
 
-void rc_lpop_command(struct srv_client *c) {
+void srv_lpop_command(struct srv_client *c) {
     srv_pop_generic(c, 1);
 }
 
-void rc_rpop_command(struct srv_client *c) {
+void srv_rpop_command(struct srv_client *c) {
     srv_pop_generic(c, 0);
 }
 
 /* ---------------------------------------------------------------- reads */
 
-void rc_llen_command(struct srv_client *c) {
+void srv_llen_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 1, &bad);
@@ -257,7 +257,7 @@ static int srv_list_range(long long *start, long long *end, long long len) {
     return 1;
 }
 
-void rc_lrange_command(struct srv_client *c) {
+void srv_lrange_command(struct srv_client *c) {
     long long start, end;
     if (srv_arg_ll(c, 2, &start, NULL) < 0 || srv_arg_ll(c, 3, &end, NULL) < 0)
         return;
@@ -287,7 +287,7 @@ static long long srv_list_index(long long index, size_t len) {
     return index < 0 || index >= (long long)len ? -1 : index;
 }
 
-void rc_lindex_command(struct srv_client *c) {
+void srv_lindex_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_LIST, 1, &bad);
@@ -316,7 +316,7 @@ void rc_lindex_command(struct srv_client *c) {
 
 /* ---------------------------------------------------------------- LSET, LREM, LTRIM */
 
-void rc_lset_command(struct srv_client *c) {
+void srv_lset_command(struct srv_client *c) {
     if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
         return;
     struct srv_db_ref r;
@@ -377,7 +377,7 @@ static size_t srv_list_remove(struct srv_list *l, const struct srv_arg *v, size_
     return removed;
 }
 
-void rc_lrem_command(struct srv_client *c) {
+void srv_lrem_command(struct srv_client *c) {
     long long count;
     if (srv_arg_ll(c, 2, &count, NULL) < 0)
         return;
@@ -399,7 +399,7 @@ void rc_lrem_command(struct srv_client *c) {
     resp_add_int(&c->out, (long long)removed);
 }
 
-void rc_ltrim_command(struct srv_client *c) {
+void srv_ltrim_command(struct srv_client *c) {
     long long start, end;
     if (srv_arg_ll(c, 2, &start, NULL) < 0 || srv_arg_ll(c, 3, &end, NULL) < 0)
         return;
@@ -448,7 +448,7 @@ static void srv_list_insert_at(struct srv_list *l, size_t pos, struct srv_t_str 
     l->len++;
 }
 
-void rc_linsert_command(struct srv_client *c) {
+void srv_linsert_command(struct srv_client *c) {
     if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
         return;
     int after;
@@ -527,7 +527,7 @@ static int srv_lpos_opts(struct srv_client *c, struct srv_lpos *q) {
     return 0;
 }
 
-void rc_lpos_command(struct srv_client *c) {
+void srv_lpos_command(struct srv_client *c) {
     struct srv_lpos q;
     if (srv_lpos_opts(c, &q) < 0)
         return;
@@ -690,7 +690,7 @@ static int srv_list_side(struct srv_client *c, int i, int *front) {
     return 0;
 }
 
-void rc_lmove_command(struct srv_client *c) {
+void srv_lmove_command(struct srv_client *c) {
     if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
         return;
     int from, to;
@@ -699,7 +699,7 @@ void rc_lmove_command(struct srv_client *c) {
     srv_lmove_generic(c, from, to);
 }
 
-void rc_rpoplpush_command(struct srv_client *c) {
+void srv_rpoplpush_command(struct srv_client *c) {
     if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
         return;
     srv_lmove_generic(c, 0, 1);
@@ -750,7 +750,7 @@ int srv__mpop_args(struct srv_client *c, const char *w0, const char *w1, long lo
     return 0;
 }
 
-void rc_lmpop_command(struct srv_client *c) {
+void srv_lmpop_command(struct srv_client *c) {
     long long numkeys, count;
     int right;
     if (srv__mpop_args(c, "left", "right", &numkeys, &right, &count) < 0)

@@ -104,7 +104,7 @@ static void srv_set_done(struct srv_db_ref *r, struct srv_obj *o) {
 
 /* ---------------------------------------------------------------- SADD, SREM */
 
-void rc_sadd_command(struct srv_client *c) {
+void srv_sadd_command(struct srv_client *c) {
     if (srv__agg_room(c, srv_t_arg_bytes(c, 2)) < 0)
         return;
     struct srv_db_ref r;
@@ -126,7 +126,7 @@ void rc_sadd_command(struct srv_client *c) {
     resp_add_int(&c->out, added);
 }
 
-void rc_srem_command(struct srv_client *c) {
+void srv_srem_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 0, &bad);
@@ -152,7 +152,7 @@ void rc_srem_command(struct srv_client *c) {
 
 /* ---------------------------------------------------------------- reads */
 
-void rc_scard_command(struct srv_client *c) {
+void srv_scard_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
@@ -163,7 +163,7 @@ void rc_scard_command(struct srv_client *c) {
     resp_add_int(&c->out, n);
 }
 
-void rc_sismember_command(struct srv_client *c) {
+void srv_sismember_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
@@ -174,7 +174,7 @@ void rc_sismember_command(struct srv_client *c) {
     resp_add_int(&c->out, in);
 }
 
-void rc_smismember_command(struct srv_client *c) {
+void srv_smismember_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
@@ -201,7 +201,7 @@ static void srv_set_reply_all(struct srv_client *c, const struct srv_set *s, int
     }
 }
 
-void rc_smembers_command(struct srv_client *c) {
+void srv_smembers_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
@@ -253,7 +253,7 @@ static void srv_spop_with_count(struct srv_client *c) {
     srv_db_unlock(&r);
 }
 
-void rc_spop_command(struct srv_client *c) {
+void srv_spop_command(struct srv_client *c) {
     if (c->argc == 3) {
         srv_spop_with_count(c);
         return;
@@ -386,7 +386,7 @@ static void srv_srandmember_with_count(struct srv_client *c) {
     srv_db_unlock(&r);
 }
 
-void rc_srandmember_command(struct srv_client *c) {
+void srv_srandmember_command(struct srv_client *c) {
     if (c->argc == 3) {
         srv_srandmember_with_count(c);
         return;
@@ -516,7 +516,7 @@ static void srv_smember_emit(struct srv_client *c, const struct cm_ht_node *n) {
     resp_add_bulk(&c->out, m->p, m->len);
 }
 
-void rc_sscan_command(struct srv_client *c) {
+void srv_sscan_command(struct srv_client *c) {
     struct srv_scan_opts so;
     if (srv__scan_cursor(c, &so.cursor) < 0)
         return;
@@ -655,31 +655,31 @@ static void srv_sop_generic(struct srv_client *c, int op, int store) {
     srv_set_free(acc);
 }
 
-void rc_sunion_command(struct srv_client *c) {
+void srv_sunion_command(struct srv_client *c) {
     srv_sop_generic(c, SRV_SOP_UNION, 0);
 }
 
-void rc_sinter_command(struct srv_client *c) {
+void srv_sinter_command(struct srv_client *c) {
     srv_sop_generic(c, SRV_SOP_INTER, 0);
 }
 
-void rc_sdiff_command(struct srv_client *c) {
+void srv_sdiff_command(struct srv_client *c) {
     srv_sop_generic(c, SRV_SOP_DIFF, 0);
 }
 
-void rc_sunionstore_command(struct srv_client *c) {
+void srv_sunionstore_command(struct srv_client *c) {
     srv_sop_generic(c, SRV_SOP_UNION, 1);
 }
 
-void rc_sinterstore_command(struct srv_client *c) {
+void srv_sinterstore_command(struct srv_client *c) {
     srv_sop_generic(c, SRV_SOP_INTER, 1);
 }
 
-void rc_sdiffstore_command(struct srv_client *c) {
+void srv_sdiffstore_command(struct srv_client *c) {
     srv_sop_generic(c, SRV_SOP_DIFF, 1);
 }
 
-void rc_sintercard_command(struct srv_client *c) {
+void srv_sintercard_command(struct srv_client *c) {
     long long numkeys, limit = 0;
     if (srv_arg_ll(c, 1, &numkeys, "ERR numkeys should be greater than 0") < 0)
         return;
@@ -728,7 +728,7 @@ static void srv_sop_give_back(const struct srv_arg *k, const struct srv_arg *m) 
     srv_db_unlock(&r);
 }
 
-void rc_smove_command(struct srv_client *c) {
+void srv_smove_command(struct srv_client *c) {
     const struct srv_arg *src = &c->argv[1], *dst = &c->argv[2], *m = &c->argv[3];
     int64_t now = srv_now_ms();
     struct srv_db_ref r;

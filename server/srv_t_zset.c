@@ -544,17 +544,17 @@ static void srv_zadd_generic(struct srv_client *c, int zincrby) {
         resp_add_null(&c->out, c->proto);
 }
 
-void rc_zadd_command(struct srv_client *c) {
+void srv_zadd_command(struct srv_client *c) {
     srv_zadd_generic(c, 0);
 }
 
-void rc_zincrby_command(struct srv_client *c) {
+void srv_zincrby_command(struct srv_client *c) {
     srv_zadd_generic(c, 1);
 }
 
 /* ---------------------------------------------------------------- ZREM, ZCARD, ZSCORE */
 
-void rc_zrem_command(struct srv_client *c) {
+void srv_zrem_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 0, &bad);
@@ -577,7 +577,7 @@ void rc_zrem_command(struct srv_client *c) {
     resp_add_int(&c->out, removed);
 }
 
-void rc_zcard_command(struct srv_client *c) {
+void srv_zcard_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
@@ -588,7 +588,7 @@ void rc_zcard_command(struct srv_client *c) {
     resp_add_int(&c->out, n);
 }
 
-void rc_zscore_command(struct srv_client *c) {
+void srv_zscore_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
@@ -602,7 +602,7 @@ void rc_zscore_command(struct srv_client *c) {
     srv_db_unlock(&r);
 }
 
-void rc_zmscore_command(struct srv_client *c) {
+void srv_zmscore_command(struct srv_client *c) {
     struct srv_db_ref r;
     int bad;
     struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
@@ -638,11 +638,11 @@ static void srv_zrank_generic(struct srv_client *c, int rev) {
     srv_db_unlock(&r);
 }
 
-void rc_zrank_command(struct srv_client *c) {
+void srv_zrank_command(struct srv_client *c) {
     srv_zrank_generic(c, 0);
 }
 
-void rc_zrevrank_command(struct srv_client *c) {
+void srv_zrevrank_command(struct srv_client *c) {
     srv_zrank_generic(c, 1);
 }
 
@@ -661,11 +661,11 @@ static void srv_zcount_generic(struct srv_client *c, int lex) {
     resp_add_int(&c->out, n);
 }
 
-void rc_zcount_command(struct srv_client *c) {
+void srv_zcount_command(struct srv_client *c) {
     srv_zcount_generic(c, 0);
 }
 
-void rc_zlexcount_command(struct srv_client *c) {
+void srv_zlexcount_command(struct srv_client *c) {
     srv_zcount_generic(c, 1);
 }
 
@@ -852,31 +852,31 @@ static void srv_zrange_generic(struct srv_client *c, int type, int rev, int stor
         resp_add_int(&c->out, srv_zset_store(&c->argv[1], copy));
 }
 
-void rc_zrange_command(struct srv_client *c) {
+void srv_zrange_command(struct srv_client *c) {
     srv_zrange_generic(c, SRV_ZR_AUTO, -1, 0);
 }
 
-void rc_zrevrange_command(struct srv_client *c) {
+void srv_zrevrange_command(struct srv_client *c) {
     srv_zrange_generic(c, SRV_ZR_RANK, 1, 0);
 }
 
-void rc_zrangebyscore_command(struct srv_client *c) {
+void srv_zrangebyscore_command(struct srv_client *c) {
     srv_zrange_generic(c, SRV_ZR_SCORE, 0, 0);
 }
 
-void rc_zrevrangebyscore_command(struct srv_client *c) {
+void srv_zrevrangebyscore_command(struct srv_client *c) {
     srv_zrange_generic(c, SRV_ZR_SCORE, 1, 0);
 }
 
-void rc_zrangestore_command(struct srv_client *c) {
+void srv_zrangestore_command(struct srv_client *c) {
     srv_zrange_generic(c, SRV_ZR_AUTO, -1, 1);
 }
 
-void rc_zrangebylex_command(struct srv_client *c) {
+void srv_zrangebylex_command(struct srv_client *c) {
     srv_zrange_generic(c, SRV_ZR_LEX, 0, 0);
 }
 
-void rc_zrevrangebylex_command(struct srv_client *c) {
+void srv_zrevrangebylex_command(struct srv_client *c) {
     srv_zrange_generic(c, SRV_ZR_LEX, 1, 0);
 }
 
@@ -932,15 +932,15 @@ static void srv_zremrange_generic(struct srv_client *c, int type) {
     resp_add_int(&c->out, removed);
 }
 
-void rc_zremrangebyrank_command(struct srv_client *c) {
+void srv_zremrangebyrank_command(struct srv_client *c) {
     srv_zremrange_generic(c, SRV_ZR_RANK);
 }
 
-void rc_zremrangebyscore_command(struct srv_client *c) {
+void srv_zremrangebyscore_command(struct srv_client *c) {
     srv_zremrange_generic(c, SRV_ZR_SCORE);
 }
 
-void rc_zremrangebylex_command(struct srv_client *c) {
+void srv_zremrangebylex_command(struct srv_client *c) {
     srv_zremrange_generic(c, SRV_ZR_LEX);
 }
 
@@ -986,11 +986,11 @@ static void srv_zpop_generic(struct srv_client *c, int max) {
     srv_db_unlock(&r);
 }
 
-void rc_zpopmin_command(struct srv_client *c) {
+void srv_zpopmin_command(struct srv_client *c) {
     srv_zpop_generic(c, 0);
 }
 
-void rc_zpopmax_command(struct srv_client *c) {
+void srv_zpopmax_command(struct srv_client *c) {
     srv_zpop_generic(c, 1);
 }
 
@@ -1034,7 +1034,7 @@ static void srv_zrandmember_with_count(struct srv_client *c) {
     srv_db_unlock(&r);
 }
 
-void rc_zrandmember_command(struct srv_client *c) {
+void srv_zrandmember_command(struct srv_client *c) {
     if (c->argc >= 3) {
         srv_zrandmember_with_count(c);
         return;
@@ -1067,7 +1067,7 @@ static void srv_zn_emit(struct srv_client *c, const struct cm_ht_node *n) {
     resp_add_double(&c->out, 2, z->score);
 }
 
-void rc_zscan_command(struct srv_client *c) {
+void srv_zscan_command(struct srv_client *c) {
     struct srv_scan_opts so;
     if (srv__scan_cursor(c, &so.cursor) < 0)
         return;
@@ -1340,37 +1340,37 @@ static void srv_zop_generic(struct srv_client *c, int op, int numkeys_idx, int s
     }
 }
 
-void rc_zunion_command(struct srv_client *c) {
+void srv_zunion_command(struct srv_client *c) {
     srv_zop_generic(c, SRV_ZOP_UNION, 1, 0, 0, "zunion");
 }
 
-void rc_zinter_command(struct srv_client *c) {
+void srv_zinter_command(struct srv_client *c) {
     srv_zop_generic(c, SRV_ZOP_INTER, 1, 0, 0, "zinter");
 }
 
-void rc_zdiff_command(struct srv_client *c) {
+void srv_zdiff_command(struct srv_client *c) {
     srv_zop_generic(c, SRV_ZOP_DIFF, 1, 0, 0, "zdiff");
 }
 
-void rc_zunionstore_command(struct srv_client *c) {
+void srv_zunionstore_command(struct srv_client *c) {
     srv_zop_generic(c, SRV_ZOP_UNION, 2, 1, 0, "zunionstore");
 }
 
-void rc_zinterstore_command(struct srv_client *c) {
+void srv_zinterstore_command(struct srv_client *c) {
     srv_zop_generic(c, SRV_ZOP_INTER, 2, 1, 0, "zinterstore");
 }
 
-void rc_zdiffstore_command(struct srv_client *c) {
+void srv_zdiffstore_command(struct srv_client *c) {
     srv_zop_generic(c, SRV_ZOP_DIFF, 2, 1, 0, "zdiffstore");
 }
 
-void rc_zintercard_command(struct srv_client *c) {
+void srv_zintercard_command(struct srv_client *c) {
     srv_zop_generic(c, SRV_ZOP_INTER, 1, 0, 1, "zintercard");
 }
 
 /* ---------------------------------------------------------------- ZMPOP */
 
-void rc_zmpop_command(struct srv_client *c) {
+void srv_zmpop_command(struct srv_client *c) {
     long long numkeys, count;
     int max;
     if (srv__mpop_args(c, "min", "max", &numkeys, &max, &count) < 0)
