@@ -87,9 +87,10 @@ static int cm_cfg_parse(const struct cm_cfg_entry *e, const char *value, union c
                         char *reason, size_t rlen) {
     switch (e->type) {
     case CM_CFG_BOOL:
-        if (!strcasecmp(value, "yes"))
+        /* yes/no as Redis writes them; true/false as Mooncake's (gflags) users do. */
+        if (!strcasecmp(value, "yes") || !strcasecmp(value, "true"))
             v->i = 1;
-        else if (!strcasecmp(value, "no"))
+        else if (!strcasecmp(value, "no") || !strcasecmp(value, "false"))
             v->i = 0;
         else
             return snprintf(reason, rlen, "argument must be 'yes' or 'no'"), -EINVAL;
@@ -222,7 +223,7 @@ static int cm_cfg_set_entry(const struct cm_cfg_entry *e, const char *value, int
     if (e->type == CM_CFG_STRING)
         cm_free(old.s);
     if (!at_startup)
-        cm_log(CM_LOG_VERBOSE, "config", "CONFIG SET %s %s", e->name,
+        cm_log(CM_LOG_NOTICE, "config", "CONFIG SET %s %s", e->name,
                (e->flags & CM_CFG_SENSITIVE) ? "(hidden)" : value);
     return 0;
 }

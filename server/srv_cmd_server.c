@@ -205,7 +205,6 @@ static void srv_config_set(struct srv_client *c) {
             srv_reply_error(c, err);
             return;
         }
-        cm_log(CM_LOG_NOTICE, "config", "CONFIG SET %s", name);
     }
     srv_reply_ok(c);
 }

@@ -133,6 +133,20 @@ Test(server, config_get_set) {
     cr_assert_eq(r->elements, 0);
     r = it_cmd(it_c, "CONFIG GET maxclien*");
     cr_assert_eq(r->elements, 2, "glob patterns match option names");
+    if (it_target_is_crescent()) {
+        /* The log names the value too, except for secrets. */
+        IT_OK(it_c, "CONFIG SET requirepass s3cret");
+        IT_OK(it_c, "AUTH s3cret");
+        char log[16384] = "";
+        FILE *f = fopen(it_srv.log, "r");
+        cr_assert_not_null(f);
+        size_t n = fread(log, 1, sizeof(log) - 1, f);
+        log[n] = '\0';
+        fclose(f);
+        cr_assert_not_null(strstr(log, "CONFIG SET maxclients 500"), "log: %s", log);
+        cr_assert_not_null(strstr(log, "CONFIG SET requirepass (hidden)"), "log: %s", log);
+        cr_assert_null(strstr(log, "s3cret"), "log: %s", log);
+    }
 }
 
 Test(server, config_errors) {

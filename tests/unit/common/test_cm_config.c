@@ -151,6 +151,10 @@ Test(cm_config, bool_values) {
     cr_assert_eq(v_daemonize, 1);
     cr_assert_eq(set("daemonize", "no"), 0);
     cr_assert_eq(v_daemonize, 0);
+    cr_assert_eq(set("daemonize", "true"), 0); /* Mooncake's spelling: --enable_ha=true */
+    cr_assert_eq(v_daemonize, 1);
+    cr_assert_eq(set("daemonize", "False"), 0);
+    cr_assert_eq(v_daemonize, 0);
     cr_assert_eq(set("daemonize", "1"), -EINVAL);
     cr_assert_str_eq(err, "ERR CONFIG SET failed (possibly related to argument 'daemonize') - "
                           "argument must be 'yes' or 'no'");
