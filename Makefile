@@ -1,4 +1,4 @@
-# Crescent top-level Makefile: non-recursive, one module.mk per folder (STYLE.md §53).
+# Crescent top-level Makefile: non-recursive, one module.mk per folder (CONTRIBUTING.md, "Build").
 #
 #   make            build everything into $(BUILD) (default build/)
 #   make run        build and start crescent-master with a 1 GiB embedded segment
@@ -22,7 +22,7 @@ TEST_SCRIPTS :=
 FUZZ_TARGETS :=
 ALL_SRCS     :=
 
-MODULES := common redis-compat server transfer ha storage client tests bench
+MODULES := common redis-compat server transfer ha client tests bench
 include $(wildcard $(addsuffix /module.mk,$(MODULES)))
 
 -include $(patsubst %.c,$(BUILD)/obj/%.d,$(ALL_SRCS))

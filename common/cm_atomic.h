@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Atomics over <stdatomic.h> with explicit memory orders (STYLE.md §39). */
+/* Atomics over <stdatomic.h> with explicit memory orders (CONTRIBUTING.md, "Concurrency"). */
 #ifndef CRESCENT_COMMON_CM_ATOMIC_H
 #define CRESCENT_COMMON_CM_ATOMIC_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * One typed configuration table (STYLE.md §9) that feeds command-line flags, a redis.conf-style
+ * One typed configuration table (CONTRIBUTING.md, "Layout") that feeds command-line flags, a redis.conf-style
  * file and CONFIG GET/SET. Each entry points at the program's own variable, carries bounds, a
  * default, flags and an optional apply hook. Error texts follow Redis 7 so that RESP replies
  * can be sent verbatim (with a leading '-'). Not thread-safe: the owner (the server's main

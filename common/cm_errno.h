@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Project error codes: one X-macro table generates the enum, cm_strerror() and cm_err_name()
- * (STYLE.md §19). Functions return 0 or a negative code: -errno for system errors, -CM_E* for
+ * (CONTRIBUTING.md, "Errors"). Functions return 0 or a negative code: -errno for system errors, -CM_E* for
  * the codes below, whose values start at 4096, above the errno range. The names follow
  * Mooncake's ErrorCode so that RESP error replies read "-OBJECT_NOT_FOUND ...".
  */

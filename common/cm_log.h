@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Leveled logging (STYLE.md §41-43). One line per event:
+ * Leveled logging (CONTRIBUTING.md, "Logging"). One line per event:
  *   pid:role dd Mon yyyy hh:mm:ss.mmm <level-char> subsys: message
  * with Redis's level characters (. DEBUG, - VERBOSE, * NOTICE, # WARNING). The level is tested
  * before formatting. By default nothing is written anywhere, so libraries never print: programs

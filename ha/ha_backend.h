@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What each leader-election backend implements (STYLE.md §5: an ops table whose first field is
+ * What each leader-election backend implements (CONTRIBUTING.md, "Layout": an ops table whose first field is
  * its size). All calls are blocking with deadlines (never block longer than timeout_ms; a dead
  * backend yields -ETIMEDOUT/-CM_EUNREACHABLE) and are called from the elector's single thread
  * only. Backends: redis (ha/redis/), etcd (ha/etcd/), Kubernetes Lease (ha/k8s/).

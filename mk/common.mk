@@ -8,7 +8,7 @@ WERROR     ?= 1
 SANITIZER  ?=
 PREFIX     ?= /usr/local
 
-# Every library a module may use, found with pkg-config (ARCHITECTURE.md, "Dependencies").
+# Every library a module may use, found with pkg-config (docs/architecture.md, "Dependencies").
 PKG_DEPS   := hiredis libfabric liburing jemalloc libcurl jansson yaml-0.1 criterion
 TOOL_DEPS  := redis-server redis-cli redis-benchmark etcd iperf3 clang clang-format python3
 

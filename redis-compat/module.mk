@@ -10,7 +10,7 @@ $(RC_LIB): $(RC_OBJS)
 	@mkdir -p $(dir $@)
 	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
 
-# The command table is data (STYLE.md §8): JSON in, checked-in .def files out.
+# The command table is data (CONTRIBUTING.md, "Layout"): JSON in, checked-in .def files out.
 RC_JSON := $(wildcard redis-compat/commands/*.json)
 redis-compat/commands.def redis-compat/commands_meta.def &: $(RC_JSON) tools/gen-commands.py
 	$(QUIET_GEN)python3 tools/gen-commands.py && touch redis-compat/commands.def redis-compat/commands_meta.def

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * RESP request parser and RESP2/RESP3 reply reader: pure, I/O-free feed/get codecs
- * (STYLE.md §6). The request parser follows Redis 7.0's processMultibulkBuffer /
+ * (CONTRIBUTING.md, "Layout"). The request parser follows Redis 7.0's processMultibulkBuffer /
  * processInlineBuffer behaviour byte for byte, including its exact protocol error texts.
  * The reply reader builds a tree of struct resp_reply for tests and client code.
  * See docs/api/resp.md.

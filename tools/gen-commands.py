@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Generates redis-compat/commands.def and redis-compat/commands_meta.def from
-redis-compat/commands/*.json (STYLE.md section 8; the idea of Redis's
+redis-compat/commands/*.json (CONTRIBUTING.md, "Layout"; the idea of Redis's
 utils/generate-command-code.py, written from scratch).
 
   tools/gen-commands.py           regenerate both files in place

@@ -1,4 +1,4 @@
-# tests/fuzz/: libFuzzer targets for the byte-oriented decoders (STYLE.md §52). Each target
+# tests/fuzz/: libFuzzer targets for the byte-oriented decoders (CONTRIBUTING.md, "Tests"). Each target
 # compiles its sources itself with clang and the fuzzer sanitizers, apart from the normal
 # $(BUILD)/obj objects, into $(BUILD)/fuzz/<name>; `make fuzz` runs every FUZZ_TARGETS entry.
 # Seeds live in tests/fuzz/seeds/<name>/, new corpus entries in tests/fuzz/corpus-<name>/.
