@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * One typed configuration table (CONTRIBUTING.md, "Layout") that feeds command-line flags, a redis.conf-style
- * file and CONFIG GET/SET. Each entry points at the program's own variable, carries bounds, a
- * default, flags and an optional apply hook. Error texts follow Redis 7 so that RESP replies
- * can be sent verbatim (with a leading '-'). Not thread-safe: the owner (the server's main
- * thread) serializes every call; readers of the variables need their own synchronization if
+ * One typed configuration table (CONTRIBUTING.md, "Layout") that feeds command-line flags, a
+ * redis.conf-style file and CONFIG GET/SET. Each entry points at the program's own variable,
+ * carries bounds, a default, flags and an optional apply hook. Error texts follow Redis 7 so that
+ * RESP replies can be sent verbatim (with a leading '-'). Not thread-safe: the owner (the server's
+ * main thread) serializes every call; readers of the variables need their own synchronization if
  * they run on other threads.
  */
 #ifndef CRESCENT_COMMON_CM_CONFIG_H

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Project error codes: one X-macro table generates the enum, cm_strerror() and cm_err_name()
- * (CONTRIBUTING.md, "Errors"). Functions return 0 or a negative code: -errno for system errors, -CM_E* for
- * the codes below, whose values start at 4096, above the errno range. The names follow
+ * (CONTRIBUTING.md, "Errors"). Functions return 0 or a negative code: -errno for system errors,
+ * -CM_E* for the codes below, whose values start at 4096, above the errno range. The names follow
  * Mooncake's ErrorCode so that RESP error replies read "-OBJECT_NOT_FOUND ...".
  */
 #ifndef CRESCENT_COMMON_CM_ERRNO_H

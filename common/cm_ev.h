@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Minimal epoll event loop: one loop per thread (CONTRIBUTING.md, "Concurrency"). File events (read/write
- * interest per fd), a before-sleep hook, a periodic cron hook, and an eventfd so other threads
- * can wake the loop. A loop and everything registered on it belong to the thread running
+ * Minimal epoll event loop: one loop per thread (CONTRIBUTING.md, "Concurrency"). File events
+ * (read/write interest per fd), a before-sleep hook, a periodic cron hook, and an eventfd so other
+ * threads can wake the loop. A loop and everything registered on it belong to the thread running
  * cm_ev_run(); only cm_ev_wake() and cm_ev_stop() may be called from other threads.
  */
 #ifndef CRESCENT_COMMON_CM_EV_H

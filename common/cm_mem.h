@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Allocation wrappers with per-thread byte accounting (CONTRIBUTING.md, "Memory and ownership"). All project code allocates
- * through these. The server links jemalloc, which replaces malloc; the client library uses the
- * allocator installed with cm_mem_set_allocators() (libc by default).
+ * Allocation wrappers with per-thread byte accounting (CONTRIBUTING.md, "Memory and ownership").
+ * All project code allocates through these. The server links jemalloc, which replaces malloc; the
+ * client library uses the allocator installed with cm_mem_set_allocators() (libc by default).
  *
  * Two families: cm_malloc & co. abort with a log line on OOM (server policy, no NULL checks);
  * cm_try_malloc & co. return NULL (client/transfer policy, CONTRIBUTING.md, "Errors").

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What each leader-election backend implements (CONTRIBUTING.md, "Layout": an ops table whose first field is
- * its size). All calls are blocking with deadlines (never block longer than timeout_ms; a dead
- * backend yields -ETIMEDOUT/-CM_EUNREACHABLE) and are called from the elector's single thread
+ * What each leader-election backend implements (CONTRIBUTING.md, "Layout": an ops table whose first
+ * field is its size). All calls are blocking with deadlines (never block longer than timeout_ms; a
+ * dead backend yields -ETIMEDOUT/-CM_EUNREACHABLE) and are called from the elector's single thread
  * only. Backends: redis (ha/redis/), etcd (ha/etcd/), Kubernetes Lease (ha/k8s/).
  */
 #ifndef CRESCENT_HA_HA_BACKEND_H

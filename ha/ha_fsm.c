@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The election state machine (CONTRIBUTING.md, "Layout"): events in, notifications and one operation out.
- * It holds the safety rule: a leader acts as leader only while now < until, where until is the
- * monotonic instant before its last successful renew (or acquire) request plus the renew
- * deadline; the moment that fails it reports stopped_leading and releases best effort.
+ * The election state machine (CONTRIBUTING.md, "Layout"): events in, notifications and one
+ * operation out. It holds the safety rule: a leader acts as leader only while now < until, where
+ * until is the monotonic instant before its last successful renew (or acquire) request plus the
+ * renew deadline; the moment that fails it reports stopped_leading and releases best effort.
  */
 #include "common/fmacros.h"
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Transfer wire header and segment-descriptor codec: pure, I/O-free encode/decode functions
- * (CONTRIBUTING.md, "Layout"), unit-tested and fuzzed without sockets. All integers are little-endian.
+ * (CONTRIBUTING.md, "Layout"), unit-tested and fuzzed without sockets. All integers are
+ * little-endian.
  *
  * Wire header (40 bytes, every message on an engine listener connection starts with one):
  *   0  u32 magic "CXW1"      4  u8 version (1)      5  u8 op      6  u16 flags
