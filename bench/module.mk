@@ -19,3 +19,8 @@ $(BUILD)/bench/bench_common: $(call objs,$(BENCH_COMMON_SRCS)) $(BUILD)/lib/libc
 
 bench-common: $(BUILD)/bench/bench_common
 	@$(BUILD)/bench/bench_common
+
+# Admin HTTP: /metrics scrape time with 1 M keys and RESP latency beside a scrape loop.
+.PHONY: bench-metrics
+bench-metrics: $(BINS)
+	@bench/bench-metrics.sh $(abspath $(BUILD))

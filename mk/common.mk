@@ -9,8 +9,8 @@ SANITIZER  ?=
 PREFIX     ?= /usr/local
 
 # Every library a module may use, found with pkg-config (docs/architecture.md, "Dependencies").
-PKG_DEPS   := hiredis libfabric liburing jemalloc libcurl jansson yaml-0.1 criterion
-TOOL_DEPS  := redis-server redis-cli redis-benchmark etcd iperf3 clang clang-format python3
+PKG_DEPS   := hiredis libfabric liburing jemalloc libcurl jansson yaml-0.1 criterion libmicrohttpd
+TOOL_DEPS  := redis-server redis-cli redis-benchmark etcd iperf3 clang clang-format python3 promtool
 
 ifneq ($(MAKECMDGOALS),format)
 ifneq ($(MAKECMDGOALS),format-check)

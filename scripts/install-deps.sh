@@ -8,9 +8,9 @@ PKGS=(
     build-essential pkg-config clang clang-format libclang-rt-14-dev
     libhiredis-dev libfabric-dev libfabric-bin libibverbs-dev rdma-core
     liburing-dev libjemalloc-dev libcurl4-openssl-dev libjansson-dev libyaml-dev
-    libcriterion-dev openssl
+    libcriterion-dev openssl libmicrohttpd-dev
     redis-server redis-tools etcd-server etcd-client python3 python3-redis iperf3
-    procps iproute2 curl
+    procps iproute2 curl prometheus
 ) # EOL
 
 missing=()
@@ -30,7 +30,7 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 # Debian starts the packaged daemons; our tests start their own on free ports.
-for svc in redis-server etcd; do
+for svc in redis-server etcd prometheus prometheus-node-exporter; do
     if command -v systemctl >/dev/null 2>&1; then
         $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
     fi

@@ -25,6 +25,7 @@ struct srv_cmd {
     unsigned flags;    /* RC_CMD_* */
     unsigned srvflags; /* SRV_CMD_* */
     const struct rc_command_info *info;
+    unsigned idx; /* position in the table, for srv_cmdstat */
 };
 
 /* Builds the lookup table. Call once before the workers start. */
@@ -35,6 +36,9 @@ const struct srv_cmd *srv_cmd_lookup(const char *name, size_t len);
 
 /* Number of top-level commands served. */
 size_t srv_cmd_count(void);
+
+/* The command at index idx (0 <= idx < srv_cmd_count()), in table order. */
+const struct srv_cmd *srv_cmd_at(size_t idx);
 
 /*
  * Runs the command in c->argc/c->argv: lookup, arity, AUTH and MULTI handling, locking,

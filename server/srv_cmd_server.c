@@ -4,6 +4,7 @@
 
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
+#include "server/srv_cmdstat.h"
 #include "server/srv_db.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
@@ -16,6 +17,7 @@
 #include "redis-compat/resp_write.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
@@ -217,6 +219,7 @@ void srv_config_command(struct srv_client *c) {
     } else if (srv_arg_is(c, 1, "resetstat")) {
         srv_db_reset_stats();
         cm_pcounter_reset(&srv_stats.total_commands);
+        srv_cmdstat_reset();
         cm_atomic_store_relaxed(&srv_stats.total_connections, 0);
         cm_atomic_store_relaxed(&srv_stats.rejected_connections, 0);
         cm_pcounter_reset(&srv_stats.net_input_bytes);
@@ -339,22 +342,72 @@ static void srv_info_crescent(struct cm_buf *b) {
                    srv_cfg.eviction_ratio, (unsigned long long)ds.eviction_cycles, srv_nworkers);
 }
 
+static void srv_info_commandstats(struct cm_buf *b) {
+    cm_buf_appendf(b, "# Commandstats\r\n");
+    for (size_t i = 0; i < srv_cmd_count(); i++) {
+        struct srv_cmdstat st;
+        srv_cmdstat_read((unsigned)i, &st);
+        if (st.calls == 0 && st.rejected == 0)
+            continue;
+        cm_buf_appendf(b,
+                       "cmdstat_%s:calls=%llu,usec=%llu,usec_per_call=%.2f,rejected_calls=%llu,"
+                       "failed_calls=%llu\r\n",
+                       srv_cmd_at(i)->name, (unsigned long long)st.calls,
+                       (unsigned long long)st.usec,
+                       st.calls ? (double)st.usec / (double)st.calls : 0.0,
+                       (unsigned long long)st.rejected, (unsigned long long)st.failed);
+    }
+    cm_buf_appendf(b, "\r\n");
+}
+
+struct srv_errstat {
+    const char *code;
+    uint64_t count;
+};
+
+static int srv_errstat_cmp(const void *a, const void *b) {
+    return strcmp(((const struct srv_errstat *)a)->code, ((const struct srv_errstat *)b)->code);
+}
+
+static void srv_info_errorstats(struct cm_buf *b) {
+    cm_buf_appendf(b, "# Errorstats\r\n");
+    struct srv_errstat e[SRV_ERRSTAT_MAX];
+    size_t n = srv_cmdstat_nerrors();
+    for (size_t i = 0; i < n; i++)
+        e[i].code = srv_cmdstat_error_at(i, &e[i].count);
+    qsort(e, n, sizeof(e[0]), srv_errstat_cmp); /* Redis lists codes in byte order */
+    for (size_t i = 0; i < n; i++)
+        if (e[i].count)
+            cm_buf_appendf(b, "errorstat_%s:count=%llu\r\n", e[i].code,
+                           (unsigned long long)e[i].count);
+    cm_buf_appendf(b, "\r\n");
+}
+
+/* Sections in Redis's order; "extra" ones are printed for INFO all/everything or by name only. */
 static const struct {
     const char *name;
     void (*fn)(struct cm_buf *b);
+    int extra;
 } srv_info_sections[] = {
-    {"server", srv_info_server}, {"clients", srv_info_clients},   {"memory", srv_info_memory},
-    {"stats", srv_info_stats},   {"keyspace", srv_info_keyspace}, {"crescent", srv_info_crescent},
+    {"server", srv_info_server, 0},
+    {"clients", srv_info_clients, 0},
+    {"memory", srv_info_memory, 0},
+    {"stats", srv_info_stats, 0},
+    {"commandstats", srv_info_commandstats, 1},
+    {"errorstats", srv_info_errorstats, 0},
+    {"keyspace", srv_info_keyspace, 0},
+    {"crescent", srv_info_crescent, 0},
 };
 #define SRV_NSECTIONS (sizeof(srv_info_sections) / sizeof(srv_info_sections[0]))
 
 void srv_info_command(struct srv_client *c) {
-    int all = c->argc == 1;
+    int dflt = c->argc == 1, all = 0;
     int want[SRV_NSECTIONS] = {0};
     for (int i = 1; i < c->argc; i++) {
-        if (srv_arg_is(c, i, "all") || srv_arg_is(c, i, "everything") ||
-            srv_arg_is(c, i, "default"))
+        if (srv_arg_is(c, i, "all") || srv_arg_is(c, i, "everything"))
             all = 1;
+        if (srv_arg_is(c, i, "default"))
+            dflt = 1;
         for (size_t k = 0; k < SRV_NSECTIONS; k++)
             if (srv_arg_is(c, i, srv_info_sections[k].name))
                 want[k] = 1;
@@ -362,7 +415,7 @@ void srv_info_command(struct srv_client *c) {
     struct cm_buf b;
     cm_buf_init(&b);
     for (size_t k = 0; k < SRV_NSECTIONS; k++)
-        if (all || want[k])
+        if (all || want[k] || (dflt && !srv_info_sections[k].extra))
             srv_info_sections[k].fn(&b);
     if (b.len >= 2)
         b.len -= 2; /* no blank line after the last section */

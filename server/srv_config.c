@@ -111,7 +111,10 @@ static const struct cm_cfg_entry srv_entries[] = {
     BOOL_ENTRY("offload_on_evict", "offload-on-evict", 0, offload_on_evict, "no",
                "planned, with enable_offload: queue evicted objects for the SSD tier"),
     INT_ENTRY("metrics_port", "metrics-port", CM_CFG_IMMUTABLE, metrics_port, 0, 65535, "9003",
-              "planned: admin/metrics HTTP port (nothing listens on it yet)"),
+              "admin HTTP port: /metrics, /health, ... (0 = off; a busy port is logged and "
+              "skipped)"),
+    STR_ENTRY("metrics_host", "metrics-host", CM_CFG_IMMUTABLE, metrics_host, "0.0.0.0",
+              "address of the admin HTTP server"),
 };
 
 int srv_config_setup(char *err, size_t errlen) {

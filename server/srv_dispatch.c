@@ -7,6 +7,7 @@
 
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
+#include "server/srv_cmdstat.h"
 #include "server/srv_db.h"
 #include "server/srv_server.h"
 #include "server/srv_watch.h"
@@ -15,6 +16,7 @@
 #include "common/cm_hash.h"
 #include "common/cm_ht.h"
 #include "common/cm_mem.h"
+#include "common/cm_time.h"
 #include "redis-compat/resp_write.h"
 
 #include <ctype.h>
@@ -38,7 +40,7 @@ static const char *const srv_nolock_cmds[] = {
 
 static struct srv_cmd srv_cmds[] = {
 #define RC_COMMAND(ident, name, arity, flags, ...) \
-    {name, srv_##ident##_command, arity, flags, 0, NULL},
+    {name, srv_##ident##_command, arity, flags, 0, NULL, 0},
 #define RC_SUBCOMMAND(...)
 #include "redis-compat/commands.def"
 #undef RC_COMMAND
@@ -68,6 +70,7 @@ void srv_cmd_init(void) {
     for (size_t i = 0; i < SRV_NCMDS; i++) {
         struct srv_cmd *c = &srv_cmds[i];
         c->info = rc_command_lookup(c->name, strlen(c->name));
+        c->idx = (unsigned)i;
         if (srv_in_list(c->name, srv_exclusive_cmds))
             c->srvflags |= SRV_CMD_EXCLUSIVE;
         if (srv_in_list(c->name, srv_nolock_cmds))
@@ -81,6 +84,7 @@ void srv_cmd_init(void) {
             }
         }
     }
+    srv_cmdstat_init(SRV_NCMDS);
 }
 
 const struct srv_cmd *srv_cmd_lookup(const char *name, size_t len) {
@@ -101,11 +105,17 @@ size_t srv_cmd_count(void) {
     return SRV_NCMDS;
 }
 
+const struct srv_cmd *srv_cmd_at(size_t idx) {
+    return &srv_cmds[idx];
+}
+
 /* ---------------------------------------------------------------- replies */
 
 void srv_reply_error(struct srv_client *c, const char *msg) {
-    resp_add_error(&c->out, msg, strlen(msg));
+    size_t len = strlen(msg);
+    resp_add_error(&c->out, msg, len);
     cm_pcounter_add(&srv_stats.error_replies, 1);
+    srv_cmdstat_error(msg, len);
 }
 
 void srv_reply_errorf(struct srv_client *c, const char *fmt, ...) {
@@ -129,8 +139,11 @@ void srv_reply_wrong_arity(struct srv_client *c, const char *name) {
     srv_reply_errorf(c, "ERR wrong number of arguments for '%s' command", name);
 }
 
-/* Rejects the command; inside MULTI the transaction is then aborted at EXEC. */
-static void srv_reject(struct srv_client *c, const char *msg) {
+/* Rejects the command (cmd NULL when unknown); inside MULTI the transaction is then aborted at
+ * EXEC. */
+static void srv_reject(struct srv_client *c, const struct srv_cmd *cmd, const char *msg) {
+    if (cmd)
+        srv_cmdstat_reject(cmd->idx);
     if (c->flags & SRV_CLIENT_MULTI)
         c->flags |= SRV_CLIENT_DIRTY_EXEC;
     srv_reply_error(c, msg);
@@ -153,7 +166,7 @@ static void srv_reject_unknown(struct srv_client *c) {
     char msg[512];
     snprintf(msg, sizeof(msg), "ERR unknown command '%.*s', with args beginning with: %s",
              (int)(c->argv[0].len < 128 ? c->argv[0].len : 128), c->argv[0].p, args);
-    srv_reject(c, msg);
+    srv_reject(c, NULL, msg);
 }
 
 /* ---------------------------------------------------------------- MULTI queue */
@@ -210,7 +223,11 @@ void srv_call(struct srv_client *c, const struct srv_cmd *cmd) {
         if (sub)
             c->last_cmd = sub->name;
     }
+    uint64_t errors = srv_cmdstat_thread_errors();
+    uint64_t t0 = cm_mono_ns();
     cmd->proc(c);
+    uint64_t ns = cm_mono_ns() - t0;
+    srv_cmdstat_call(cmd->idx, ns, srv_cmdstat_thread_errors() != errors);
     cm_pcounter_add(&srv_stats.total_commands, 1);
 }
 
@@ -233,12 +250,12 @@ static int srv_subcommand_ok(struct srv_client *c, const struct srv_cmd *cmd) {
             upper[i] = (char)toupper((unsigned char)cmd->name[i]);
         snprintf(msg, sizeof(msg), "ERR unknown subcommand '%.*s'. Try %s HELP.",
                  (int)(a->len < 128 ? a->len : 128), a->p, upper);
-        srv_reject(c, msg);
+        srv_reject(c, cmd, msg);
         return 0;
     }
     if (!rc_arity_ok(sub->arity, c->argc)) {
         snprintf(msg, sizeof(msg), "ERR wrong number of arguments for '%s' command", sub->name);
-        srv_reject(c, msg);
+        srv_reject(c, cmd, msg);
         return 0;
     }
     return 1;
@@ -253,18 +270,18 @@ void srv_dispatch(struct srv_client *c) {
     if (!srv_arity_ok(cmd, c->argc)) {
         char msg[160];
         snprintf(msg, sizeof(msg), "ERR wrong number of arguments for '%s' command", cmd->name);
-        srv_reject(c, msg);
+        srv_reject(c, cmd, msg);
         return;
     }
     if (cmd->info && cmd->info->nsub > 0 && c->argc >= 2 && !srv_subcommand_ok(c, cmd))
         return;
     if (!c->authenticated && !(cmd->flags & RC_CMD_NO_AUTH)) {
-        srv_reject(c, "NOAUTH Authentication required.");
+        srv_reject(c, cmd, "NOAUTH Authentication required.");
         return;
     }
     if ((c->flags & SRV_CLIENT_MULTI) && !srv_is_multi_ctl(cmd)) {
         if (cmd->flags & RC_CMD_NO_MULTI) {
-            srv_reject(c, "ERR Command not allowed inside a transaction");
+            srv_reject(c, cmd, "ERR Command not allowed inside a transaction");
             return;
         }
         srv_queue_command(c, cmd);

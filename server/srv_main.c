@@ -9,6 +9,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_http.h"
 #include "server/srv_server.h"
 
 #include "common/cm_hash.h"
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 struct srv_stats srv_stats;
+_Atomic int srv_state;
 struct srv_seg *srv_segment;
 uint64_t srv_start_wall_ms;
 uint64_t srv_start_mono_ms;
@@ -133,7 +135,9 @@ int main(int argc, char **argv) {
     cm_log(CM_LOG_NOTICE, "server",
            "crescent-master %s (Redis %s compatible), pid %d, segment %lld bytes, port %lld",
            SRV_VERSION, SRV_REDIS_VERSION, (int)getpid(), srv_cfg.memory, srv_cfg.port);
+    srv_http_start(srv_cfg.metrics_host, (int)srv_cfg.metrics_port);
     int status = srv_net_run();
+    srv_http_stop();
     cm_log(CM_LOG_NOTICE, "server", "shutting down");
     srv_db_fini();
     srv_seg_destroy(srv_segment);

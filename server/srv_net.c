@@ -647,6 +647,7 @@ static void *srv_worker_main(void *arg) {
 
 void srv_shutdown_request(void) {
     cm_atomic_store_release(&srv_stopping, 1);
+    cm_atomic_store_release(&srv_state, SRV_STATE_STOPPING);
     for (unsigned i = 0; srv_workers && i < srv_nworkers; i++)
         cm_ev_stop(srv_workers[i].loop);
 }
@@ -719,6 +720,7 @@ int srv_net_run(void) {
         srv_workers_teardown();
         return 1;
     }
+    cm_atomic_store_release(&srv_state, SRV_STATE_SERVING);
     cm_log(CM_LOG_NOTICE, "net", "ready to accept connections on %s:%lld (%u threads)",
            srv_cfg.bind, srv_cfg.port, srv_nworkers);
     for (unsigned i = 1; i < srv_nworkers; i++)

@@ -49,6 +49,7 @@ struct srv_config {
     int enable_offload;
     int offload_on_evict;
     long long metrics_port;
+    char *metrics_host;
     long long databases;
 };
 
@@ -66,6 +67,10 @@ struct srv_stats {
     struct cm_pcounter error_replies;
 };
 extern struct srv_stats srv_stats;
+
+/* Life cycle, for /health: set to SERVING once every listener is up, STOPPING at shutdown. */
+enum { SRV_STATE_STARTING = 0, SRV_STATE_SERVING = 1, SRV_STATE_STOPPING = 2 };
+extern _Atomic int srv_state;
 
 extern struct srv_seg *srv_segment;
 extern uint64_t srv_start_wall_ms;

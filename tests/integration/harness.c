@@ -131,6 +131,8 @@ static int build_argv(const char **argv, char bufs[][32], const struct it_server
         argv[n++] = bufs[0];
         argv[n++] = "--bind";
         argv[n++] = "127.0.0.1";
+        argv[n++] = "--metrics_port"; /* no admin HTTP: many servers run at once */
+        argv[n++] = "0";
         argv[n++] = "--memory";
         argv[n++] = o != NULL && o->memory != NULL ? o->memory : "64mb";
     }

@@ -407,3 +407,34 @@ Test(server, object_encoding_transitions) {
     IT_INT(3, it_c, "SETRANGE s 0 abc");
     IT_STR(modified_short, it_c, "OBJECT ENCODING s");
 }
+
+Test(server, info_commandstats_errorstats) {
+    IT_OK(it_c, "CONFIG RESETSTAT");
+    IT_OK(it_c, "SET k v");
+    IT_OK(it_c, "SET k v");
+    IT_ERR("WRONGTYPE Operation against a key holding the wrong kind of value", it_c, "LPUSH k x");
+    IT_ERR("ERR wrong number of arguments for 'get' command", it_c, "GET");
+    redisReply *r = it_cmd(it_c, "INFO commandstats");
+    IT_TYPE(r, REDIS_REPLY_STRING);
+    cr_assert(strncmp(r->str, "# Commandstats\r\n", 16) == 0, "%s", r->str);
+    cr_assert_not_null(strstr(r->str, "\r\ncmdstat_set:calls=2,usec="), "%s", r->str);
+    cr_assert_not_null(strstr(r->str, ",rejected_calls=0,failed_calls=0\r\n"), "%s", r->str);
+    const char *lp = strstr(r->str, "cmdstat_lpush:calls=1,");
+    cr_assert_not_null(lp, "%s", r->str);
+    cr_assert(strncmp(strstr(lp, "rejected_calls="), "rejected_calls=0,failed_calls=1\r\n", 33) ==
+                  0,
+              "%s", lp);
+    const char *get = strstr(r->str, "cmdstat_get:calls=0,");
+    cr_assert_not_null(get, "a rejected call is listed with calls=0: %s", r->str);
+    cr_assert(strncmp(strstr(get, "rejected_calls="), "rejected_calls=1,failed_calls=0\r\n", 33) ==
+                  0,
+              "%s", get);
+    r = it_cmd(it_c, "INFO errorstats");
+    cr_assert_str_eq(r->str,
+                     "# Errorstats\r\nerrorstat_ERR:count=1\r\nerrorstat_WRONGTYPE:count=1\r\n");
+    r = it_cmd(it_c, "INFO");
+    cr_assert_null(strstr(r->str, "# Commandstats"), "not in the default set");
+    cr_assert_not_null(strstr(r->str, "# Errorstats"), "in the default set");
+    r = it_cmd(it_c, "INFO all");
+    cr_assert_not_null(strstr(r->str, "# Commandstats"), "INFO all has it");
+}

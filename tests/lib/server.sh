@@ -39,7 +39,8 @@ srv_redis_args() {
         --memory)
             printf '%s\n' --maxmemory "$2" --maxmemory-policy allkeys-lru
             shift 2 ;;
-        --threads | --eviction_high_watermark_ratio | --eviction_ratio | --logfile)
+        --threads | --eviction_high_watermark_ratio | --eviction_ratio | --logfile | \
+            --metrics_port | --metrics_host)
             shift 2 ;;
         *)
             printf '%s\n' "$1"
@@ -75,7 +76,8 @@ start_server() {
             echo "skip: $bin not built (CRESCENT_TEST_SERVER=redis tests redis-server)"
             exit 77
         fi
-        cmd=("$bin" --port "$port" --bind 127.0.0.1 "$@")
+        # No admin HTTP unless the test asks for it (--metrics_port P later wins).
+        cmd=("$bin" --port "$port" --bind 127.0.0.1 --metrics_port 0 "$@")
     fi
     echo "start_server: ${cmd[*]}"
     "${cmd[@]}" >"$log" 2>&1 </dev/null &
