@@ -14,9 +14,8 @@
 #include <pthread.h>
 #include <string.h>
 
-const uint64_t srv_lat_bounds_us[SRV_LAT_NBOUNDS] = {10,    25,    50,     100,    250,
-                                                     500,   1000,  2500,   5000,   10000,
-                                                     25000, 50000, 100000, 250000, 1000000};
+const uint64_t srv_lat_bounds_us[SRV_LAT_NBOUNDS] = {
+    10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
 
 struct srv_cmdstat_slot {
     _Atomic uint64_t calls, failed, rejected, ns;

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 /* Latency histogram: buckets with these upper bounds (microseconds), plus one for +Inf. */
-#define SRV_LAT_NBOUNDS 15
+#define SRV_LAT_NBOUNDS  15
 #define SRV_LAT_NBUCKETS (SRV_LAT_NBOUNDS + 1)
 extern const uint64_t srv_lat_bounds_us[SRV_LAT_NBOUNDS];
 

@@ -43,8 +43,8 @@ void srv_json_str(struct cm_buf *out, const char *s, size_t len) {
     cm_buf_append(out, "\"", 1);
 }
 
-static enum MHD_Result srv_http_send(struct MHD_Connection *conn, unsigned status,
-                                     const char *type, const struct cm_buf *body) {
+static enum MHD_Result srv_http_send(struct MHD_Connection *conn, unsigned status, const char *type,
+                                     const struct cm_buf *body) {
     struct MHD_Response *r = MHD_create_response_from_buffer(
         body->len, body->len ? body->data : (void *)"", MHD_RESPMEM_MUST_COPY);
     if (!r)
@@ -205,8 +205,7 @@ static int srv_http_u64_arg(struct MHD_Connection *conn, const char *name, uint6
 static enum MHD_Result srv_route_all_keys(struct MHD_Connection *conn) {
     uint64_t cursor = 0, count = SRV_HTTP_KEYS_DEFAULT;
     if (srv_http_u64_arg(conn, "cursor", &cursor) < 0 ||
-        srv_http_u64_arg(conn, "count", &count) < 0 ||
-        count == 0 || count > SRV_HTTP_KEYS_MAX)
+        srv_http_u64_arg(conn, "count", &count) < 0 || count == 0 || count > SRV_HTTP_KEYS_MAX)
         return srv_http_error(conn, MHD_HTTP_BAD_REQUEST, "INVALID_PARAMS",
                               "cursor must be an unsigned integer and count 1..10000");
     struct cm_buf b;
@@ -225,15 +224,18 @@ static const struct {
     const char *path;
     enum MHD_Result (*fn)(struct MHD_Connection *conn);
 } srv_routes[] = {
-    {"/metrics", srv_route_metrics},       {"/health", srv_route_health},
-    {"/role", srv_route_role},             {"/leader", srv_route_leader},
-    {"/query_key", srv_route_query_key},   {"/get_all_segments", srv_route_segments},
+    {"/metrics", srv_route_metrics},
+    {"/health", srv_route_health},
+    {"/role", srv_route_role},
+    {"/leader", srv_route_leader},
+    {"/query_key", srv_route_query_key},
+    {"/get_all_segments", srv_route_segments},
     {"/get_all_keys", srv_route_all_keys},
 };
 
 static enum MHD_Result srv_http_handler(void *cls, struct MHD_Connection *conn, const char *url,
-                                        const char *method, const char *version,
-                                        const char *upload, size_t *upload_size, void **state) {
+                                        const char *method, const char *version, const char *upload,
+                                        size_t *upload_size, void **state) {
     (void)cls;
     (void)version;
     (void)upload;
@@ -262,7 +264,8 @@ static enum MHD_Result srv_http_handler(void *cls, struct MHD_Connection *conn, 
 int srv_http_start(const char *host, int port) {
     if (port == 0)
         return 0;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICHOST};
     struct addrinfo *ai = NULL;
     char portstr[8];
@@ -276,10 +279,10 @@ int srv_http_start(const char *host, int port) {
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    srv_httpd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, srv_http_handler, NULL,
-                                 MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
-                                 (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                                 MHD_OPTION_END);
+    srv_httpd =
+        MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, srv_http_handler, NULL,
+                         MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
+                         (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv_httpd) {
         int err = errno ? errno : EADDRINUSE;

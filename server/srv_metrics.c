@@ -25,8 +25,8 @@ static void srv_family(struct cm_buf *b, const char *name, const char *type, con
     cm_buf_appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void srv_metric_u64(struct cm_buf *b, const char *name, const char *type,
-                           const char *help, uint64_t v) {
+static void srv_metric_u64(struct cm_buf *b, const char *name, const char *type, const char *help,
+                           uint64_t v) {
     srv_family(b, name, type, help);
     cm_buf_appendf(b, "%s %llu\n", name, (unsigned long long)v);
 }
@@ -97,8 +97,8 @@ static void srv_metrics_keyspace(struct cm_buf *b) {
                    ds.eviction_cycles);
     srv_metric_u64(b, "crescent_keyspace_hits_total", "counter", "Lookups that found a key.",
                    ds.keyspace_hits);
-    srv_metric_u64(b, "crescent_keyspace_misses_total", "counter",
-                   "Lookups that found no key.", ds.keyspace_misses);
+    srv_metric_u64(b, "crescent_keyspace_misses_total", "counter", "Lookups that found no key.",
+                   ds.keyspace_misses);
 }
 
 static void srv_metrics_net(struct cm_buf *b) {
