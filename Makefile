@@ -13,6 +13,7 @@ SHELL := /bin/bash
 
 include mk/common.mk
 include mk/quiet.mk
+include mk/install.mk
 
 # Filled in by the modules.
 BINS         :=

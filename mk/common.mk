@@ -7,6 +7,8 @@ OPT        ?= -O2
 WERROR     ?= 1
 SANITIZER  ?=
 PREFIX     ?= /usr/local
+# The release version (crescent-master --version prints the same, server/srv_server.h).
+CRESCENT_VERSION := $(shell sed -n 's/^\#define SRV_VERSION *"\(.*\)"/\1/p' server/srv_server.h)
 
 # Every library a module may use, found with pkg-config (docs/architecture.md, "Dependencies").
 PKG_DEPS   := hiredis libfabric liburing jemalloc libcurl jansson yaml-0.1 criterion libmicrohttpd

@@ -13,4 +13,4 @@ ALL_SRCS += $(IT_HARNESS_SRCS)
 $(foreach s,$(IT_CMD_SRCS),$(eval $(call unit_test,integration/$(basename $(notdir $(s))),$(s),$(call objs,$(IT_HARNESS_SRCS)),$(IT_LIBS))))
 
 # The admin HTTP server (/metrics checked with promtool) through real HTTP and RESP clients.
-TEST_SCRIPTS += tests/integration/admin_http.sh
+TEST_SCRIPTS += tests/integration/admin_http.sh tests/integration/install.sh
