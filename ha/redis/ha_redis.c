@@ -14,9 +14,11 @@
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/time.h>
 
 #include "common/cm_errno.h"
@@ -142,10 +144,12 @@ static int reply_error(struct ha_redis *r, redisReply *rep, const char *what, ch
     if (strncmp(rep->str, unknown, sizeof(unknown) - 1) == 0) {
         const char *name = rep->str + sizeof(unknown) - 1;
         int len = (int)strcspn(name, "'");
-        code = ha__err(err, errlen, -CM_ENOT_SUPPORTED,
-                       "redis: %s: %s does not support %.*s (the election needs a Redis server "
-                       "with Lua scripting, 2.6 or later)",
-                       what, r->addr, len > 32 ? 32 : len, name);
+        bool eval = len == 4 && strncasecmp(name, "EVAL", 4) == 0;
+        code = ha__err(err, errlen, -CM_ENOT_SUPPORTED, "redis: %s: %s does not support %.*s%s",
+                       what, r->addr, len > 32 ? 32 : len, name,
+                       eval ? " (the election needs a Redis server with Lua scripting, 2.6 or "
+                              "later)"
+                            : "");
     } else {
         ha__err(err, errlen, code, "redis: %s: %s: %.*s", what, r->addr, n, rep->str);
     }
