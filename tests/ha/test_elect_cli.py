@@ -374,6 +374,19 @@ def elect_pair(tmp, backend, tag):
     return got, fol, took, a, b
 
 
+def test_ipv6_uri_errors():
+    print("IPv6 addresses must be bracketed and valid: one 'bad URI' line, exit 1")
+    for uri, want in (("redis://::1:6379", "an IPv6 address goes in brackets"),
+                      ("etcd://127.0.0.1:2379,::1:2379", "an IPv6 address goes in brackets"),
+                      ("redis://[]:6379", "is not an IPv6 address"),
+                      ("redis://[::1::2]:6379", "is not an IPv6 address"),
+                      ("redis://[localhost]:6379", "is not an IPv6 address"),
+                      ("etcd://[::1]", "is not [addr]:port")):
+        rc, _, err, _ = run(base(uri))
+        check(rc == 1 and len(err) == 1 and "bad URI" in err[0] and want in err[0],
+              "%s -> rc=%d %s" % (uri, rc, err[:1]))
+
+
 def test_ipv6_redis(tmp):
     print("IPv6: redis://[::1]:P against redis-server --bind ::1")
     if not have_ipv6():
@@ -550,6 +563,7 @@ def main():
         test_no_eval_master(tmp.path)
         test_eval_lost_later(tmp.path)
         test_bool_flags(tmp.path)
+        test_ipv6_uri_errors()
         test_ipv6_redis(tmp.path)
         test_ipv6_etcd(tmp.path)
         test_ipv6_k8s(tmp.path)
