@@ -30,7 +30,8 @@ def check(cond, what):
 
 def run(args, timeout=20):
     """Runs crescent-elect to completion: (rc, stdout, stderr lines, seconds); rc is -1 when
-    it was still running after timeout seconds (then killed)."""
+    it was still running after timeout seconds (then killed). A sanitizer report on stderr is
+    a failure of its own."""
     t0 = time.time()
     try:
         p = subprocess.run([H.ELECT] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -39,6 +40,8 @@ def run(args, timeout=20):
         def text(x):
             return x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
         return -1, text(e.stdout), text(e.stderr).splitlines(), time.time() - t0
+    if "Sanitizer" in p.stderr or "runtime error:" in p.stderr:
+        check(False, "sanitizer report from %s: %s" % (args, p.stderr[-2000:]))
     return p.returncode, p.stdout, p.stderr.splitlines(), time.time() - t0
 
 
@@ -567,6 +570,10 @@ def main():
         test_ipv6_redis(tmp.path)
         test_ipv6_etcd(tmp.path)
         test_ipv6_k8s(tmp.path)
+        san = [n for n in os.listdir(tmp.path) if n.endswith(".out")
+               and re.search(r"Sanitizer|runtime error:",
+                             open(os.path.join(tmp.path, n), errors="replace").read())]
+        check(not san, "no sanitizer report in any crescent-elect log %s" % san)
         print("elect-cli: %d failures in %.1f s" % (len(failures), time.time() - t0))
         ok = not failures
     finally:
