@@ -164,8 +164,9 @@ def test_timeout_at_run_time(tmp):
         err = [x for x in e.raw().splitlines() if x.startswith("crescent-elect:")]
         want = re.compile(r"^crescent-elect: redis: \w+: timed out after \d+ ms talking to "
                           r"127\.0\.0\.1:%d \(ETIMEDOUT\)$" % b.port)
-        check(ok and err and all(want.match(x) for x in err if "ETIMEDOUT" in x)
-              and any("ETIMEDOUT" in x for x in err) and not any("temporarily" in x for x in err),
+        # Other lines may follow (e.g. "renew deadline passed"), depending on timing.
+        check(ok and any(want.match(x) for x in err)
+              and not any("temporarily" in x for x in err),
               "steps down; error lines %s" % err[:3])
         e.term()
     finally:
