@@ -285,9 +285,11 @@ static int parse_args(int argc, char **argv, struct ha_elector_config *cfg, stru
             exit(ELECT_EXIT_OK);
         case ':':
             return usage_error("option '%s' needs a value", argv[optind - 1]);
-        case '?':
-            if (strncmp(argv[optind - 1], "--", 2) == 0) /* glibc has stepped past it */
+        case '?': /* glibc: optopt 0 = unknown long option (already stepped past) */
+            if (optopt == 0)
                 return usage_error("unknown option '%s'", argv[optind - 1]);
+            if (optopt == 'h' || optopt == OPT_VERSION)
+                return usage_error("option '%s' takes no value", argv[optind - 1]);
             return usage_error("unknown option '-%c'", optopt);
         default:
             if (parse_value(c, cfg, o))

@@ -68,6 +68,12 @@ def test_stray_argument():
     rc, _, err, _ = run(base("redis://127.0.0.1:1") + ["--bogus"])
     check(rc == 2 and err and err[0] == "crescent-elect: unknown option '--bogus'",
           "--bogus -> rc=%d %s" % (rc, err[:1]))
+    rc, _, err, _ = run(["--verbose", "-vx"] + base("redis://127.0.0.1:1"))
+    check(rc == 2 and err and err[0] == "crescent-elect: unknown option '-x'",
+          "-vx -> rc=%d %s" % (rc, err[:1]))
+    rc, _, err, _ = run(["--version=1"])
+    check(rc == 2 and err and err[0] == "crescent-elect: option '--version=1' takes no value",
+          "--version=1 -> rc=%d %s" % (rc, err[:1]))
     rc, _, err, _ = run(["--cluster", "c", "--identity", "a:1", "--backend"])
     check(rc == 2 and err and err[0] == "crescent-elect: option '--backend' needs a value",
           "--backend without value -> rc=%d %s" % (rc, err[:1]))
