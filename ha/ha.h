@@ -64,7 +64,8 @@ struct ha_elector_config {
  * Validates cfg, parses the URI, opens the backend (which checks that it is reachable and that
  * credentials work) and returns a stopped elector in *out. Returns 0; -CM_EBAD_URI for a bad
  * URI or unknown scheme, -EINVAL for bad timings, -CM_EUNREACHABLE / -ETIMEDOUT / -CM_EAUTH from
- * the backend; err (errlen bytes) then holds one line. Strings in cfg are copied. Caller frees
+ * the backend, -CM_ENOT_SUPPORTED when it lacks a needed feature (a Redis server without EVAL);
+ * err (errlen bytes) then holds one line. Strings in cfg are copied. Caller frees
  * with ha_elector_destroy. Thread-safe.
  */
 int ha_elector_create(const struct ha_elector_config *cfg, struct ha_elector **out, char *err,

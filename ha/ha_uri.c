@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Backend URI parsing (scheme://[user[:password]@]host:port[,host:port...][/path]) and small
- * helpers shared by the election backends: error formatting and random owner tokens.
+ * Backend URI parsing (scheme://[user[:password]@]host:port[,host:port...][/path], a host being a
+ * name, an IPv4 address or a bracketed IPv6 address) and small helpers shared by the election
+ * backends: error formatting and random owner tokens.
  */
 #include "common/fmacros.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -86,7 +88,10 @@ static int copy_decoded(char *dst, size_t cap, const char *s, size_t len) {
     return 0;
 }
 
-/* Checks one "host:port" (or "[v6]:port") entry; ports must be 1..65535. */
+/*
+ * Checks one "host:port" or "[v6]:port" entry: the bracketed form must hold an IPv6 address
+ * (inet_pton), an unbracketed host must not contain ':', ports must be 1..65535.
+ */
 static int check_host_port(const char *h, char *err, size_t errlen) {
     const char *colon;
     char *end;
@@ -94,13 +99,23 @@ static int check_host_port(const char *h, char *err, size_t errlen) {
 
     if (h[0] == '[') {
         const char *rb = strchr(h, ']');
+        char v6[64];
+        struct in6_addr a;
         if (!rb || rb[1] != ':')
             return ha__err(err, errlen, -CM_EBAD_URI, "bad URI: '%s' is not [addr]:port", h);
+        snprintf(v6, sizeof(v6), "%.*s", (int)(rb - h - 1), h + 1);
+        if ((size_t)(rb - h - 1) >= sizeof(v6) || inet_pton(AF_INET6, v6, &a) != 1)
+            return ha__err(err, errlen, -CM_EBAD_URI,
+                           "bad URI: '%.*s' in '%s' is not an IPv6 address", (int)(rb - h - 1),
+                           h + 1, h);
         colon = rb + 1;
     } else {
         colon = strrchr(h, ':');
         if (!colon || colon == h)
             return ha__err(err, errlen, -CM_EBAD_URI, "bad URI: '%s' is not host:port", h);
+        if (memchr(h, ':', (size_t)(colon - h)))
+            return ha__err(err, errlen, -CM_EBAD_URI,
+                           "bad URI: '%s': an IPv6 address goes in brackets, as in [::1]:6379", h);
     }
     errno = 0;
     port = strtol(colon + 1, &end, 10);

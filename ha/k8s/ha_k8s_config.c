@@ -339,7 +339,7 @@ static int load_in_cluster(const char *sa_dir, struct ha_k8s_config *out, char *
     char path[1024];
     size_t n = strlen(host) + 32;
     out->server = cm_malloc(n);
-    if (strchr(host, ':')) /* IPv6 literal */
+    if (strchr(host, ':') && host[0] != '[') /* IPv6 literal, not yet bracketed */
         snprintf(out->server, n, "https://[%s]:%s", host, port && port[0] ? port : "443");
     else
         snprintf(out->server, n, "https://%s:%s", host, port && port[0] ? port : "443");

@@ -5,15 +5,20 @@
  * PEXPIRE; the counter crescent/{<cluster>}/epoch is INCR'd on every acquisition, so epochs grow
  * strictly while Redis keeps its data. Acquire, renew and release are Lua scripts that check the
  * owner token, so they are atomic. Redis has no watch here: wait_change returns -ENOSYS.
+ * open probes EVAL once, so a server without Lua scripting (crescent-master itself, for one) is
+ * refused at start-up with -CM_ENOT_SUPPORTED. Failures are classified by hiredis's c->err and
+ * the errno of the failing call, never by matching its error text; messages never quote a script.
  */
 #include "common/fmacros.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/time.h>
 
 #include "common/cm_errno.h"
@@ -49,8 +54,9 @@ static const char ha_redis_read_lua[] =
     "return {'', tonumber(redis.call('GET', KEYS[2]) or '0'), -1}\n";
 
 struct ha_redis {
-    char host[256];
+    char host[256]; /* for hiredis: an IPv6 literal without brackets */
     int port;
+    char addr[272]; /* for messages: "host:port" or "[v6]:port" */
     long db;
     char user[128], password[256];
     char view_key[320], epoch_key[320];
@@ -71,28 +77,82 @@ static void drop_conn(struct ha_redis *r) {
     r->c = NULL;
 }
 
-/* Maps a failed context to an error code and one line. */
-static int conn_error(struct ha_redis *r, const char *what, char *err, size_t errlen) {
-    int code = -CM_EUNREACHABLE;
+/*
+ * Maps a failed context to an error code and one line, by hiredis's error class and the errno
+ * the failing call left (saved_errno): a socket timeout (SO_RCVTIMEO gives EAGAIN, a connect
+ * timeout ETIMEDOUT) is -ETIMEDOUT, a refused or dropped connection -CM_EUNREACHABLE, garbage
+ * from the server -CM_EPROTOCOL. Drops the connection.
+ */
+static int conn_error(struct ha_redis *r, const char *what, int saved_errno, char *err,
+                      size_t errlen) {
+    int type = r->c ? r->c->err : REDIS_ERR_OOM;
+    const char *text = r->c ? r->c->errstr : "";
+    int code;
 
-    /* hiredis 0.14 reports a socket timeout as an I/O error with EAGAIN's text. */
-    if (r->c &&
-        (strstr(r->c->errstr, "temporarily unavailable") || strstr(r->c->errstr, "timed out")))
-        code = -ETIMEDOUT;
-    ha__err(err, errlen, code, "redis://%s:%d: %s: %s", r->host, r->port, what,
-            r->c ? r->c->errstr : "out of memory");
+#ifdef REDIS_ERR_TIMEOUT /* hiredis >= 1.0 has a class of its own for timeouts */
+    if (type == REDIS_ERR_TIMEOUT)
+        type = REDIS_ERR_IO, saved_errno = ETIMEDOUT;
+#endif
+    switch (type) {
+    case REDIS_ERR_IO:
+        if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK || saved_errno == ETIMEDOUT ||
+            saved_errno == EINPROGRESS)
+            code =
+                ha__err(err, errlen, -ETIMEDOUT, "redis: %s: timed out after %d ms talking to %s",
+                        what, r->timeout_ms, r->addr);
+        else
+            code = ha__err(err, errlen, -CM_EUNREACHABLE, "redis: %s: %s %s: %s", what,
+                           strcmp(what, "connect") == 0 ? "cannot connect to" : "I/O error with",
+                           r->addr, text);
+        break;
+    case REDIS_ERR_EOF:
+        code = ha__err(err, errlen, -CM_EUNREACHABLE, "redis: %s: %s closed the connection", what,
+                       r->addr);
+        break;
+    case REDIS_ERR_PROTOCOL:
+        code = ha__err(err, errlen, -CM_EPROTOCOL, "redis: %s: protocol error from %s: %s", what,
+                       r->addr, text);
+        break;
+    case REDIS_ERR_OOM:
+        code = ha__err(err, errlen, -ENOMEM, "redis: %s: out of memory", what);
+        break;
+    default: /* REDIS_ERR_OTHER: name resolution and the like */
+        code = ha__err(err, errlen, -CM_EUNREACHABLE, "redis: %s: %s: %s", what, r->addr, text);
+        break;
+    }
     drop_conn(r);
     return code;
 }
 
+/*
+ * Maps an error reply to a code and one line (and frees it). The server's text is quoted up to
+ * ", with args beginning with" (Redis echoes the arguments there, which would put a Lua script
+ * in the log) and at most 160 bytes. "ERR unknown command 'X'" becomes -CM_ENOT_SUPPORTED.
+ */
 static int reply_error(struct ha_redis *r, redisReply *rep, const char *what, char *err,
                        size_t errlen) {
+    static const char unknown[] = "ERR unknown command '";
+    const char *echo = strstr(rep->str, ", with args beginning with");
+    int n = echo ? (int)(echo - rep->str) : (int)strlen(rep->str);
     int code = -CM_EPROTOCOL;
 
+    if (n > 160)
+        n = 160;
     if (strncmp(rep->str, "NOAUTH", 6) == 0 || strncmp(rep->str, "WRONGPASS", 9) == 0 ||
         strstr(rep->str, "invalid password") || strstr(rep->str, "NOPERM"))
         code = -CM_EAUTH;
-    ha__err(err, errlen, code, "redis://%s:%d: %s: %s", r->host, r->port, what, rep->str);
+    if (strncmp(rep->str, unknown, sizeof(unknown) - 1) == 0) {
+        const char *name = rep->str + sizeof(unknown) - 1;
+        int len = (int)strcspn(name, "'");
+        bool eval = len == 4 && strncasecmp(name, "EVAL", 4) == 0;
+        code = ha__err(err, errlen, -CM_ENOT_SUPPORTED, "redis: %s: %s does not support %.*s%s",
+                       what, r->addr, len > 32 ? 32 : len, name,
+                       eval ? " (the election needs a Redis server with Lua scripting, 2.6 or "
+                              "later)"
+                            : "");
+    } else {
+        ha__err(err, errlen, code, "redis: %s: %s: %.*s", what, r->addr, n, rep->str);
+    }
     freeReplyObject(rep);
     return code;
 }
@@ -101,13 +161,16 @@ static int reply_error(struct ha_redis *r, redisReply *rep, const char *what, ch
 static int raw_cmd(struct ha_redis *r, redisReply **out, const char *what, char *err, size_t errlen,
                    const char *fmt, ...) {
     redisReply *rep;
+    int saved_errno;
     va_list ap;
 
     va_start(ap, fmt);
+    errno = 0;
     rep = redisvCommand(r->c, fmt, ap);
+    saved_errno = errno;
     va_end(ap);
     if (!rep)
-        return conn_error(r, what, err, errlen);
+        return conn_error(r, what, saved_errno, err, errlen);
     if (rep->type == REDIS_REPLY_ERROR)
         return reply_error(r, rep, what, err, errlen);
     *out = rep;
@@ -120,9 +183,10 @@ static int redis_connect(struct ha_redis *r, char *err, size_t errlen) {
     redisReply *rep = NULL;
     int rc;
 
+    errno = 0;
     r->c = redisConnectWithTimeout(r->host, r->port, tv);
     if (!r->c || r->c->err)
-        return conn_error(r, "connect", err, errlen);
+        return conn_error(r, "connect", errno, err, errlen);
     redisSetTimeout(r->c, tv);
     if (r->password[0]) {
         if (r->user[0])
@@ -175,6 +239,27 @@ static int eval(struct ha_redis *r, const char *script, const char *what, redisR
     return rc;
 }
 
+/*
+ * Checks once, at open, that the server runs Lua scripts (EVAL "return 1" 0), so that a server
+ * without EVAL fails start-up with one line instead of every campaign failing later.
+ */
+static int probe_eval(struct ha_redis *r, char *err, size_t errlen) {
+    redisReply *rep;
+    int rc;
+
+    rc = raw_cmd(r, &rep, "EVAL probe", err, errlen, "EVAL %s 0", "return 1");
+    if (rc)
+        return rc;
+    rc = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1
+             ? 0
+             : ha__err(err, errlen, -CM_ENOT_SUPPORTED,
+                       "redis: EVAL probe: %s answered EVAL \"return 1\" 0 with something other "
+                       "than 1; the election needs Lua scripting",
+                       r->addr);
+    freeReplyObject(rep);
+    return rc;
+}
+
 static int64_t elem_int(const redisReply *rep, size_t i) {
     if (i >= rep->elements)
         return 0;
@@ -211,6 +296,8 @@ static int ha_redis_open(const struct ha_uri *uri, const char *cluster_id, const
         r->host[strlen(r->host) - 1] = '\0';
     }
     r->port = atoi(colon + 1);
+    snprintf(r->addr, sizeof(r->addr), strchr(r->host, ':') ? "[%s]:%d" : "%s:%d", r->host,
+             r->port);
     if (uri->path[0]) {
         errno = 0;
         r->db = strtol(uri->path, &end, 10);
@@ -229,7 +316,10 @@ static int ha_redis_open(const struct ha_uri *uri, const char *cluster_id, const
     rc = ha__random_hex(r->token, 16);
     if (rc == 0)
         rc = redis_connect(r, err, errlen);
+    if (rc == 0)
+        rc = probe_eval(r, err, errlen);
     if (rc) {
+        drop_conn(r);
         memset(r->password, 0, sizeof(r->password));
         cm_free(r);
         return rc;

@@ -405,12 +405,18 @@ def main():
     ap.add_argument("--token", required=True)
     ap.add_argument("--readonly-token", help="a token allowed to read only (403 on writes)")
     ap.add_argument("--client-ca", help="accept client certificates signed by this CA")
+    ap.add_argument("--host", default="127.0.0.1", help="address to listen on (IPv4 or IPv6)")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--outage", choices=("503", "hang"), default="503")
     ap.add_argument("--verbose", action="store_true")
     ARGS = ap.parse_args()
-    srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    server_class = ThreadingHTTPServer
+    if ":" in ARGS.host:
+        class Server6(ThreadingHTTPServer):
+            address_family = socket.AF_INET6
+        server_class = Server6
+    srv = server_class((ARGS.host, ARGS.port), Handler)
     srv.daemon_threads = True
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(ARGS.cert, ARGS.key)
