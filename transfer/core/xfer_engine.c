@@ -46,6 +46,12 @@ int xfer_engine_create(const struct xfer_engine_opts *opts, struct xfer_engine *
         uint64_t s = xfer__env_u64("MC_TRANSFER_TIMEOUT", XFER_DEFAULT_TIMEOUT_MS / 1000);
         eng->timeout_ms = s == 0 || s > 86400 ? XFER_DEFAULT_TIMEOUT_MS : (uint32_t)s * 1000;
     }
+    eng->handshake_ms = opts->handshake_timeout_ms;
+    if (!eng->handshake_ms) {
+        uint64_t s =
+            xfer__env_u64("MC_HANDSHAKE_CONNECT_TIMEOUT", XFER_DEFAULT_HANDSHAKE_MS / 1000);
+        eng->handshake_ms = s == 0 || s > 3600 ? XFER_DEFAULT_HANDSHAKE_MS : (uint32_t)s * 1000;
+    }
     xfer__host_id(eng->host_id);
     if (getrandom(&eng->instance, sizeof(eng->instance), 0) != sizeof(eng->instance))
         eng->instance = cm_mono_ns() ^ ((uint64_t)getpid() << 32);
@@ -58,7 +64,7 @@ int xfer_engine_create(const struct xfer_engine_opts *opts, struct xfer_engine *
              bind_env && *bind_env ? bind_env : "127.0.0.1");
     const char *listen = opts->listen ? opts->listen : bind_def;
     if (*listen) {
-        int rc = xfer__listener_start(eng, listen);
+        int rc = xfer__listener_start(eng, listen, opts->listen_later);
         if (rc < 0) {
             xfer_engine_destroy(eng);
             return rc;
@@ -76,15 +82,28 @@ int xfer_engine_create(const struct xfer_engine_opts *opts, struct xfer_engine *
 
 static void unregister_all(struct xfer_engine *eng);
 
+/* Starts accepting on a listen_later listener; see xfer.h. */
+int xfer_engine_listen_start(struct xfer_engine *eng) {
+    return eng->lis ? xfer__listener_accept_start(eng) : 0;
+}
+
 /* Destroys an engine; see xfer.h. */
 void xfer_engine_destroy(struct xfer_engine *eng) {
     if (!eng)
         return;
     xfer__listener_stop(eng);
+    /* Detach the open segments under the lock, close them outside it: a close waits for the
+     * segment's tasks in flight (up to their deadlines), and must not hold up other threads
+     * still finishing calls that take the engine lock. */
     pthread_mutex_lock(&eng->lock);
-    while (eng->segs)
-        xfer_segment_close(eng->segs);
+    struct xfer_segment *segs = eng->segs;
+    eng->segs = NULL;
     pthread_mutex_unlock(&eng->lock);
+    while (segs) {
+        struct xfer_segment *next = segs->next;
+        xfer_segment_close(segs); /* not on the engine list any more: only waits and frees */
+        segs = next;
+    }
     unregister_all(eng);
     /* Decorators first (they reference their inner transport), then the rest. */
     for (int pass = 0; pass < 2; pass++)
@@ -367,12 +386,12 @@ int xfer_engine_register(struct xfer_engine *eng, void *addr, size_t len, const 
         else
             eng->mrs = n, eng->cap_mr = ncap;
     }
-    int done = 0;
+    int done = 0; /* slots [0, done) are registered; on failure, slot done is the one that failed */
     for (; rc == 0 && done < XFER_MAX_TRANSPORTS; done++)
-        if (eng->tp[done])
-            rc = register_with(eng->tp[done], mr);
+        if (eng->tp[done] && (rc = register_with(eng->tp[done], mr)) < 0)
+            break;
     if (rc < 0) {
-        while (done-- > 0)
+        while (done-- > 0) /* only the ones that succeeded; never the slot that failed */
             if (eng->tp[done])
                 unregister_with(eng->tp[done], mr);
         pthread_rwlock_unlock(&eng->mr_lock);
@@ -590,6 +609,7 @@ int xfer_segment_open(struct xfer_engine *eng, const void *desc, size_t desc_len
         return -ENOMEM;
     int rc = xfer_desc_decode(desc, desc_len, &seg->desc);
     if (rc < 0) {
+        xfer__set_error("transfer segment descriptor (%zu bytes): %s", desc_len, cm_strerror(rc));
         cm_free(seg);
         return rc;
     }
@@ -619,6 +639,10 @@ int xfer_segment_open(struct xfer_engine *eng, const void *desc, size_t desc_len
     }
     if (rc < 0) {
         pthread_mutex_unlock(&eng->lock);
+        xfer__set_error("transfer peer %s (%s): opening the segment: %s", seg->desc->name,
+                        *seg->desc->listen ? seg->desc->listen : "no listener",
+                        rc == -CM_ENOT_SUPPORTED ? "no transport installed on both sides"
+                                                 : cm_strerror(rc));
         xfer_desc_free(seg->desc);
         cm_free(seg);
         return rc;
@@ -635,7 +659,8 @@ int xfer_segment_open_addr(struct xfer_engine *eng, const char *hostport,
                            struct xfer_segment **out) {
     void *d = NULL;
     size_t dl = 0;
-    int rc = xfer_fetch_desc(hostport, eng->timeout_ms, &d, &dl);
+    uint32_t ms = eng->handshake_ms < eng->timeout_ms ? eng->handshake_ms : eng->timeout_ms;
+    int rc = xfer_fetch_desc(hostport, ms, &d, &dl);
     if (rc < 0)
         return rc;
     rc = xfer_segment_open(eng, d, dl, out);
