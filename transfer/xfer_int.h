@@ -339,8 +339,8 @@ int xfer__sock_drain(int fd, uint64_t len, uint64_t deadline_ns);
 
 /*
  * Splits "host:port" or "[v6addr]:port" into host (bracketless) and port. An unbracketed
- * string that is a whole IPv6 address ("::1", "fe80::1") is a host without a port: port 0.
- * Returns 0 or -EINVAL.
+ * string that is a whole IPv6 address ("::1", "fe80::1") is a host without a port: port 0;
+ * any other unbracketed host containing ':' is refused. Returns 0 or -EINVAL.
  */
 int xfer__split_hostport(const char *hp, char *host, size_t hostlen, uint16_t *port);
 

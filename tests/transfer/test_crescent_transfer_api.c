@@ -2,21 +2,26 @@
 /*
  * libcrescent's public transfer API, linked against the shared library: a round trip through
  * crescent_xfer_*; batches reset and reused many times against a forked target process over tcp
- * and shm (every call after crescent_xfer_batch_wait returned must succeed at once); and only
- * crescent_* symbols exported.
+ * and shm (every call after crescent_xfer_batch_wait returned must succeed at once); public
+ * error constants and names; opts struct_size checks; the handshake timeout of open_addr; and
+ * only crescent_* symbols exported.
  */
 #include "common/fmacros.h"
 
 #include "crescent/transfer.h"
 
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -223,4 +228,126 @@ Test(crescent_transfer, only_public_symbols_exported) {
     cr_assert_null(dlsym(h, "xfer__task_done"));
     cr_assert_null(dlsym(h, "cm_malloc"));
     dlclose(h);
+}
+
+/* The codes the API returns are the public CRESCENT_XFER_E* constants, and carry their names. */
+Test(crescent_transfer, error_codes_have_public_names) {
+    struct crescent_xfer_engine *e;
+    struct crescent_xfer_opts o = CRESCENT_XFER_OPTS_INIT;
+    cr_assert_eq(crescent_xfer_engine_create(&o, &e), 0);
+    cr_assert_eq(crescent_xfer_install(e, "nosuch", NULL), -CRESCENT_XFER_ENOT_SUPPORTED);
+    cr_assert_str_eq(crescent_xfer_err_name(-CRESCENT_XFER_ENOT_SUPPORTED),
+                     "CRESCENT_XFER_ENOT_SUPPORTED");
+    cr_assert_eq(crescent_xfer_install(e, "tcp", NULL), 0);
+    char *buf = calloc(1, 8192);
+    cr_assert_eq(crescent_xfer_register(e, buf, 4096, NULL, CRESCENT_XFER_REMOTE), 0);
+    ssize_t n = crescent_xfer_export_desc(e, NULL, 0);
+    cr_assert_gt(n, 0);
+    char *d = malloc((size_t)n);
+    cr_assert_eq(crescent_xfer_export_desc(e, d, (size_t)n), n);
+    struct crescent_xfer_segment *seg;
+    d[n - 1] ^= 1;
+    cr_assert_eq(crescent_xfer_segment_open(e, d, (size_t)n, &seg), -CRESCENT_XFER_ECORRUPT);
+    cr_assert_str_eq(crescent_xfer_err_name(-CRESCENT_XFER_ECORRUPT), "CRESCENT_XFER_ECORRUPT");
+    cr_assert_not_null(strstr(crescent_xfer_last_error(), "descriptor"), "%s",
+                       crescent_xfer_last_error());
+    d[n - 1] ^= 1;
+    cr_assert_eq(crescent_xfer_segment_open(e, d, (size_t)n, &seg), 0);
+    /* A request outside the remote buffer: an INVALID task with EINVALID_PARAMS; the batch
+     * fails with ETRANSFER_FAIL. */
+    struct crescent_xfer_request r = {.op = CRESCENT_XFER_READ,
+                                      .local = buf + 4096,
+                                      .seg = seg,
+                                      .remote_addr = (uint64_t)(uintptr_t)buf + 4000,
+                                      .length = 200};
+    struct crescent_xfer_batch *b;
+    cr_assert_eq(crescent_xfer_batch_alloc(e, 1, &b), 0);
+    cr_assert_eq(crescent_xfer_batch_submit(b, &r, 1, NULL), 0);
+    int rc = crescent_xfer_batch_wait(b, -1, NULL, 0, NULL);
+    cr_assert_eq(rc, -CRESCENT_XFER_ETRANSFER_FAIL);
+    cr_assert_str_eq(crescent_xfer_err_name(rc), "CRESCENT_XFER_ETRANSFER_FAIL");
+    struct crescent_xfer_task_status st;
+    cr_assert_eq(crescent_xfer_batch_status(b, 0, &st), 0);
+    cr_assert_eq(st.status, CRESCENT_XFER_INVALID);
+    cr_assert_eq(st.error, -CRESCENT_XFER_EINVALID_PARAMS, "task error %d", st.error);
+    cr_assert_eq(st.error, -4105); /* the number issue 7 saw, now with a name */
+    cr_assert_str_eq(crescent_xfer_err_name(st.error), "CRESCENT_XFER_EINVALID_PARAMS");
+    cr_assert_str_eq(crescent_xfer_strerror(st.error), "invalid parameters");
+    cr_assert_eq(crescent_xfer_batch_reset(b), 0);
+    crescent_xfer_batch_free(b);
+    /* errno values keep their errno names. */
+    cr_assert_str_eq(crescent_xfer_err_name(-ETIMEDOUT), "ETIMEDOUT");
+    cr_assert_str_eq(crescent_xfer_err_name(-CRESCENT_XFER_EPROTOCOL), "CRESCENT_XFER_EPROTOCOL");
+    cr_assert_str_eq(crescent_xfer_err_name(-CRESCENT_XFER_EUNREACHABLE),
+                     "CRESCENT_XFER_EUNREACHABLE");
+    cr_assert_str_eq(crescent_xfer_err_name(-CRESCENT_XFER_EINVALID_VERSION),
+                     "CRESCENT_XFER_EINVALID_VERSION");
+    cr_assert_str_eq(crescent_xfer_err_name(-CRESCENT_XFER_ENO_DEVICE), "CRESCENT_XFER_ENO_DEVICE");
+    cr_assert_str_eq(crescent_xfer_err_name(-CRESCENT_XFER_EUNAVAILABLE),
+                     "CRESCENT_XFER_EUNAVAILABLE");
+    cr_assert_str_eq(crescent_xfer_err_name(-CRESCENT_XFER_EINTERNAL_ERROR),
+                     "CRESCENT_XFER_EINTERNAL_ERROR");
+    crescent_xfer_segment_close(seg);
+    crescent_xfer_engine_destroy(e);
+    free(d);
+    free(buf);
+}
+
+/* struct_size: required, and a newer caller's struct is accepted when its extra fields are 0. */
+Test(crescent_transfer, opts_struct_size_is_checked) {
+    struct crescent_xfer_engine *e = NULL;
+    struct crescent_xfer_opts o = {.listen = ""}; /* struct_size unset */
+    cr_assert_eq(crescent_xfer_engine_create(&o, &e), -EINVAL);
+    cr_assert_null(e);
+    cr_assert_not_null(strstr(crescent_xfer_last_error(), "struct_size"));
+    o.struct_size = sizeof(size_t) + 2 * sizeof(char *); /* ends before timeout_ms */
+    cr_assert_eq(crescent_xfer_engine_create(&o, &e), -EINVAL);
+    /* The first published layout (up to timeout_ms) is accepted. */
+    o.struct_size = offsetof(struct crescent_xfer_opts, timeout_ms) + sizeof(uint32_t);
+    o.handshake_timeout_ms = 1; /* beyond struct_size: ignored */
+    cr_assert_eq(crescent_xfer_engine_create(&o, &e), 0);
+    crescent_xfer_engine_destroy(e);
+    struct {
+        struct crescent_xfer_opts o;
+        uint64_t future;
+    } big;
+    memset(&big, 0, sizeof(big));
+    big.o.struct_size = sizeof(big);
+    big.o.listen = "";
+    cr_assert_eq(crescent_xfer_engine_create(&big.o, &e), 0);
+    crescent_xfer_engine_destroy(e);
+    big.future = 1;
+    cr_assert_eq(crescent_xfer_engine_create(&big.o, &e), -E2BIG);
+    crescent_xfer_opts_init(&o);
+    cr_assert_eq(o.struct_size, sizeof(o));
+    cr_assert_null(o.listen);
+    cr_assert_eq(o.timeout_ms, 0);
+    cr_assert_eq(crescent_xfer_engine_create(NULL, &e), 0);
+    crescent_xfer_engine_destroy(e);
+}
+
+/* crescent_xfer_segment_open_addr on a port that listens but never answers: -ETIMEDOUT within
+ * the handshake timeout, and a message naming the peer. */
+Test(crescent_transfer, open_addr_handshake_timeout) {
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    cr_assert_eq(listen(lfd, 4), 0);
+    socklen_t sl = sizeof(sa);
+    cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+    char addr[64];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+    struct crescent_xfer_opts o = CRESCENT_XFER_OPTS_INIT;
+    o.listen = "";
+    o.handshake_timeout_ms = 200;
+    struct crescent_xfer_engine *e;
+    cr_assert_eq(crescent_xfer_engine_create(&o, &e), 0);
+    cr_assert_eq(crescent_xfer_install(e, "tcp", NULL), 0);
+    struct crescent_xfer_segment *seg;
+    cr_assert_eq(crescent_xfer_segment_open_addr(e, addr, &seg), -ETIMEDOUT);
+    const char *msg = crescent_xfer_last_error();
+    cr_assert_not_null(strstr(msg, addr), "%s", msg);
+    cr_assert_not_null(strstr(msg, "no answer within 200 ms"), "%s", msg);
+    crescent_xfer_engine_destroy(e);
+    close(lfd);
 }

@@ -43,8 +43,11 @@ int xfer__split_hostport(const char *hp, char *host, size_t hostlen, uint16_t *p
             return -EINVAL;
         hl = (size_t)(colon - hp);
         struct in6_addr a6;
-        if (memchr(hp, ':', hl) && inet_pton(AF_INET6, hp, &a6) == 1) {
-            /* A bare IPv6 address ("::1"): no port (0). With a port it needs brackets. */
+        if (memchr(hp, ':', hl)) {
+            /* A bare IPv6 address ("::1"): no port (0). With a port it needs brackets:
+             * "::1:5000" could be either, so it is refused. */
+            if (inet_pton(AF_INET6, hp, &a6) != 1)
+                return -EINVAL;
             hl = strlen(hp);
             if (hl >= hostlen)
                 return -EINVAL;
