@@ -297,7 +297,10 @@ int xfer_batch_status(struct xfer_batch *b, size_t id, struct xfer_task_status *
 
 /*
  * Waits up to timeout_ms (-1 = until every task is terminal, which the transfer timeout bounds)
- * for all submitted tasks to become terminal. Returns 0 when all COMPLETED;
+ * for all submitted tasks to become terminal and be handed back by their transports (a task the
+ * deadline sweep marked TIMEOUT may still be held briefly). After it returns 0 or
+ * -CM_ETRANSFER_FAIL nothing is in flight: reset, free and segment close succeed at once.
+ * Returns 0 when all COMPLETED;
  * -CM_ETRANSFER_FAIL when all are terminal and some did not complete (their ids, up to
  * max_failed, go to failed_ids and *n_failed gets the full count; both may be NULL/0);
  * -ETIMEDOUT when timeout_ms passed with tasks still pending.
@@ -307,7 +310,9 @@ int xfer_batch_wait(struct xfer_batch *b, int timeout_ms, size_t *failed_ids, si
 
 /*
  * Empties a batch for reuse (no allocation): every task must be terminal and released by its
- * transport. Returns 0, or -EBUSY (try again after xfer_batch_wait returned).
+ * transport, which is always the case once xfer_batch_wait returned 0 or -CM_ETRANSFER_FAIL.
+ * Returns 0, or -EBUSY when tasks may still be in flight (no successful wait since the last
+ * submit).
  */
 int xfer_batch_reset(struct xfer_batch *b);
 
