@@ -108,7 +108,8 @@ int xfer_engine_create(const struct xfer_engine_opts *opts, struct xfer_engine *
 /*
  * Starts accepting connections on the listener of an engine created with listen_later (a
  * no-op otherwise). Until then peers connecting to its address are refused. Returns 0 or
- * -errno from listen(2). Call once, after installing transports and registering memory.
+ * -errno from listen(2) (-EADDRINUSE when another socket took an explicit port meanwhile).
+ * Call after installing transports and registering memory; calling it again is a no-op.
  */
 int xfer_engine_listen_start(struct xfer_engine *eng);
 

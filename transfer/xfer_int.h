@@ -112,6 +112,7 @@ struct xfer_transport {
     int slot;                         /* index in the engine table; mr->tp_priv[slot] */
     char wire_name[XFER_NAME_MAX];    /* name matched in peer descriptors (default: ops->name) */
     struct xfer_transport *decorates; /* fault: the transport it wraps; else NULL */
+    int uninstalling;                 /* core: being uninstalled, no new segment may pick it */
 };
 
 /* A local memory registration. Fields are read-only for transports except tp_priv[slot]. */

@@ -517,7 +517,7 @@ Test(xfer_engine, ipv6_listener_and_segment_addresses) {
     xfer_engine_destroy(t);
 }
 
-Test(xfer_engine, destroy_closes_open_segments) {
+Test(xfer_engine, destroy_and_uninstall_close_open_segments) {
     struct xfer_engine *t = mk_engine(NULL), *i = mk_engine("");
     cr_assert_eq(xfer_engine_install(t, "tcp", NULL), 0);
     cr_assert_eq(xfer_engine_install(i, "tcp", NULL), 0);
@@ -527,5 +527,18 @@ Test(xfer_engine, destroy_closes_open_segments) {
     cr_assert_eq(xfer_segment_open_addr(i, addr, &s1), 0);
     cr_assert_eq(xfer_segment_open_addr(i, addr, &s2), 0);
     xfer_engine_destroy(i); /* closes s1 and s2 (ASan checks nothing leaks) */
+
+    /* Uninstalling the inner transport takes its decorator and their segments with it. */
+    i = mk_engine("");
+    cr_assert_eq(xfer_engine_install(i, "tcp", NULL), 0);
+    cr_assert_eq(xfer_engine_install(i, "fault", "inner=tcp"), 0);
+    cr_assert_eq(xfer_segment_open_addr(i, addr, &s1), 0);
+    cr_assert_str_eq(xfer_segment_transport(s1), "fault");
+    cr_assert_eq(xfer_engine_uninstall(i, "tcp"), 0);
+    cr_assert_null(xfer__engine_transport(i, "fault"));
+    cr_assert_null(xfer__engine_transport(i, "tcp"));
+    cr_assert_eq(xfer_segment_open_addr(i, addr, &s2), -CM_ENOT_SUPPORTED);
+    cr_assert_eq(xfer_engine_uninstall(i, "tcp"), -ENOENT);
+    xfer_engine_destroy(i);
     xfer_engine_destroy(t);
 }

@@ -81,6 +81,7 @@ int xfer_engine_create(const struct xfer_engine_opts *opts, struct xfer_engine *
 }
 
 static void unregister_all(struct xfer_engine *eng);
+static void close_detached(struct xfer_segment *segs);
 
 /* Starts accepting on a listen_later listener; see xfer.h. */
 int xfer_engine_listen_start(struct xfer_engine *eng) {
@@ -99,11 +100,7 @@ void xfer_engine_destroy(struct xfer_engine *eng) {
     struct xfer_segment *segs = eng->segs;
     eng->segs = NULL;
     pthread_mutex_unlock(&eng->lock);
-    while (segs) {
-        struct xfer_segment *next = segs->next;
-        xfer_segment_close(segs); /* not on the engine list any more: only waits and frees */
-        segs = next;
-    }
+    close_detached(segs);
     unregister_all(eng);
     /* Decorators first (they reference their inner transport), then the rest. */
     for (int pass = 0; pass < 2; pass++)
@@ -268,24 +265,50 @@ int xfer__engine_ensure(struct xfer_engine *eng, const char *name, const char *a
     return rc;
 }
 
-/* Uninstalls a transport; see xfer.h. */
+/* Closes the segments of list (linked through next; already off the engine list). */
+static void close_detached(struct xfer_segment *segs) {
+    while (segs) {
+        struct xfer_segment *next = segs->next;
+        xfer_segment_close(segs); /* not on the engine list any more: only waits and frees */
+        segs = next;
+    }
+}
+
+/*
+ * Uninstalls a transport; see xfer.h. Decorators of it go first. Its segments are taken off the
+ * engine list under the lock and closed outside it (a close waits for tasks in flight, up to
+ * their deadlines); meanwhile the transport is marked uninstalling so no new segment picks it.
+ */
 int xfer_engine_uninstall(struct xfer_engine *eng, const char *name) {
     pthread_mutex_lock(&eng->lock);
     struct xfer_transport *tp = xfer__engine_transport(eng, name);
-    if (!tp) {
+    if (!tp || tp->uninstalling) {
         pthread_mutex_unlock(&eng->lock);
         return -ENOENT;
     }
-    /* Decorators of tp go first. */
+    tp->uninstalling = 1;
+    const char *decos[XFER_MAX_TRANSPORTS];
+    int nd = 0;
     for (int i = 0; i < XFER_MAX_TRANSPORTS; i++)
         if (eng->tp[i] && eng->tp[i]->decorates == tp)
-            xfer_engine_uninstall(eng, eng->tp[i]->ops->name);
-    struct xfer_segment *s = eng->segs, *next;
-    for (; s; s = next) {
-        next = s->next;
-        if (s->tp == tp)
-            xfer_segment_close(s);
+            decos[nd++] = eng->tp[i]->ops->name; /* static strings */
+    struct xfer_segment *mine = NULL, **pp = &eng->segs;
+    while (*pp) {
+        struct xfer_segment *s = *pp;
+        if (s->tp == tp) {
+            *pp = s->next;
+            s->next = mine;
+            mine = s;
+        } else {
+            pp = &s->next;
+        }
     }
+    pthread_mutex_unlock(&eng->lock);
+    for (int i = 0; i < nd; i++)
+        xfer_engine_uninstall(eng, decos[i]);
+    close_detached(mine);
+
+    pthread_mutex_lock(&eng->lock);
     pthread_rwlock_wrlock(&eng->mr_lock);
     for (size_t i = 0; i < eng->n_mr; i++)
         unregister_with(tp, eng->mrs[i]);
@@ -582,14 +605,15 @@ static int try_open(struct xfer_engine *eng, struct xfer_segment *seg, const cha
         return -CM_ENOT_SUPPORTED;
     struct xfer_transport *tp = NULL, *deco = NULL;
     for (int i = 0; i < XFER_MAX_TRANSPORTS; i++)
-        if (eng->tp[i] && !eng->tp[i]->decorates && strcmp(eng->tp[i]->wire_name, name) == 0)
+        if (eng->tp[i] && !eng->tp[i]->decorates && !eng->tp[i]->uninstalling &&
+            strcmp(eng->tp[i]->wire_name, name) == 0)
             tp = eng->tp[i];
     if (!tp)
         return -CM_ENOT_SUPPORTED;
     if (tp->ops->reachable && tp->ops->reachable(tp, seg->desc, di) < 0)
         return -CM_EUNREACHABLE;
     for (int i = 0; i < XFER_MAX_TRANSPORTS; i++)
-        if (eng->tp[i] && eng->tp[i]->decorates == tp)
+        if (eng->tp[i] && eng->tp[i]->decorates == tp && !eng->tp[i]->uninstalling)
             deco = eng->tp[i];
     struct xfer_transport *use = deco ? deco : tp;
     int rc = use->ops->open_segment(use, seg, seg->desc, di, &seg->tp_seg);

@@ -207,9 +207,9 @@ static void *accept_main(void *arg) {
     return NULL;
 }
 
-/* Binds (and unless later, listens on) spec; writes the advertised "host:port" to adv.
- * Returns the socket or a negative code. */
-static int bind_listen(const char *spec, int later, char *adv, size_t advlen) {
+/* Binds a socket to spec (listen(2) comes in xfer__listener_accept_start); writes the
+ * advertised "host:port" to adv. Returns the socket or a negative code. */
+static int bind_only(const char *spec, char *adv, size_t advlen) {
     char host[256], port[8];
     uint16_t p;
     if (xfer__split_hostport(spec, host, sizeof(host), &p) < 0)
@@ -225,7 +225,7 @@ static int bind_listen(const char *spec, int later, char *adv, size_t advlen) {
     int rc = fd < 0 ? -errno : 0, one = 1;
     if (rc == 0) {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || (!later && listen(fd, 512) < 0))
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0)
             rc = -errno;
     }
     freeaddrinfo(ai);
@@ -259,7 +259,7 @@ int xfer__listener_start(struct xfer_engine *eng, const char *spec, int later) {
         return -ENOMEM;
     lis->eng = eng;
     lis->wake[0] = lis->wake[1] = -1;
-    int fd = bind_listen(spec, later, eng->addr, sizeof(eng->addr));
+    int fd = bind_only(spec, eng->addr, sizeof(eng->addr));
     if (fd < 0) {
         cm_free(lis);
         eng->addr[0] = '\0';
@@ -293,9 +293,9 @@ int xfer__listener_start(struct xfer_engine *eng, const char *spec, int later) {
 }
 
 /*
- * Makes the bound listener socket accept: listen(2) (when not done yet) and the accept thread.
- * Returns 0 (also when already accepting) or a negative code. Not thread-safe against
- * xfer__listener_stop.
+ * Makes the bound listener socket accept: listen(2) and the accept thread. Returns 0 (also when
+ * already accepting) or a negative code (-EADDRINUSE when another socket started listening on
+ * the same explicit port meanwhile). Not thread-safe against xfer__listener_stop.
  */
 int xfer__listener_accept_start(struct xfer_engine *eng) {
     struct xfer_listener *lis = eng->lis;
