@@ -58,7 +58,8 @@ struct xfer_request {
     enum xfer_op op;          /* XFER_OP_READ or XFER_OP_WRITE */
     void *local;              /* local buffer (need not be registered for tcp/shm) */
     struct xfer_segment *seg; /* remote segment from xfer_segment_open */
-    uint64_t remote_offset;   /* address in the peer's address space (Mooncake target_offset) */
+    uint64_t remote_addr;     /* absolute address in the peer's address space, inside one of
+                                 its remote-visible buffers (Mooncake target_offset) */
     uint64_t length;          /* bytes; 0 completes at once */
 };
 
@@ -72,9 +73,14 @@ struct xfer_task_status {
 /* Engine creation options; zero-initialise and set what you need. */
 struct xfer_engine_opts {
     const char *local_name; /* free-form name for logs and descriptors (default: host:port) */
-    const char *listen;     /* "host:port" to listen on; NULL = MC_TCP_BIND_ADDRESS or
-                               127.0.0.1, ephemeral port; "" = no listener (initiator only) */
+    const char *listen;     /* "host:port", "[v6]:port" or a bare host (port 0) to listen on;
+                               NULL = MC_TCP_BIND_ADDRESS or 127.0.0.1, ephemeral port;
+                               "" = no listener (initiator only) */
     uint32_t timeout_ms;    /* transfer timeout; 0 = MC_TRANSFER_TIMEOUT env or 60 s */
+    uint32_t handshake_timeout_ms; /* connect + descriptor fetch of xfer_segment_open_addr;
+                                      0 = MC_HANDSHAKE_CONNECT_TIMEOUT (s) or 5 s */
+    int listen_later; /* bind at create (the address is known) but refuse connections until
+                         xfer_engine_listen_start: install and register first */
 };
 
 /* Registration flags. */
@@ -88,6 +94,9 @@ enum xfer_reg_flags {
 /* Default transfer timeout when neither opts nor MC_TRANSFER_TIMEOUT set one. */
 #define XFER_DEFAULT_TIMEOUT_MS 60000u
 
+/* Default handshake timeout when neither opts nor MC_HANDSHAKE_CONNECT_TIMEOUT set one. */
+#define XFER_DEFAULT_HANDSHAKE_MS 5000u
+
 /*
  * Creates an engine. The listener (unless opts->listen is "") starts at once and serves
  * descriptor fetches; installed transports add their request types to it. Returns 0 and sets
@@ -95,6 +104,14 @@ enum xfer_reg_flags {
  * Caller destroys with xfer_engine_destroy.
  */
 int xfer_engine_create(const struct xfer_engine_opts *opts, struct xfer_engine **out);
+
+/*
+ * Starts accepting connections on the listener of an engine created with listen_later (a
+ * no-op otherwise). Until then peers connecting to its address are refused. Returns 0 or
+ * -errno from listen(2) (-EADDRINUSE when another socket took an explicit port meanwhile).
+ * Call after installing transports and registering memory; calling it again is a no-op.
+ */
+int xfer_engine_listen_start(struct xfer_engine *eng);
 
 /*
  * Destroys an engine: stops the listener, closes open segments, uninstalls transports and drops
@@ -172,7 +189,15 @@ ssize_t xfer_engine_export_desc(struct xfer_engine *eng, void *buf, size_t len);
  */
 int xfer_fetch_desc(const char *hostport, uint32_t timeout_ms, void **desc, size_t *desc_len);
 
-/* What a descriptor says, for code that stores or routes descriptors (the master's MC.MOUNT). */
+/*
+ * Message describing the last failure of xfer_fetch_desc, xfer_segment_open or
+ * xfer_segment_open_addr on the calling thread ("transfer peer 10.0.0.2:15001: waiting for the
+ * descriptor reply: no answer within 5000 ms"); "" before any. Static per-thread buffer,
+ * overwritten by the next failure. Thread-safe.
+ */
+const char *xfer_last_error(void);
+
+/* What a descriptor says, for code that stores or routes descriptors (the planned MC.MOUNT). */
 struct xfer_desc_summary {
     char name[256];         /* engine local name */
     char listen[280];       /* "host:port" of its listener, "" when none */
@@ -209,6 +234,9 @@ int xfer_segment_open(struct xfer_engine *eng, const void *desc, size_t desc_len
 
 /*
  * Fetches the descriptor from hostport and opens it (xfer_fetch_desc + xfer_segment_open).
+ * The fetch is bounded by the engine's handshake timeout (not the transfer timeout): a peer
+ * that does not answer fails with -ETIMEDOUT within it. On failure xfer_last_error() names
+ * the peer and the step that failed.
  */
 int xfer_segment_open_addr(struct xfer_engine *eng, const char *hostport,
                            struct xfer_segment **out);
@@ -270,7 +298,10 @@ int xfer_batch_status(struct xfer_batch *b, size_t id, struct xfer_task_status *
 
 /*
  * Waits up to timeout_ms (-1 = until every task is terminal, which the transfer timeout bounds)
- * for all submitted tasks to become terminal. Returns 0 when all COMPLETED;
+ * for all submitted tasks to become terminal and be handed back by their transports (a task the
+ * deadline sweep marked TIMEOUT may still be held briefly). After it returns 0 or
+ * -CM_ETRANSFER_FAIL nothing is in flight: reset, free and segment close succeed at once.
+ * Returns 0 when all COMPLETED;
  * -CM_ETRANSFER_FAIL when all are terminal and some did not complete (their ids, up to
  * max_failed, go to failed_ids and *n_failed gets the full count; both may be NULL/0);
  * -ETIMEDOUT when timeout_ms passed with tasks still pending.
@@ -280,7 +311,9 @@ int xfer_batch_wait(struct xfer_batch *b, int timeout_ms, size_t *failed_ids, si
 
 /*
  * Empties a batch for reuse (no allocation): every task must be terminal and released by its
- * transport. Returns 0, or -EBUSY (try again after xfer_batch_wait returned).
+ * transport, which is always the case once xfer_batch_wait returned 0 or -CM_ETRANSFER_FAIL.
+ * Returns 0, or -EBUSY when tasks may still be in flight (no successful wait since the last
+ * submit).
  */
 int xfer_batch_reset(struct xfer_batch *b);
 

@@ -112,6 +112,7 @@ struct xfer_transport {
     int slot;                         /* index in the engine table; mr->tp_priv[slot] */
     char wire_name[XFER_NAME_MAX];    /* name matched in peer descriptors (default: ops->name) */
     struct xfer_transport *decorates; /* fault: the transport it wraps; else NULL */
+    int uninstalling;                 /* core: being uninstalled, no new segment may pick it */
 };
 
 /* A local memory registration. Fields are read-only for transports except tp_priv[slot]. */
@@ -337,7 +338,11 @@ int xfer__sock_writev(int fd, struct iovec *iov, int cnt, uint64_t deadline_ns);
 /* Reads len bytes and discards them (drains a refused payload). Same returns as readv. */
 int xfer__sock_drain(int fd, uint64_t len, uint64_t deadline_ns);
 
-/* Splits "host:port" into host (bracketless) and port. Returns 0 or -EINVAL. */
+/*
+ * Splits "host:port" or "[v6addr]:port" into host (bracketless) and port. An unbracketed
+ * string that is a whole IPv6 address ("::1", "fe80::1") is a host without a port: port 0;
+ * any other unbracketed host containing ':' is refused. Returns 0 or -EINVAL.
+ */
 int xfer__split_hostport(const char *hp, char *host, size_t hostlen, uint16_t *port);
 
 /* ---- arguments, environment, memory location ---- */
@@ -350,6 +355,15 @@ int xfer__arg_str(const char *args, const char *key, char *buf, size_t len);
 /* Numeric forms: return 1 and set *v, 0 when absent, -EINVAL when malformed. */
 int xfer__arg_u64(const char *args, const char *key, uint64_t *v);
 int xfer__arg_double(const char *args, const char *key, double *v);
+
+/* Longest message xfer_last_error returns, NUL included. */
+#define XFER_ERRMSG_MAX 320
+
+/*
+ * Records a printf-style message describing a failure for xfer_last_error on the calling
+ * thread (say which peer and which step failed). Thread-safe (per-thread buffer).
+ */
+void xfer__set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Unsigned environment variable or def when unset or malformed. */
 uint64_t xfer__env_u64(const char *name, uint64_t def);
@@ -367,6 +381,12 @@ int xfer__no_register_mem(struct xfer_transport *tp, struct xfer_mr *mr, uint8_t
 int xfer__no_unregister_mem(struct xfer_transport *tp, struct xfer_mr *mr);
 int xfer__no_local_info(struct xfer_transport *tp, uint8_t *buf, size_t *len);
 int xfer__no_warmup_segment(struct xfer_transport *tp, void *seg_ctx);
+
+/*
+ * Test hook of the fault transport: how many times unregister_mem was called for memory it
+ * never registered (0 for any other transport). Thread-safe.
+ */
+uint64_t xfer__fault_bad_unregisters(struct xfer_transport *tp);
 
 /* ---- built-in transports (registry entries) ---- */
 extern const struct xfer_transport_ops xfer_tcp_ops;

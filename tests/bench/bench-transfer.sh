@@ -39,7 +39,7 @@ start_target() {
     pids+=("$TPID")
     TADDR=
     for _ in $(seq 100); do
-        TADDR=$(awk '/^listening on/ {print $3}' "$out" 2>/dev/null)
+        TADDR=$(awk '/^ready: listening on/ {sub(",", "", $4); print $4}' "$out" 2>/dev/null)
         [ -n "$TADDR" ] && return 0
         kill -0 "$TPID" 2>/dev/null || break
         sleep 0.05

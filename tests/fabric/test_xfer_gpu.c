@@ -213,7 +213,7 @@ static int one_xfer(struct xfer_engine *eng, struct xfer_segment *seg, enum xfer
     struct xfer_batch *b;
     cr_assert_eq(xfer_batch_alloc(eng, 1, &b), 0);
     struct xfer_request r = {
-        .op = op, .local = local, .seg = seg, .remote_offset = remote, .length = len};
+        .op = op, .local = local, .seg = seg, .remote_addr = remote, .length = len};
     size_t first, nf = 0;
     cr_assert_eq(xfer_batch_submit(b, &r, 1, &first), 0);
     xfer_batch_wait(b, 10000, NULL, 0, &nf);

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # crescent-bench transfer end to end: for tcp and shm, a target and a verifying initiator for
 # read and write; asserts the JSON result (throughput > 0, no errors, no verify failures), that
-# the target exits 0 on SIGTERM, and that bad options exit 2.
+# the target exits 0 on SIGTERM, and that bad options exit 2. The initiator starts the moment
+# the target prints its readiness line, with no retry and no sleep: by then the buffer is
+# registered (and before it, the port refuses connections).
 set -u
 BENCH=${CRESCENT_BUILD:?}/bin/crescent-bench
 tmp=$(mktemp -d /tmp/crescent-benchtest.XXXXXX)
@@ -11,17 +13,17 @@ trap '[ -n "$tpid" ] && kill "$tpid" 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 for proto in tcp shm; do
-    out=$tmp/target-$proto
-    : >"$out" # exists (empty) before the target starts: no stale or missing file to read
-    "$BENCH" transfer --mode target --protocol $proto --buffer_size 8M --verify >"$out" 2>&1 &
+    # The target's stdout is a pipe we read its readiness line from (blocking read, no polling).
+    exec 3< <(exec "$BENCH" transfer --mode target --protocol $proto --buffer_size 8M --verify 2>&1)
     tpid=$!
-    addr=
-    for _ in $(seq 100); do
-        addr=$(awk '/^listening on/ {print $3}' "$out")
-        [ -n "$addr" ] && break
-        sleep 0.05
-    done
-    [ -n "$addr" ] || fail "$proto target did not start: $(cat "$out")"
+    line=
+    read -r -t 60 -u 3 line || fail "$proto target did not start: $line"
+    case $line in
+    "ready: listening on "*", protocol $proto, buffer 8388608 bytes registered") ;;
+    *) fail "$proto target readiness line: '$line'" ;;
+    esac
+    addr=${line#ready: listening on }
+    addr=${addr%%,*}
     for op in read write; do
         out=$("$BENCH" transfer --mode initiator --protocol $proto --target "$addr" --operation $op \
             --block_size 64K --batch_size 8 --threads 2 --duration 0.3 --buffer_size 8M \
@@ -40,6 +42,7 @@ PY
     kill -TERM "$tpid"
     wait "$tpid"
     rc=$?
+    exec 3<&-
     tpid=
     [ $rc -eq 0 ] || fail "$proto target exit status $rc on SIGTERM"
 done

@@ -217,6 +217,16 @@ Test(xfer_args, parse) {
     cr_assert_eq(port, 80);
     cr_assert_eq(xfer__split_hostport("a:70000", host, sizeof(host), &port), -EINVAL);
     cr_assert_eq(xfer__split_hostport("nohost", host, sizeof(host), &port), -EINVAL);
+    /* A bare IPv6 address is a host without a port; a v6 host with a port needs brackets. */
+    cr_assert_eq(xfer__split_hostport("::1", host, sizeof(host), &port), 0);
+    cr_assert_str_eq(host, "::1");
+    cr_assert_eq(port, 0);
+    cr_assert_eq(xfer__split_hostport("fe80::1:2", host, sizeof(host), &port), 0);
+    cr_assert_str_eq(host, "fe80::1:2");
+    cr_assert_eq(port, 0);
+    cr_assert_eq(xfer__split_hostport("::1:65000", host, sizeof(host), &port), -EINVAL);
+    cr_assert_eq(xfer__split_hostport("[::1]80", host, sizeof(host), &port), -EINVAL);
+    cr_assert_eq(xfer__split_hostport("[::1]:", host, sizeof(host), &port), -EINVAL);
 }
 
 Test(xfer_crc, known_vector) {

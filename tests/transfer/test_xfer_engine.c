@@ -3,7 +3,9 @@
  * In-process transfer engine tests: registration rules, descriptor export, the local (same
  * engine) path, transport registry, batch semantics, and the fault transport scenarios (submit
  * failure rate, fail after N submits, COMPLETED->FAILED corruption, submit delay, install
- * failure) over tcp between two engines.
+ * failure) over tcp between two engines; registration rollback, the handshake timeout of
+ * segment_open_addr against a port that never answers, deferred accept (listen_later), IPv6
+ * listener and segment addresses.
  */
 #include "common/fmacros.h"
 
@@ -14,10 +16,15 @@
 #include "common/cm_mem.h"
 #include "common/cm_time.h"
 
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define BUF_LEN (4u << 20)
@@ -322,4 +329,216 @@ Test(xfer_engine, stalled_request_pins_only_its_registration) {
     cm_free(b);
     cm_free(c);
     cm_free(local);
+}
+
+/* ---- registration rollback, handshake timeout, deferred accept, IPv6 ---- */
+
+Test(xfer_engine, failed_registration_rolls_back_only_the_successful_transports) {
+    struct xfer_engine *e = mk_engine("");
+    cr_assert_eq(xfer_engine_install(e, "tcp", NULL), 0);
+    cr_assert_eq(xfer_engine_install(e, "fault", "inner=tcp,register_fail=1"), 0);
+    struct xfer_transport *f = xfer__engine_transport(e, "fault");
+    cr_assert_not_null(f);
+    char *buf = cm_malloc(4096);
+    cr_assert_eq(xfer_engine_register(e, buf, 4096, "cpu:0", XFER_REG_REMOTE),
+                 -CM_EUNAVAILABLE_IN_CURRENT_STATUS);
+    cr_assert_eq(xfer__fault_bad_unregisters(f), 0,
+                 "the transport whose registration failed was unregistered");
+    cr_assert_null(xfer__mr_find(e, buf, 1));
+    cr_assert_eq(xfer_engine_unregister(e, buf), -ENOENT);
+    /* Without the failing transport the same memory registers, and unregisters cleanly. */
+    cr_assert_eq(xfer_engine_uninstall(e, "fault"), 0);
+    cr_assert_eq(xfer_engine_install(e, "fault", "inner=tcp"), 0);
+    f = xfer__engine_transport(e, "fault");
+    cr_assert_eq(xfer_engine_register(e, buf, 4096, "cpu:0", XFER_REG_REMOTE), 0);
+    cr_assert_eq(xfer_engine_unregister(e, buf), 0);
+    cr_assert_eq(xfer__fault_bad_unregisters(f), 0);
+    xfer_engine_destroy(e);
+    cm_free(buf);
+}
+
+/* A TCP socket that listens (the kernel completes connects) but never accepts or answers. */
+static int silent_listener(char *addr, size_t len) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert_geq(fd, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    cr_assert_eq(listen(fd, 16), 0);
+    socklen_t sl = sizeof(sa);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    snprintf(addr, len, "127.0.0.1:%u", ntohs(sa.sin_port));
+    return fd;
+}
+
+Test(xfer_engine, open_addr_of_a_silent_port_times_out_by_the_handshake_timeout) {
+    char addr[64];
+    int lfd = silent_listener(addr, sizeof(addr));
+    /* Engine defaults: 60 s transfer timeout, 5 s handshake timeout. */
+    unsetenv("MC_HANDSHAKE_CONNECT_TIMEOUT");
+    struct xfer_engine_opts o = {.listen = ""};
+    struct xfer_engine *e;
+    cr_assert_eq(xfer_engine_create(&o, &e), 0);
+    cr_assert_eq(xfer_engine_timeout_ms(e), XFER_DEFAULT_TIMEOUT_MS);
+    cr_assert_eq(xfer_engine_install(e, "tcp", NULL), 0);
+    struct xfer_segment *seg = NULL;
+    uint64_t t0 = cm_mono_ms();
+    int rc = xfer_segment_open_addr(e, addr, &seg);
+    uint64_t took = cm_mono_ms() - t0;
+    cr_assert_eq(rc, -ETIMEDOUT, "open %s: %s", addr, cm_strerror(rc));
+    cr_assert_null(seg);
+    cr_assert_lt(took, XFER_DEFAULT_TIMEOUT_MS,
+                 "bounded by the transfer timeout, not the handshake");
+    const char *msg = xfer_last_error();
+    cr_assert_not_null(strstr(msg, addr), "message names the peer: %s", msg);
+    cr_assert_not_null(strstr(msg, "descriptor reply"), "message names the step: %s", msg);
+    cr_assert_not_null(strstr(msg, "no answer within 5000 ms"), "%s", msg);
+    xfer_engine_destroy(e);
+
+    /* Configured by option and by MC_HANDSHAKE_CONNECT_TIMEOUT (seconds). */
+    o.handshake_timeout_ms = 300;
+    cr_assert_eq(xfer_engine_create(&o, &e), 0);
+    cr_assert_eq(xfer_engine_install(e, "tcp", NULL), 0);
+    cr_assert_eq(xfer_segment_open_addr(e, addr, &seg), -ETIMEDOUT);
+    cr_assert_not_null(strstr(xfer_last_error(), "no answer within 300 ms"), "%s",
+                       xfer_last_error());
+    xfer_engine_destroy(e);
+    setenv("MC_HANDSHAKE_CONNECT_TIMEOUT", "1", 1);
+    o.handshake_timeout_ms = 0;
+    cr_assert_eq(xfer_engine_create(&o, &e), 0);
+    unsetenv("MC_HANDSHAKE_CONNECT_TIMEOUT");
+    cr_assert_eq(xfer_engine_install(e, "tcp", NULL), 0);
+    cr_assert_eq(xfer_segment_open_addr(e, addr, &seg), -ETIMEDOUT);
+    cr_assert_not_null(strstr(xfer_last_error(), "no answer within 1000 ms"), "%s",
+                       xfer_last_error());
+    /* A closed port: refused, and the message says so. */
+    close(lfd);
+    cr_assert_eq(xfer_segment_open_addr(e, addr, &seg), -ECONNREFUSED);
+    cr_assert_not_null(strstr(xfer_last_error(), "connecting"), "%s", xfer_last_error());
+    xfer_engine_destroy(e);
+}
+
+Test(xfer_engine, listen_later_refuses_until_started) {
+    struct xfer_engine_opts o = {.listen = "127.0.0.1:0", .listen_later = 1, .timeout_ms = 5000};
+    struct xfer_engine *t, *i = mk_engine("");
+    cr_assert_eq(xfer_engine_create(&o, &t), 0);
+    cr_assert_eq(xfer_engine_install(t, "tcp", NULL), 0);
+    cr_assert_eq(xfer_engine_install(i, "tcp", NULL), 0);
+    char addr[64];
+    cr_assert_gt(xfer_engine_local_addr(t, addr, sizeof(addr)), 0);
+    struct xfer_segment *seg = NULL;
+    cr_assert_eq(xfer_segment_open_addr(i, addr, &seg), -ECONNREFUSED);
+    char *buf = cm_calloc(1, 4096);
+    cr_assert_eq(xfer_engine_register(t, buf, 4096, NULL, XFER_REG_REMOTE), 0);
+    cr_assert_eq(xfer_engine_listen_start(t), 0);
+    cr_assert_eq(xfer_engine_listen_start(t), 0); /* idempotent */
+    cr_assert_eq(xfer_segment_open_addr(i, addr, &seg), 0);
+    uint64_t a, l;
+    cr_assert_eq(xfer_segment_buffer(seg, 0, &a, &l), 0, "the first peer sees the buffer");
+    cr_assert_eq(a, (uint64_t)(uintptr_t)buf);
+    xfer_segment_close(seg);
+    xfer_engine_destroy(i);
+    xfer_engine_destroy(t);
+    cm_free(buf);
+}
+
+/* Round trip of 64 KiB over tcp from an initiator to target t at addr. */
+static void tcp_round_trip(struct xfer_engine *t, const char *addr) {
+    struct xfer_engine *i = mk_engine("");
+    cr_assert_eq(xfer_engine_install(i, "tcp", NULL), 0);
+    char *remote = cm_calloc(1, 65536), *out = cm_malloc(65536), *in = cm_calloc(1, 65536);
+    memset(out, 0x3c, 65536);
+    cr_assert_eq(xfer_engine_register(t, remote, 65536, NULL, XFER_REG_REMOTE), 0);
+    struct xfer_segment *seg;
+    int rc = xfer_segment_open_addr(i, addr, &seg);
+    cr_assert_eq(rc, 0, "open %s: %s (%s)", addr, cm_strerror(rc), xfer_last_error());
+    cr_assert_str_eq(xfer_segment_transport(seg), "tcp");
+    uint64_t ra = (uint64_t)(uintptr_t)remote;
+    struct xfer_request r[2] = {{XFER_OP_WRITE, out, seg, ra, 65536},
+                                {XFER_OP_READ, in, seg, ra, 65536}};
+    struct xfer_batch *b;
+    cr_assert_eq(xfer_batch_alloc(i, 2, &b), 0);
+    cr_assert_eq(xfer_batch_submit(b, r, 1, NULL), 0);
+    cr_assert_eq(xfer_batch_wait(b, -1, NULL, 0, NULL), 0);
+    cr_assert_eq(xfer_batch_submit(b, r + 1, 1, NULL), 0);
+    cr_assert_eq(xfer_batch_wait(b, -1, NULL, 0, NULL), 0);
+    cr_assert_eq(memcmp(in, out, 65536), 0);
+    cr_assert_eq(memcmp(remote, out, 65536), 0);
+    xfer_batch_free(b);
+    xfer_segment_close(seg);
+    xfer_engine_destroy(i);
+    cr_assert_eq(xfer_engine_unregister(t, remote), 0);
+    cm_free(remote);
+    cm_free(out);
+    cm_free(in);
+}
+
+/* Creates a tcp target listening on spec; skips the test when ::1 is not available. */
+static struct xfer_engine *v6_target(const char *spec) {
+    struct xfer_engine_opts o = {.listen = spec, .timeout_ms = 5000};
+    struct xfer_engine *t;
+    int rc = xfer_engine_create(&o, &t);
+    if (rc == -EADDRNOTAVAIL || rc == -EAFNOSUPPORT)
+        cr_skip_test("no IPv6 loopback here: %s", cm_strerror(rc));
+    cr_assert_eq(rc, 0, "listen %s: %s", spec ? spec : "(default)", cm_strerror(rc));
+    cr_assert_eq(xfer_engine_install(t, "tcp", NULL), 0);
+    return t;
+}
+
+Test(xfer_engine, ipv6_listener_and_segment_addresses) {
+    char addr[64];
+    /* "[::1]:0": bracketed with a port. */
+    struct xfer_engine *t = v6_target("[::1]:0");
+    cr_assert_gt(xfer_engine_local_addr(t, addr, sizeof(addr)), 0);
+    cr_assert_eq(strncmp(addr, "[::1]:", 6), 0, "advertised %s", addr);
+    tcp_round_trip(t, addr);
+    xfer_engine_destroy(t);
+    /* "::1": a bare address, ephemeral port. */
+    t = v6_target("::1");
+    cr_assert_gt(xfer_engine_local_addr(t, addr, sizeof(addr)), 0);
+    cr_assert_eq(strncmp(addr, "[::1]:", 6), 0, "advertised %s", addr);
+    tcp_round_trip(t, addr);
+    xfer_engine_destroy(t);
+    /* MC_TCP_BIND_ADDRESS=::1 for the default listener. */
+    setenv("MC_TCP_BIND_ADDRESS", "::1", 1);
+    t = v6_target(NULL);
+    unsetenv("MC_TCP_BIND_ADDRESS");
+    cr_assert_gt(xfer_engine_local_addr(t, addr, sizeof(addr)), 0);
+    cr_assert_eq(strncmp(addr, "[::1]:", 6), 0, "advertised %s", addr);
+    tcp_round_trip(t, addr);
+    /* An unbracketed IPv6 address with a port is ambiguous: refused, not misread. */
+    struct xfer_engine *i = mk_engine("");
+    cr_assert_eq(xfer_engine_install(i, "tcp", NULL), 0);
+    struct xfer_segment *seg;
+    cr_assert_eq(xfer_segment_open_addr(i, addr + 1, &seg), -EINVAL); /* "::1]:port" */
+    char bare[64];
+    snprintf(bare, sizeof(bare), "::1:%s", strrchr(addr, ':') + 1);
+    cr_assert_eq(xfer_segment_open_addr(i, bare, &seg), -EINVAL);
+    xfer_engine_destroy(i);
+    xfer_engine_destroy(t);
+}
+
+Test(xfer_engine, destroy_and_uninstall_close_open_segments) {
+    struct xfer_engine *t = mk_engine(NULL), *i = mk_engine("");
+    cr_assert_eq(xfer_engine_install(t, "tcp", NULL), 0);
+    cr_assert_eq(xfer_engine_install(i, "tcp", NULL), 0);
+    char addr[64];
+    cr_assert_gt(xfer_engine_local_addr(t, addr, sizeof(addr)), 0);
+    struct xfer_segment *s1, *s2;
+    cr_assert_eq(xfer_segment_open_addr(i, addr, &s1), 0);
+    cr_assert_eq(xfer_segment_open_addr(i, addr, &s2), 0);
+    xfer_engine_destroy(i); /* closes s1 and s2 (ASan checks nothing leaks) */
+
+    /* Uninstalling the inner transport takes its decorator and their segments with it. */
+    i = mk_engine("");
+    cr_assert_eq(xfer_engine_install(i, "tcp", NULL), 0);
+    cr_assert_eq(xfer_engine_install(i, "fault", "inner=tcp"), 0);
+    cr_assert_eq(xfer_segment_open_addr(i, addr, &s1), 0);
+    cr_assert_str_eq(xfer_segment_transport(s1), "fault");
+    cr_assert_eq(xfer_engine_uninstall(i, "tcp"), 0);
+    cr_assert_null(xfer__engine_transport(i, "fault"));
+    cr_assert_null(xfer__engine_transport(i, "tcp"));
+    cr_assert_eq(xfer_segment_open_addr(i, addr, &s2), -CM_ENOT_SUPPORTED);
+    cr_assert_eq(xfer_engine_uninstall(i, "tcp"), -ENOENT);
+    xfer_engine_destroy(i);
+    xfer_engine_destroy(t);
 }

@@ -90,7 +90,7 @@ static struct xfer_request req(struct ctx *c, int op, void *local, uint64_t roff
     return (struct xfer_request){.op = op,
                                  .local = local,
                                  .seg = c->seg,
-                                 .remote_offset = c->t.remote_addr + roff,
+                                 .remote_addr = c->t.remote_addr + roff,
                                  .length = len};
 }
 

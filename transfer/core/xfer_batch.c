@@ -7,8 +7,15 @@
  *   transport (xfer__task_done) or by the deadline sweep (TIMEOUT), whichever comes first; the
  *   loser's result is dropped. The batch is reference-counted: one reference for its owner and
  *   one per task a transport holds, so xfer_batch_free never waits and a late completion never
- *   touches freed memory. n_done (under the batch lock) counts terminal tasks; waiters sleep on
- *   the batch condition variable until n_done == n or a deadline passes.
+ *   touches freed memory. n_done (under the batch lock) counts terminal tasks.
+ *
+ *   A completion releases everything the task held (segment reference, batch reference) in the
+ *   same critical section that marks it terminal, before waiters are woken: when
+ *   xfer_batch_wait returns, the batch is idle (all tasks terminal AND released), so
+ *   xfer_batch_reset, xfer_batch_free and xfer_segment_close all succeed at once. A task the
+ *   deadline sweep marked TIMEOUT may still be held by its transport (which must give it back
+ *   by the same deadline); wait also waits for that release. Every decrement of refs happens
+ *   under the batch lock, so the thread that drops the last one can destroy the lock safely.
  */
 #include "common/fmacros.h"
 
@@ -45,12 +52,26 @@ int xfer_batch_alloc(struct xfer_engine *eng, size_t capacity, struct xfer_batch
     return 0;
 }
 
-static void batch_unref(struct xfer_batch *b) {
-    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
-        return;
+static void batch_destroy(struct xfer_batch *b) {
     pthread_cond_destroy(&b->cond);
     pthread_mutex_destroy(&b->lock);
     cm_free(b);
+}
+
+/* Drops one reference (batch lock not held); the last one frees the batch. */
+static void batch_unref(struct xfer_batch *b) {
+    pthread_mutex_lock(&b->lock);
+    int last = atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1;
+    if (!last)
+        pthread_cond_broadcast(&b->cond); /* a waiter may be waiting for this release */
+    pthread_mutex_unlock(&b->lock);
+    if (last)
+        batch_destroy(b);
+}
+
+/* True when every submitted task is terminal and no transport holds one (batch lock held). */
+static int batch_idle(struct xfer_batch *b) {
+    return b->n_done == b->n && atomic_load_explicit(&b->refs, memory_order_acquire) == 1;
 }
 
 /* Frees a batch, deferred until its last in-flight task completes; see xfer.h. */
@@ -59,26 +80,31 @@ void xfer_batch_free(struct xfer_batch *b) {
         batch_unref(b);
 }
 
-/* Moves t from PENDING to status st; returns 1 when this call did it. Batch lock not held. */
-static int task_finish(struct xfer_task *t, int st, int err, uint64_t bytes) {
+/*
+ * Moves t from PENDING to status st (a no-op when it is terminal already). With release, also
+ * drops the batch reference the task's transport held, in the same critical section, so a
+ * waiter woken here finds the batch idle; the batch may be freed by this call then (t must not
+ * be touched afterwards). Batch lock not held.
+ */
+static void task_finish(struct xfer_task *t, int st, int err, uint64_t bytes, int release) {
     struct xfer_batch *b = t->batch;
     pthread_mutex_lock(&b->lock);
     int expected = XFER_STATUS_PENDING;
-    int won = atomic_compare_exchange_strong(&t->status, &expected, st);
-    if (won) {
+    if (atomic_compare_exchange_strong(&t->status, &expected, st)) {
         t->error = err;
         t->bytes = bytes;
         b->n_done++;
-        if (b->n_done == b->n)
-            pthread_cond_broadcast(&b->cond);
     }
+    int last = release && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1;
+    if (!last && b->n_done == b->n)
+        pthread_cond_broadcast(&b->cond);
     pthread_mutex_unlock(&b->lock);
-    return won;
+    if (last) /* the owner freed the batch while this task was in flight */
+        batch_destroy(b);
 }
 
 /* Completes a task taken by a transport; see xfer_int.h. */
 void xfer__task_done(struct xfer_task *t, int err, uint64_t bytes) {
-    struct xfer_batch *b = t->batch;
     struct xfer_segment *seg = t->seg;
     if (err == 0 && (t->fault_flags & XFER_FAULT_F_CORRUPT))
         err = -EIO;
@@ -87,9 +113,9 @@ void xfer__task_done(struct xfer_task *t, int err, uint64_t bytes) {
                                  : XFER_STATUS_FAILED;
     if (err == 0 && cm_mono_ns() > t->deadline_ns)
         st = XFER_STATUS_TIMEOUT, err = -ETIMEDOUT; /* finished, but too late to count */
-    task_finish(t, st, err, err == 0 ? bytes : 0);
+    /* Segment first: once the task reads terminal, segment_close must not wait for it. */
     xfer__segment_unref(seg);
-    batch_unref(b);
+    task_finish(t, st, err, err == 0 ? bytes : 0, 1);
 }
 
 /* Copies within this process for a segment opened from our own descriptor (through the CUDA
@@ -115,7 +141,7 @@ static int task_prepare(struct xfer_batch *b, struct xfer_task *t, const struct 
     t->batch = b;
     t->op = r->op;
     t->local = r->local;
-    t->remote = r->remote_offset;
+    t->remote = r->remote_addr;
     t->len = r->length;
     t->seg = r->seg;
     t->submit_ns = now;
@@ -171,7 +197,7 @@ int xfer_batch_submit(struct xfer_batch *b, const struct xfer_request *reqs, siz
         int rc = task_prepare(b, t, &reqs[i], now);
         if (rc < 0) {
             t->seg = NULL;
-            task_finish(t, XFER_STATUS_INVALID, rc, 0);
+            task_finish(t, XFER_STATUS_INVALID, rc, 0, 0);
             continue;
         }
         atomic_fetch_add_explicit(&t->seg->refs, 1, memory_order_relaxed);
@@ -201,7 +227,7 @@ static uint64_t sweep(struct xfer_batch *b, size_t n) {
         if (atomic_load(&t->status) != XFER_STATUS_PENDING)
             continue;
         if (t->deadline_ns <= now)
-            task_finish(t, XFER_STATUS_TIMEOUT, -ETIMEDOUT, 0);
+            task_finish(t, XFER_STATUS_TIMEOUT, -ETIMEDOUT, 0, 0);
         else if (t->deadline_ns < next)
             next = t->deadline_ns;
     }
@@ -220,7 +246,7 @@ int xfer_batch_status(struct xfer_batch *b, size_t id, struct xfer_task_status *
     if (slots && atomic_load(&t->status) == XFER_STATUS_PENDING)
         xfer__engine_progress(b->eng, slots); /* a status poller reaps inline, too */
     if (atomic_load(&t->status) == XFER_STATUS_PENDING && cm_mono_ns() >= t->deadline_ns)
-        task_finish(t, XFER_STATUS_TIMEOUT, -ETIMEDOUT, 0);
+        task_finish(t, XFER_STATUS_TIMEOUT, -ETIMEDOUT, 0, 0);
     pthread_mutex_lock(&b->lock);
     st->status = atomic_load(&t->status);
     st->transferred = t->bytes;
@@ -233,7 +259,7 @@ int xfer_batch_status(struct xfer_batch *b, size_t id, struct xfer_task_status *
 int xfer_batch_reset(struct xfer_batch *b) {
     pthread_mutex_lock(&b->lock);
     int rc = 0;
-    if (b->n_done != b->n || atomic_load(&b->refs) != 1)
+    if (!batch_idle(b))
         rc = -EBUSY;
     else
         b->n = b->n_done = 0;
@@ -273,7 +299,7 @@ int xfer_batch_wait(struct xfer_batch *b, int timeout_ms, size_t *failed_ids, si
     pthread_mutex_lock(&b->lock);
     for (;;) {
         size_t n = b->n;
-        if (b->n_done == n)
+        if (batch_idle(b))
             break;
         pthread_mutex_unlock(&b->lock);
         uint64_t next = sweep(b, n);
@@ -285,7 +311,7 @@ int xfer_batch_wait(struct xfer_batch *b, int timeout_ms, size_t *failed_ids, si
         if (slots && cm_mono_ns() < poll_end)
             outstanding = xfer__engine_progress(b->eng, slots);
         pthread_mutex_lock(&b->lock);
-        if (b->n_done == b->n)
+        if (batch_idle(b))
             break;
         uint64_t now = cm_mono_ns();
         if (now >= until) {

@@ -46,6 +46,12 @@ int xfer_engine_create(const struct xfer_engine_opts *opts, struct xfer_engine *
         uint64_t s = xfer__env_u64("MC_TRANSFER_TIMEOUT", XFER_DEFAULT_TIMEOUT_MS / 1000);
         eng->timeout_ms = s == 0 || s > 86400 ? XFER_DEFAULT_TIMEOUT_MS : (uint32_t)s * 1000;
     }
+    eng->handshake_ms = opts->handshake_timeout_ms;
+    if (!eng->handshake_ms) {
+        uint64_t s =
+            xfer__env_u64("MC_HANDSHAKE_CONNECT_TIMEOUT", XFER_DEFAULT_HANDSHAKE_MS / 1000);
+        eng->handshake_ms = s == 0 || s > 3600 ? XFER_DEFAULT_HANDSHAKE_MS : (uint32_t)s * 1000;
+    }
     xfer__host_id(eng->host_id);
     if (getrandom(&eng->instance, sizeof(eng->instance), 0) != sizeof(eng->instance))
         eng->instance = cm_mono_ns() ^ ((uint64_t)getpid() << 32);
@@ -58,7 +64,7 @@ int xfer_engine_create(const struct xfer_engine_opts *opts, struct xfer_engine *
              bind_env && *bind_env ? bind_env : "127.0.0.1");
     const char *listen = opts->listen ? opts->listen : bind_def;
     if (*listen) {
-        int rc = xfer__listener_start(eng, listen);
+        int rc = xfer__listener_start(eng, listen, opts->listen_later);
         if (rc < 0) {
             xfer_engine_destroy(eng);
             return rc;
@@ -75,16 +81,26 @@ int xfer_engine_create(const struct xfer_engine_opts *opts, struct xfer_engine *
 }
 
 static void unregister_all(struct xfer_engine *eng);
+static void close_detached(struct xfer_segment *segs);
+
+/* Starts accepting on a listen_later listener; see xfer.h. */
+int xfer_engine_listen_start(struct xfer_engine *eng) {
+    return eng->lis ? xfer__listener_accept_start(eng) : 0;
+}
 
 /* Destroys an engine; see xfer.h. */
 void xfer_engine_destroy(struct xfer_engine *eng) {
     if (!eng)
         return;
     xfer__listener_stop(eng);
+    /* Detach the open segments under the lock, close them outside it: a close waits for the
+     * segment's tasks in flight (up to their deadlines), and must not hold up other threads
+     * still finishing calls that take the engine lock. */
     pthread_mutex_lock(&eng->lock);
-    while (eng->segs)
-        xfer_segment_close(eng->segs);
+    struct xfer_segment *segs = eng->segs;
+    eng->segs = NULL;
     pthread_mutex_unlock(&eng->lock);
+    close_detached(segs);
     unregister_all(eng);
     /* Decorators first (they reference their inner transport), then the rest. */
     for (int pass = 0; pass < 2; pass++)
@@ -249,24 +265,50 @@ int xfer__engine_ensure(struct xfer_engine *eng, const char *name, const char *a
     return rc;
 }
 
-/* Uninstalls a transport; see xfer.h. */
+/* Closes the segments of list (linked through next; already off the engine list). */
+static void close_detached(struct xfer_segment *segs) {
+    while (segs) {
+        struct xfer_segment *next = segs->next;
+        xfer_segment_close(segs); /* not on the engine list any more: only waits and frees */
+        segs = next;
+    }
+}
+
+/*
+ * Uninstalls a transport; see xfer.h. Decorators of it go first. Its segments are taken off the
+ * engine list under the lock and closed outside it (a close waits for tasks in flight, up to
+ * their deadlines); meanwhile the transport is marked uninstalling so no new segment picks it.
+ */
 int xfer_engine_uninstall(struct xfer_engine *eng, const char *name) {
     pthread_mutex_lock(&eng->lock);
     struct xfer_transport *tp = xfer__engine_transport(eng, name);
-    if (!tp) {
+    if (!tp || tp->uninstalling) {
         pthread_mutex_unlock(&eng->lock);
         return -ENOENT;
     }
-    /* Decorators of tp go first. */
+    tp->uninstalling = 1;
+    const char *decos[XFER_MAX_TRANSPORTS];
+    int nd = 0;
     for (int i = 0; i < XFER_MAX_TRANSPORTS; i++)
         if (eng->tp[i] && eng->tp[i]->decorates == tp)
-            xfer_engine_uninstall(eng, eng->tp[i]->ops->name);
-    struct xfer_segment *s = eng->segs, *next;
-    for (; s; s = next) {
-        next = s->next;
-        if (s->tp == tp)
-            xfer_segment_close(s);
+            decos[nd++] = eng->tp[i]->ops->name; /* static strings */
+    struct xfer_segment *mine = NULL, **pp = &eng->segs;
+    while (*pp) {
+        struct xfer_segment *s = *pp;
+        if (s->tp == tp) {
+            *pp = s->next;
+            s->next = mine;
+            mine = s;
+        } else {
+            pp = &s->next;
+        }
     }
+    pthread_mutex_unlock(&eng->lock);
+    for (int i = 0; i < nd; i++)
+        xfer_engine_uninstall(eng, decos[i]);
+    close_detached(mine);
+
+    pthread_mutex_lock(&eng->lock);
     pthread_rwlock_wrlock(&eng->mr_lock);
     for (size_t i = 0; i < eng->n_mr; i++)
         unregister_with(tp, eng->mrs[i]);
@@ -367,12 +409,12 @@ int xfer_engine_register(struct xfer_engine *eng, void *addr, size_t len, const 
         else
             eng->mrs = n, eng->cap_mr = ncap;
     }
-    int done = 0;
+    int done = 0; /* slots [0, done) are registered; on failure, slot done is the one that failed */
     for (; rc == 0 && done < XFER_MAX_TRANSPORTS; done++)
-        if (eng->tp[done])
-            rc = register_with(eng->tp[done], mr);
+        if (eng->tp[done] && (rc = register_with(eng->tp[done], mr)) < 0)
+            break;
     if (rc < 0) {
-        while (done-- > 0)
+        while (done-- > 0) /* only the ones that succeeded; never the slot that failed */
             if (eng->tp[done])
                 unregister_with(eng->tp[done], mr);
         pthread_rwlock_unlock(&eng->mr_lock);
@@ -563,14 +605,15 @@ static int try_open(struct xfer_engine *eng, struct xfer_segment *seg, const cha
         return -CM_ENOT_SUPPORTED;
     struct xfer_transport *tp = NULL, *deco = NULL;
     for (int i = 0; i < XFER_MAX_TRANSPORTS; i++)
-        if (eng->tp[i] && !eng->tp[i]->decorates && strcmp(eng->tp[i]->wire_name, name) == 0)
+        if (eng->tp[i] && !eng->tp[i]->decorates && !eng->tp[i]->uninstalling &&
+            strcmp(eng->tp[i]->wire_name, name) == 0)
             tp = eng->tp[i];
     if (!tp)
         return -CM_ENOT_SUPPORTED;
     if (tp->ops->reachable && tp->ops->reachable(tp, seg->desc, di) < 0)
         return -CM_EUNREACHABLE;
     for (int i = 0; i < XFER_MAX_TRANSPORTS; i++)
-        if (eng->tp[i] && eng->tp[i]->decorates == tp)
+        if (eng->tp[i] && eng->tp[i]->decorates == tp && !eng->tp[i]->uninstalling)
             deco = eng->tp[i];
     struct xfer_transport *use = deco ? deco : tp;
     int rc = use->ops->open_segment(use, seg, seg->desc, di, &seg->tp_seg);
@@ -590,6 +633,7 @@ int xfer_segment_open(struct xfer_engine *eng, const void *desc, size_t desc_len
         return -ENOMEM;
     int rc = xfer_desc_decode(desc, desc_len, &seg->desc);
     if (rc < 0) {
+        xfer__set_error("transfer segment descriptor (%zu bytes): %s", desc_len, cm_strerror(rc));
         cm_free(seg);
         return rc;
     }
@@ -619,6 +663,10 @@ int xfer_segment_open(struct xfer_engine *eng, const void *desc, size_t desc_len
     }
     if (rc < 0) {
         pthread_mutex_unlock(&eng->lock);
+        xfer__set_error("transfer peer %s (%s): opening the segment: %s", seg->desc->name,
+                        *seg->desc->listen ? seg->desc->listen : "no listener",
+                        rc == -CM_ENOT_SUPPORTED ? "no transport installed on both sides"
+                                                 : cm_strerror(rc));
         xfer_desc_free(seg->desc);
         cm_free(seg);
         return rc;
@@ -635,7 +683,8 @@ int xfer_segment_open_addr(struct xfer_engine *eng, const char *hostport,
                            struct xfer_segment **out) {
     void *d = NULL;
     size_t dl = 0;
-    int rc = xfer_fetch_desc(hostport, eng->timeout_ms, &d, &dl);
+    uint32_t ms = eng->handshake_ms < eng->timeout_ms ? eng->handshake_ms : eng->timeout_ms;
+    int rc = xfer_fetch_desc(hostport, ms, &d, &dl);
     if (rc < 0)
         return rc;
     rc = xfer_segment_open(eng, d, dl, out);

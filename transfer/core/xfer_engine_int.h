@@ -22,6 +22,7 @@ struct xfer_engine {
     char name[XFER_LNAME_MAX];
     char addr[XFER_HOSTPORT_MAX]; /* advertised listener "host:port", "" when none */
     uint32_t timeout_ms;
+    uint32_t handshake_ms; /* xfer_segment_open_addr's fetch bound */
     uint8_t host_id[XFER_HOST_ID_LEN];
     uint64_t instance;
 
@@ -51,7 +52,8 @@ struct xfer_batch {
 };
 
 /* Listener (xfer_listen.c). */
-int xfer__listener_start(struct xfer_engine *eng, const char *listen);
+int xfer__listener_start(struct xfer_engine *eng, const char *listen, int later);
+int xfer__listener_accept_start(struct xfer_engine *eng);
 void xfer__listener_stop(struct xfer_engine *eng);
 
 /*

@@ -53,6 +53,7 @@ struct xfer_listener {
     struct lconn *conns;
     int n_conns;
     int stopping;
+    int accepting;          /* listen(2) called and the accept thread runs */
     pthread_rwlock_t hlock; /* handlers; handlers run under the read lock */
     struct handler h[XFER_WIRE_OP_MAX + 1];
 };
@@ -206,7 +207,9 @@ static void *accept_main(void *arg) {
     return NULL;
 }
 
-static int bind_listen(const char *spec, char *adv, size_t advlen) {
+/* Binds a socket to spec (listen(2) comes in xfer__listener_accept_start); writes the
+ * advertised "host:port" to adv. Returns the socket or a negative code. */
+static int bind_only(const char *spec, char *adv, size_t advlen) {
     char host[256], port[8];
     uint16_t p;
     if (xfer__split_hostport(spec, host, sizeof(host), &p) < 0)
@@ -222,7 +225,7 @@ static int bind_listen(const char *spec, char *adv, size_t advlen) {
     int rc = fd < 0 ? -errno : 0, one = 1;
     if (rc == 0) {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 512) < 0)
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0)
             rc = -errno;
     }
     freeaddrinfo(ai);
@@ -246,14 +249,17 @@ static int bind_listen(const char *spec, char *adv, size_t advlen) {
     return fd;
 }
 
-/* Starts the engine listener on spec ("host:port"). Returns 0 or a negative code. */
-int xfer__listener_start(struct xfer_engine *eng, const char *spec) {
+/*
+ * Starts the engine listener on spec ("host:port"); with later, binds only (peers are refused
+ * until xfer__listener_accept_start). Returns 0 or a negative code.
+ */
+int xfer__listener_start(struct xfer_engine *eng, const char *spec, int later) {
     struct xfer_listener *lis = cm_try_calloc(1, sizeof(*lis));
     if (!lis)
         return -ENOMEM;
     lis->eng = eng;
     lis->wake[0] = lis->wake[1] = -1;
-    int fd = bind_listen(spec, eng->addr, sizeof(eng->addr));
+    int fd = bind_only(spec, eng->addr, sizeof(eng->addr));
     if (fd < 0) {
         cm_free(lis);
         eng->addr[0] = '\0';
@@ -269,14 +275,37 @@ int xfer__listener_start(struct xfer_engine *eng, const char *spec) {
     pthread_mutex_init(&lis->lock, NULL);
     pthread_cond_init(&lis->cond, NULL);
     pthread_rwlock_init(&lis->hlock, NULL);
-    if (pthread_create(&lis->thr, NULL, accept_main, lis) != 0) {
+    eng->lis = lis;
+    if (later)
+        return 0;
+    int rc = xfer__listener_accept_start(eng);
+    if (rc < 0) {
+        eng->lis = NULL;
+        pthread_rwlock_destroy(&lis->hlock);
+        pthread_cond_destroy(&lis->cond);
+        pthread_mutex_destroy(&lis->lock);
         close(fd);
         close(lis->wake[0]);
         close(lis->wake[1]);
         cm_free(lis);
-        return -EAGAIN;
     }
-    eng->lis = lis;
+    return rc;
+}
+
+/*
+ * Makes the bound listener socket accept: listen(2) and the accept thread. Returns 0 (also when
+ * already accepting) or a negative code (-EADDRINUSE when another socket started listening on
+ * the same explicit port meanwhile). Not thread-safe against xfer__listener_stop.
+ */
+int xfer__listener_accept_start(struct xfer_engine *eng) {
+    struct xfer_listener *lis = eng->lis;
+    if (lis->accepting)
+        return 0;
+    if (listen(lis->fd, 512) < 0)
+        return -errno;
+    if (pthread_create(&lis->thr, NULL, accept_main, lis) != 0)
+        return -EAGAIN;
+    lis->accepting = 1;
     return 0;
 }
 
@@ -285,9 +314,11 @@ void xfer__listener_stop(struct xfer_engine *eng) {
     struct xfer_listener *lis = eng->lis;
     if (!lis)
         return;
-    ssize_t w = write(lis->wake[1], "x", 1);
-    (void)w;
-    pthread_join(lis->thr, NULL);
+    if (lis->accepting) {
+        ssize_t w = write(lis->wake[1], "x", 1);
+        (void)w;
+        pthread_join(lis->thr, NULL);
+    }
     pthread_mutex_lock(&lis->lock);
     lis->stopping = 1;
     for (struct lconn *c = lis->conns; c; c = c->next)
@@ -343,6 +374,35 @@ void xfer__listener_unhandle(struct xfer_engine *eng, uint8_t first, uint8_t las
     pthread_rwlock_unlock(&lis->hlock);
 }
 
+/* Sends the descriptor request on fd and reads the reply header into *h. Returns 0 or a code;
+ * *step names what failed. */
+static int desc_request(int fd, uint64_t deadline, struct xfer_wire_hdr *h, const char **step) {
+    struct xfer_wire_hdr q = {.op = XFER_WIRE_DESC_GET, .id = 1};
+    uint8_t hb[XFER_WIRE_HDR_LEN];
+    xfer_wire_encode(&q, hb);
+    struct iovec v = {hb, sizeof(hb)};
+    *step = "sending the descriptor request";
+    int rc = xfer__sock_writev(fd, &v, 1, deadline);
+    if (rc < 0)
+        return rc;
+    *step = "waiting for the descriptor reply";
+    v = (struct iovec){hb, sizeof(hb)};
+    rc = xfer__sock_readv(fd, &v, 1, deadline);
+    if (rc < 0)
+        return rc;
+    *step = "reading the reply: not a Crescent transfer listener?";
+    rc = xfer_wire_decode(hb, sizeof(hb), h);
+    if (rc < 0)
+        return rc;
+    if (!(h->flags & XFER_WIRE_F_REPLY) || h->op != XFER_WIRE_DESC_GET || h->id != 1)
+        return -CM_EPROTOCOL;
+    *step = "the peer refused the descriptor request";
+    if (h->status < 0)
+        return h->status;
+    *step = "reading the reply: bad descriptor length";
+    return h->len == 0 || h->len > XFER_DESC_MAX ? -CM_EPROTOCOL : 0;
+}
+
 /* Fetches a peer's descriptor from its listener; see xfer.h. */
 int xfer_fetch_desc(const char *hostport, uint32_t timeout_ms, void **desc, size_t *desc_len) {
     if (!timeout_ms)
@@ -352,43 +412,33 @@ int xfer_fetch_desc(const char *hostport, uint32_t timeout_ms, void **desc, size
     uint64_t cdead = now + (uint64_t)(timeout_ms < 5000 ? timeout_ms : 5000) * 1000000ull;
     *desc = NULL;
     *desc_len = 0;
-    int fd = xfer__sock_connect(hostport, cdead);
-    if (fd < 0)
-        return fd;
-    struct xfer_wire_hdr h = {.op = XFER_WIRE_DESC_GET, .id = 1};
-    uint8_t hb[XFER_WIRE_HDR_LEN];
-    xfer_wire_encode(&h, hb);
-    struct iovec v = {hb, sizeof(hb)};
-    int rc = xfer__sock_writev(fd, &v, 1, deadline);
-    if (rc == 0) {
-        v = (struct iovec){hb, sizeof(hb)};
-        rc = xfer__sock_readv(fd, &v, 1, deadline);
-    }
-    if (rc == 0)
-        rc = xfer_wire_decode(hb, sizeof(hb), &h);
-    if (rc >= 0) {
-        if (!(h.flags & XFER_WIRE_F_REPLY) || h.op != XFER_WIRE_DESC_GET || h.id != 1)
-            rc = -CM_EPROTOCOL;
-        else if (h.status < 0)
-            rc = h.status;
-        else if (h.len == 0 || h.len > XFER_DESC_MAX)
-            rc = -CM_EPROTOCOL;
-        else
-            rc = 0;
-    }
+    const char *step = "connecting";
+    int rc = xfer__sock_connect(hostport, cdead), fd = rc;
+    struct xfer_wire_hdr h = {0};
     void *buf = NULL;
-    if (rc == 0) {
+    if (rc >= 0)
+        rc = desc_request(fd, deadline, &h, &step);
+    if (rc >= 0) {
+        step = "reading the descriptor";
         buf = cm_try_malloc((size_t)h.len);
         rc = buf ? 0 : -ENOMEM;
     }
-    if (rc == 0) {
-        v = (struct iovec){buf, (size_t)h.len};
+    if (rc >= 0) {
+        struct iovec v = {buf, (size_t)h.len};
         rc = xfer__sock_readv(fd, &v, 1, deadline);
     }
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     if (rc < 0) {
         cm_free(buf);
-        return rc == -ECONNRESET ? -CM_EPROTOCOL : rc;
+        if (rc == -ECONNRESET && fd >= 0)
+            rc = -CM_EPROTOCOL; /* the peer hung up mid-handshake */
+        if (rc == -ETIMEDOUT)
+            xfer__set_error("transfer peer %s: %s: no answer within %u ms", hostport, step,
+                            fd >= 0 ? timeout_ms : (timeout_ms < 5000 ? timeout_ms : 5000));
+        else
+            xfer__set_error("transfer peer %s: %s: %s", hostport, step, cm_strerror(rc));
+        return rc;
     }
     *desc = buf;
     *desc_len = (size_t)h.len;

@@ -8,11 +8,14 @@
 
 #include "crescent/transfer.h"
 #include "transfer/xfer.h"
+#include "transfer/xfer_int.h"
 
 #include "common/cm_errno.h"
 #include "common/cm_mem.h"
 
+#include <errno.h>
 #include <stddef.h>
+#include <string.h>
 
 #define SAME_LAYOUT(pub, in, f) \
     _Static_assert(offsetof(struct pub, f) == offsetof(struct in, f), #pub "." #f)
@@ -20,12 +23,26 @@ _Static_assert(sizeof(struct crescent_xfer_request) == sizeof(struct xfer_reques
 SAME_LAYOUT(crescent_xfer_request, xfer_request, op);
 SAME_LAYOUT(crescent_xfer_request, xfer_request, local);
 SAME_LAYOUT(crescent_xfer_request, xfer_request, seg);
-SAME_LAYOUT(crescent_xfer_request, xfer_request, remote_offset);
+SAME_LAYOUT(crescent_xfer_request, xfer_request, remote_addr);
 SAME_LAYOUT(crescent_xfer_request, xfer_request, length);
 _Static_assert(sizeof(struct crescent_xfer_task_status) == sizeof(struct xfer_task_status), "st");
 SAME_LAYOUT(crescent_xfer_task_status, xfer_task_status, transferred);
 SAME_LAYOUT(crescent_xfer_task_status, xfer_task_status, error);
-_Static_assert(CRESCENT_XFER_ETRANSFER_FAIL == CM_ETRANSFER_FAIL, "error code");
+/* Public error codes: the CM_E* codes the transfer engine returns (X: public suffix, CM name). */
+#define XFER_PUBLIC_ERRORS(X)                     \
+    X(INTERNAL_ERROR, INTERNAL_ERROR)             \
+    X(INVALID_VERSION, INVALID_VERSION)           \
+    X(INVALID_PARAMS, INVALID_PARAMS)             \
+    X(TRANSFER_FAIL, TRANSFER_FAIL)               \
+    X(UNAVAILABLE, UNAVAILABLE_IN_CURRENT_STATUS) \
+    X(NOT_SUPPORTED, NOT_SUPPORTED)               \
+    X(PROTOCOL, PROTOCOL)                         \
+    X(CORRUPT, CORRUPT)                           \
+    X(UNREACHABLE, UNREACHABLE)                   \
+    X(NO_DEVICE, NO_DEVICE)
+#define SAME_CODE(pub, cm) _Static_assert(CRESCENT_XFER_E##pub == CM_E##cm, #pub);
+XFER_PUBLIC_ERRORS(SAME_CODE)
+#undef SAME_CODE
 _Static_assert(CRESCENT_XFER_REMOTE == XFER_REG_REMOTE, "flag");
 _Static_assert(CRESCENT_XFER_FAILED == (int)XFER_STATUS_FAILED, "status");
 _Static_assert(CRESCENT_XFER_WRITE == (int)XFER_OP_WRITE, "op");
@@ -34,12 +51,51 @@ _Static_assert(CRESCENT_XFER_WRITE == (int)XFER_OP_WRITE, "op");
 #define SEG(s) ((struct xfer_segment *)(s))
 #define BAT(b) ((struct xfer_batch *)(b))
 
+/* The first published layout of struct crescent_xfer_opts ends after timeout_ms. */
+#define OPTS_MIN_SIZE (offsetof(struct crescent_xfer_opts, timeout_ms) + sizeof(uint32_t))
+
+/* Initialises options to the defaults; see crescent/transfer.h. */
+CRESCENT_API void crescent_xfer_opts_init(struct crescent_xfer_opts *opts) {
+    memset(opts, 0, sizeof(*opts));
+    opts->struct_size = sizeof(*opts);
+}
+
+/*
+ * Copies the caller's options (struct_size bytes of them) into *o, defaults for fields the
+ * caller's version does not have. Returns 0, -EINVAL (size unset or too small) or -E2BIG (a
+ * newer caller set a field this library does not know).
+ */
+static int opts_import(const struct crescent_xfer_opts *in, struct crescent_xfer_opts *o) {
+    memset(o, 0, sizeof(*o));
+    if (!in)
+        return 0;
+    size_t n = in->struct_size;
+    if (n < OPTS_MIN_SIZE)
+        return -EINVAL;
+    for (size_t i = sizeof(*o); i < n; i++)
+        if (((const unsigned char *)in)[i])
+            return -E2BIG;
+    memcpy(o, in, n < sizeof(*o) ? n : sizeof(*o));
+    return 0;
+}
+
 /* Exported wrapper of xfer_engine_create; see crescent/transfer.h. */
 CRESCENT_API int crescent_xfer_engine_create(const struct crescent_xfer_opts *opts,
                                              struct crescent_xfer_engine **out) {
-    struct xfer_engine_opts o = {0};
-    if (opts)
-        o = (struct xfer_engine_opts){opts->local_name, opts->listen, opts->timeout_ms};
+    struct crescent_xfer_opts p;
+    *out = NULL;
+    int rc = opts_import(opts, &p);
+    if (rc < 0) {
+        xfer__set_error("crescent_xfer_engine_create: opts.struct_size %zu is %s",
+                        opts->struct_size,
+                        rc == -EINVAL ? "unset or too small (use CRESCENT_XFER_OPTS_INIT)"
+                                      : "larger than this library knows, with unknown fields set");
+        return rc;
+    }
+    struct xfer_engine_opts o = {.local_name = p.local_name,
+                                 .listen = p.listen,
+                                 .timeout_ms = p.timeout_ms,
+                                 .handshake_timeout_ms = p.handshake_timeout_ms};
     return xfer_engine_create(&o, (struct xfer_engine **)out);
 }
 
@@ -181,4 +237,20 @@ CRESCENT_API const char *crescent_xfer_status_name(int status) {
 /* Exported wrapper of cm_strerror. */
 CRESCENT_API const char *crescent_xfer_strerror(int err) {
     return cm_strerror(err);
+}
+
+/* Symbolic name of an error code; see crescent/transfer.h. */
+CRESCENT_API const char *crescent_xfer_err_name(int err) {
+    int e = err < 0 ? -err : err;
+#define NAME_OF(pub, cm) \
+    if (e == CM_E##cm)   \
+        return "CRESCENT_XFER_E" #pub;
+    XFER_PUBLIC_ERRORS(NAME_OF)
+#undef NAME_OF
+    return e < CM_ERRNO_BASE ? cm_err_name(err) : "UNKNOWN";
+}
+
+/* Exported wrapper of xfer_last_error. */
+CRESCENT_API const char *crescent_xfer_last_error(void) {
+    return xfer_last_error();
 }

@@ -23,7 +23,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Splits "host:port" or "[v6]:port"; see xfer_int.h. Thread-safe. */
+/* Splits "host:port", "[v6]:port" or a bare IPv6 address (port 0); see xfer_int.h.
+ * Thread-safe. */
 int xfer__split_hostport(const char *hp, char *host, size_t hostlen, uint16_t *port) {
     const char *colon, *hs = hp;
     size_t hl;
@@ -41,6 +42,19 @@ int xfer__split_hostport(const char *hp, char *host, size_t hostlen, uint16_t *p
         if (!colon)
             return -EINVAL;
         hl = (size_t)(colon - hp);
+        struct in6_addr a6;
+        if (memchr(hp, ':', hl)) {
+            /* A bare IPv6 address ("::1"): no port (0). With a port it needs brackets:
+             * "::1:5000" could be either, so it is refused. */
+            if (inet_pton(AF_INET6, hp, &a6) != 1)
+                return -EINVAL;
+            hl = strlen(hp);
+            if (hl >= hostlen)
+                return -EINVAL;
+            memcpy(host, hp, hl + 1);
+            *port = 0;
+            return 0;
+        }
     }
     if (hl == 0 || hl >= hostlen)
         return -EINVAL;
@@ -87,7 +101,7 @@ static int wait_fd(int fd, short events, uint64_t deadline_ns) {
 int xfer__sock_connect(const char *hostport, uint64_t deadline_ns) {
     char host[256], port[8];
     uint16_t p;
-    if (xfer__split_hostport(hostport, host, sizeof(host), &p) < 0)
+    if (xfer__split_hostport(hostport, host, sizeof(host), &p) < 0 || p == 0)
         return -EINVAL;
     snprintf(port, sizeof(port), "%u", p);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;

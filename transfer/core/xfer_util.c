@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Small helpers shared by the core and the transports: "k=v" argument parsing, environment
- * numbers, the same-host identity, CRC-32C, and the -ENOSYS stubs for optional ops.
+ * numbers, the same-host identity, CRC-32C, the -ENOSYS stubs for optional ops, and the
+ * per-thread message of the last failed connect or handshake (xfer_last_error).
  */
 #include "common/fmacros.h"
 
@@ -9,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -172,4 +175,21 @@ int xfer__no_local_info(struct xfer_transport *tp, uint8_t *buf, size_t *len) {
 int xfer__no_warmup_segment(struct xfer_transport *tp, void *seg_ctx) {
     (void)tp, (void)seg_ctx;
     return -ENOSYS;
+}
+
+/* ---- per-thread message of the last failed connect/handshake ---- */
+
+static _Thread_local char xfer_last_err[XFER_ERRMSG_MAX];
+
+/* Records a message for xfer_last_error on this thread; see xfer_int.h. */
+void xfer__set_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(xfer_last_err, sizeof(xfer_last_err), fmt, ap);
+    va_end(ap);
+}
+
+/* Message of this thread's last failed call; see xfer.h. */
+const char *xfer_last_error(void) {
+    return xfer_last_err;
 }

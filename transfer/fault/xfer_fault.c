@@ -8,6 +8,9 @@
  *   corrupt_rate=F      probability that a task the inner transport COMPLETED reads FAILED
  *   delay_us=N          sleep before every submit
  *   install_fail=1      the install itself fails (-CM_EUNAVAILABLE_IN_CURRENT_STATUS)
+ *   register_fail=1     every memory registration fails (-CM_EUNAVAILABLE_IN_CURRENT_STATUS);
+ *                       xfer__fault_bad_unregisters counts unregister calls for memory this
+ *                       transport never registered (a core rollback bug)
  *   seed=N              random seed (default 1), for reproducible runs
  * The engine routes every segment that would use the inner transport through this one.
  */
@@ -19,6 +22,7 @@
 #include "common/cm_mem.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,7 +33,9 @@ struct fault_ctx {
     double corrupt_rate;
     uint64_t fail_after;
     uint64_t delay_us;
-    pthread_mutex_t lock; /* rng, submits */
+    uint64_t register_fail;
+    atomic_ulong bad_unregisters; /* unregister_mem for an MR we did not register */
+    pthread_mutex_t lock;         /* rng, submits */
     uint64_t rng;
     uint64_t submits;
 };
@@ -55,6 +61,7 @@ static int fault_install(struct xfer_transport *tp, const char *args) {
         xfer__arg_u64(args, "fail_after", &c->fail_after) < 0 ||
         xfer__arg_u64(args, "delay_us", &c->delay_us) < 0 ||
         xfer__arg_u64(args, "install_fail", &fail) < 0 || xfer__arg_u64(args, "seed", &seed) < 0 ||
+        xfer__arg_u64(args, "register_fail", &c->register_fail) < 0 ||
         strcmp(inner, "fault") == 0) {
         cm_free(c);
         return -EINVAL;
@@ -107,6 +114,32 @@ static int fault_warmup(struct xfer_transport *tp, void *seg_ctx) {
                                          : -ENOSYS;
 }
 
+/* Marks the MR as ours (or fails it with register_fail=1); no key. */
+static int fault_register_mem(struct xfer_transport *tp, struct xfer_mr *mr, uint8_t *key,
+                              size_t *key_len) {
+    struct fault_ctx *c = tp->ctx;
+    (void)key;
+    *key_len = 0;
+    if (c->register_fail)
+        return -CM_EUNAVAILABLE_IN_CURRENT_STATUS;
+    mr->tp_priv[tp->slot] = c; /* non-NULL: registered here */
+    return 0;
+}
+
+static int fault_unregister_mem(struct xfer_transport *tp, struct xfer_mr *mr) {
+    struct fault_ctx *c = tp->ctx;
+    if (mr->tp_priv[tp->slot] != c)
+        atomic_fetch_add(&c->bad_unregisters, 1);
+    mr->tp_priv[tp->slot] = NULL;
+    return 0;
+}
+
+/* Unregister calls for memory the fault transport never registered; see xfer_int.h. */
+uint64_t xfer__fault_bad_unregisters(struct xfer_transport *tp) {
+    struct fault_ctx *c = tp && tp->ops == &xfer_fault_ops ? tp->ctx : NULL;
+    return c ? atomic_load(&c->bad_unregisters) : 0;
+}
+
 static int fault_submit(struct xfer_transport *tp, struct xfer_task **tasks, size_t n) {
     struct fault_ctx *c = tp->ctx;
     if (c->delay_us)
@@ -154,8 +187,8 @@ const struct xfer_transport_ops xfer_fault_ops = {
     .name = "fault",
     .install = fault_install,
     .uninstall = fault_uninstall,
-    .register_mem = xfer__no_register_mem,
-    .unregister_mem = xfer__no_unregister_mem,
+    .register_mem = fault_register_mem,
+    .unregister_mem = fault_unregister_mem,
     .local_info = xfer__no_local_info,
     .reachable = fault_reachable,
     .open_segment = fault_open_segment,

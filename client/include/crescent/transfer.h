@@ -5,11 +5,15 @@
  * over shm, tcp, fabric (libfabric) or rdma (ibverbs), in batches of READ/WRITE requests.
  *
  * Covers Mooncake's transfer_engine_c.h: engines, transports, memory registration, segment
- * descriptors (a compact, versioned, checksummed byte blob, what MC.MOUNT carries), a
+ * descriptors (a compact, versioned, checksummed byte blob; the planned MC.MOUNT command of
+ * the distributed store will carry it, see docs/transfer.md), a
  * peer-to-peer descriptor fetch by host:port, segments, batches. See docs/transfer.md.
  *
  * Errors: functions return 0 (or a non-negative count) on success and a negative code on
- * failure: -errno values, or -CRESCENT_XFER_E* below; crescent_xfer_strerror() names them.
+ * failure: a -errno value from <errno.h>, or one of the -CRESCENT_XFER_E* codes below (task
+ * error fields use the same codes). crescent_xfer_strerror() describes any of them,
+ * crescent_xfer_err_name() names it, and crescent_xfer_last_error() says which peer and which
+ * step failed in the last failed open on the calling thread.
  * Thread safety: all functions are thread-safe unless noted; one batch may be submitted to and
  * waited on from several threads. Ownership is stated per function.
  */
@@ -47,8 +51,39 @@ enum crescent_xfer_status {
     CRESCENT_XFER_FAILED = 6     /**< transport or peer error (terminal) */
 };
 
-/** A batch finished with at least one task not COMPLETED (CM_ETRANSFER_FAIL). */
-#define CRESCENT_XFER_ETRANSFER_FAIL 4116
+/**
+ * @name Error codes
+ * Every project-specific code the transfer API returns (negated, like -errno values); the
+ * values are stable. Anything else a function returns is a -errno value.
+ * @{
+ */
+#define CRESCENT_XFER_EINTERNAL_ERROR  4096 /**< internal error (a bug; please report it) */
+#define CRESCENT_XFER_EINVALID_VERSION 4102 /**< descriptor or peer of another format version */
+#define CRESCENT_XFER_EINVALID_PARAMS                      \
+    4105 /**< request refused: NULL segment or buffer, bad \
+              op, or remote range outside the peer's       \
+              remote-visible buffers (task error of an     \
+              INVALID task, or the peer's refusal) */
+#define CRESCENT_XFER_ETRANSFER_FAIL                      \
+    4116 /**< a batch finished with a task not COMPLETED, \
+              or a device copy failed */
+#define CRESCENT_XFER_EUNAVAILABLE                      \
+    4125 /**< the transport cannot do it in its current \
+              state (fault transport's injected failures) */
+#define CRESCENT_XFER_ENOT_SUPPORTED                       \
+    4126 /**< transport not compiled in, no transport both \
+              sides have, or operation not supported */
+#define CRESCENT_XFER_EPROTOCOL                            \
+    4127 /**< the peer broke the wire protocol (e.g. it is \
+              not a Crescent transfer listener) */
+#define CRESCENT_XFER_ECORRUPT                             \
+    4128 /**< descriptor bytes fail their magic, length or \
+              checksum checks */
+#define CRESCENT_XFER_EUNREACHABLE                                                     \
+    4132                              /**< the peer cannot be reached by the transport \
+                                           (e.g. shm to another host) */
+#define CRESCENT_XFER_ENO_DEVICE 4134 /**< no usable NIC or GPU device */
+/** @} */
 
 /** Registration flag: peers may read and write the buffer. */
 #define CRESCENT_XFER_REMOTE 1u
@@ -58,8 +93,10 @@ struct crescent_xfer_request {
     enum crescent_xfer_op op;          /**< READ or WRITE */
     void *local;                       /**< local buffer */
     struct crescent_xfer_segment *seg; /**< remote segment */
-    uint64_t remote_offset;            /**< address in the peer (Mooncake target_offset) */
-    uint64_t length;                   /**< bytes */
+    uint64_t remote_addr; /**< absolute address in the peer's address space, inside one of
+                               its remote-visible buffers (crescent_xfer_segment_buffer);
+                               Mooncake's target_offset. Not an offset into the buffer. */
+    uint64_t length;      /**< bytes */
 };
 
 /** Status of one task. */
@@ -69,19 +106,36 @@ struct crescent_xfer_task_status {
     int error;                        /**< negative code when not COMPLETED */
 };
 
-/** Engine options; zero-initialise. */
+/**
+ * Engine options. Initialise with CRESCENT_XFER_OPTS_INIT or crescent_xfer_opts_init(), which
+ * set struct_size (and zero the rest = defaults), then set what you need. struct_size lets
+ * the struct grow in later versions without breaking applications built against this one.
+ */
 struct crescent_xfer_opts {
+    size_t struct_size;     /**< sizeof(struct crescent_xfer_opts) the caller was built with */
     const char *local_name; /**< name in descriptors and logs (default host:port) */
-    const char
-        *listen; /**< "host:port"; NULL = MC_TCP_BIND_ADDRESS or 127.0.0.1, port 0; "" = none */
-    uint32_t timeout_ms; /**< transfer timeout; 0 = MC_TRANSFER_TIMEOUT or 60 s */
+    const char *listen;     /**< "host:port", "[v6addr]:port" or a bare host (port 0); NULL =
+                                 MC_TCP_BIND_ADDRESS or 127.0.0.1, port 0; "" = no listener */
+    uint32_t timeout_ms;    /**< transfer timeout; 0 = MC_TRANSFER_TIMEOUT (s) or 60 s */
+    uint32_t handshake_timeout_ms; /**< bound on crescent_xfer_segment_open_addr's connect and
+                                        descriptor fetch; 0 = MC_HANDSHAKE_CONNECT_TIMEOUT (s)
+                                        or 5 s */
 };
+
+/** Static initialiser of struct crescent_xfer_opts: struct_size set, everything default. */
+#define CRESCENT_XFER_OPTS_INIT \
+    { .struct_size = sizeof(struct crescent_xfer_opts) }
+
+/** @brief Zeroes *opts and sets its struct_size (the defaults). */
+CRESCENT_API void crescent_xfer_opts_init(struct crescent_xfer_opts *opts);
 
 /**
  * @brief Creates an engine and starts its listener.
- * @param[in] opts options (NULL = defaults)
+ * @param[in] opts options (NULL = defaults); struct_size must be set
  * @param[out] out the engine; destroy with crescent_xfer_engine_destroy()
- * @return 0, -EADDRINUSE, -EINVAL, -ENOMEM
+ * @return 0, -EADDRINUSE, -EADDRNOTAVAIL, -ENOMEM, -EINVAL (malformed listen address, or
+ * struct_size 0 or smaller than the first version of the struct), -E2BIG (struct_size larger
+ * than this library knows, with a non-zero field this library does not know)
  */
 CRESCENT_API int crescent_xfer_engine_create(const struct crescent_xfer_opts *opts,
                                              struct crescent_xfer_engine **out);
@@ -151,7 +205,15 @@ CRESCENT_API void crescent_xfer_desc_free(void *desc);
 CRESCENT_API int crescent_xfer_segment_open(struct crescent_xfer_engine *eng, const void *desc,
                                             size_t desc_len, struct crescent_xfer_segment **out);
 
-/** @brief Fetches the descriptor from hostport and opens it. */
+/**
+ * @brief Fetches the descriptor from hostport ("host:port" or "[v6addr]:port") and opens it.
+ * The fetch is bounded by the handshake timeout (opts.handshake_timeout_ms, default 5 s), not
+ * the transfer timeout.
+ * @return 0, -ETIMEDOUT (no connection or no answer within the handshake timeout),
+ * -ECONNREFUSED, -EINVAL (malformed address), -CRESCENT_XFER_EPROTOCOL (not a Crescent
+ * transfer listener), or crescent_xfer_segment_open()'s errors; crescent_xfer_last_error()
+ * then names the peer and the failed step
+ */
 CRESCENT_API int crescent_xfer_segment_open_addr(struct crescent_xfer_engine *eng,
                                                  const char *hostport,
                                                  struct crescent_xfer_segment **out);
@@ -189,22 +251,44 @@ CRESCENT_API int crescent_xfer_batch_status(struct crescent_xfer_batch *b, size_
                                             struct crescent_xfer_task_status *st);
 
 /**
- * @brief Waits for every task to be terminal (timeout_ms -1: until then; bounded by the transfer
- * timeout, which counts from submission).
+ * @brief Waits for every task to be terminal and released by its transport (timeout_ms -1:
+ * until then; bounded by the transfer timeout, which counts from submission). After it
+ * returns 0 or -CRESCENT_XFER_ETRANSFER_FAIL, reset, free, status and segment close all
+ * succeed at once.
  * @return 0 all COMPLETED; -CRESCENT_XFER_ETRANSFER_FAIL all terminal, some not completed (ids
  * in failed_ids, count in *n_failed); -ETIMEDOUT still pending at timeout_ms
  */
 CRESCENT_API int crescent_xfer_batch_wait(struct crescent_xfer_batch *b, int timeout_ms,
                                           size_t *failed_ids, size_t max_failed, size_t *n_failed);
 
-/** @brief Empties a finished batch for reuse. @return 0 or -EBUSY */
+/**
+ * @brief Empties a batch for reuse. Once crescent_xfer_batch_wait() has returned 0 or
+ * -CRESCENT_XFER_ETRANSFER_FAIL, no task is in flight and this always succeeds.
+ * @return 0, or -EBUSY when tasks are still in flight (no successful wait since they were
+ * submitted)
+ */
 CRESCENT_API int crescent_xfer_batch_reset(struct crescent_xfer_batch *b);
 
 /** @brief Static name of a status ("COMPLETED"). */
 CRESCENT_API const char *crescent_xfer_status_name(int status);
 
-/** @brief Static message for a negative error code. */
+/** @brief Static message for a negative error code (-errno or -CRESCENT_XFER_E*). */
 CRESCENT_API const char *crescent_xfer_strerror(int err);
+
+/**
+ * @brief Static symbolic name of a negative error code: "CRESCENT_XFER_EINVALID_PARAMS" for
+ * the codes above, "ETIMEDOUT" etc. for -errno values, "UNKNOWN" otherwise.
+ */
+CRESCENT_API const char *crescent_xfer_err_name(int err);
+
+/**
+ * @brief Message for the last failed crescent_xfer_fetch_desc(), crescent_xfer_segment_open()
+ * or crescent_xfer_segment_open_addr() on the calling thread, naming the peer (address or
+ * name) and the failed step, e.g. "transfer peer 10.0.0.2:15001: waiting for the descriptor
+ * reply: no answer within 5000 ms". "" before any failure. Per-thread static buffer,
+ * overwritten by the next failure.
+ */
+CRESCENT_API const char *crescent_xfer_last_error(void);
 
 #ifdef __cplusplus
 }
