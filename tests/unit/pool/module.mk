@@ -1,0 +1,4 @@
+# Unit tests for server/pool/ (the store's pool metadata core): scenario tests per rule and a
+# randomized model test.
+POOL_TEST_LIBS := $(BUILD)/lib/libpool.a $(BUILD)/lib/libcm.a
+$(eval $(call unit_test,unit/pool/test_pool_seg,tests/unit/pool/test_pool_seg.c,$(POOL_TEST_LIBS),-lm))
