@@ -156,8 +156,7 @@ static int pool_obj_eq(const struct cm_ht_node *n, const void *key, size_t klen)
 }
 
 /* Finds the object for key (hash from pool__key_hash), or NULL. */
-struct pool_obj *pool__obj_find(const struct pool *p, const void *key, size_t klen,
-                                uint64_t hash) {
+struct pool_obj *pool__obj_find(const struct pool *p, const void *key, size_t klen, uint64_t hash) {
     return (struct pool_obj *)cm_ht_find(&p->objects, hash, key, klen, pool_obj_eq);
 }
 
@@ -315,11 +314,11 @@ struct pool_check_ctx {
     int bad;
 };
 
-#define POOL_CHECK_FAIL(ctx, ...)                      \
-    do {                                               \
-        if (!(ctx)->bad)                               \
+#define POOL_CHECK_FAIL(ctx, ...)                        \
+    do {                                                 \
+        if (!(ctx)->bad)                                 \
             cm_log(CM_LOG_WARNING, "pool", __VA_ARGS__); \
-        (ctx)->bad = 1;                                \
+        (ctx)->bad = 1;                                  \
     } while (0)
 
 static void pool_check_rep(struct pool_check_ctx *ctx, const struct pool_obj *o,
@@ -383,11 +382,10 @@ static void pool_check_segs(struct pool_check_ctx *ctx) {
         struct cm_tlsf_stats ts;
         cm_tlsf_get_stats(s->alloc, &ts);
         if (s->used != ctx->used[i] || s->nbuffers != ctx->nbuf[i] || ts.nallocs != s->nbuffers)
-            POOL_CHECK_FAIL(ctx,
-                            "pool_check: segment %s used %llu/%llu buffers %llu/%llu/%llu",
-                            s->name, (unsigned long long)s->used,
-                            (unsigned long long)ctx->used[i], (unsigned long long)s->nbuffers,
-                            (unsigned long long)ctx->nbuf[i], (unsigned long long)ts.nallocs);
+            POOL_CHECK_FAIL(ctx, "pool_check: segment %s used %llu/%llu buffers %llu/%llu/%llu",
+                            s->name, (unsigned long long)s->used, (unsigned long long)ctx->used[i],
+                            (unsigned long long)s->nbuffers, (unsigned long long)ctx->nbuf[i],
+                            (unsigned long long)ts.nallocs);
         if (cm_tlsf_check(s->alloc) != 0)
             POOL_CHECK_FAIL(ctx, "pool_check: allocator of %s corrupt", s->name);
         if (s->slot != i)

@@ -34,29 +34,29 @@ struct pool;
 /* ------------------------------------------------------------------------------------------ */
 
 /* X(NAME, value, message): Mooncake's ErrorCode names and numbers (include/types.h). */
-#define POOL_ERR_MAP(X)                                                           \
-    X(INTERNAL_ERROR, -1, "internal error")                                       \
-    X(SEGMENT_NOT_FOUND, -101, "segment not found")                               \
-    X(SEGMENT_ALREADY_EXISTS, -102, "segment already exists")                     \
-    X(CLIENT_NOT_FOUND, -103, "client not found")                                 \
-    X(NO_AVAILABLE_HANDLE, -200, "no space available in any segment")             \
-    X(INVALID_KEY, -400, "invalid key")                                           \
-    X(INVALID_PARAMS, -600, "invalid parameters")                                 \
-    X(ILLEGAL_CLIENT, -601, "client does not own this segment or object")         \
-    X(INVALID_WRITE, -700, "object is not being written")                         \
-    X(INVALID_READ, -701, "invalid read")                                         \
-    X(INVALID_REPLICA, -702, "invalid replica")                                   \
-    X(REPLICA_IS_NOT_READY, -703, "replica is not ready")                         \
-    X(OBJECT_NOT_FOUND, -704, "object not found")                                 \
-    X(OBJECT_ALREADY_EXISTS, -705, "object already exists")                       \
-    X(OBJECT_HAS_LEASE, -706, "object has a lease")                               \
-    X(LEASE_EXPIRED, -707, "lease expired")                                       \
-    X(OBJECT_HAS_REPLICATION_TASK, -708, "object has a replication task")         \
-    X(REPLICA_NOT_FOUND, -710, "replica not found")                               \
-    X(REPLICA_ALREADY_EXISTS, -711, "replica already exists")                     \
-    X(OBJECT_REPLICA_BUSY, -714, "object is being written")                       \
-    X(UNAVAILABLE_IN_CURRENT_STATUS, -1010, "unavailable in current status")      \
-    X(NOT_SUPPORTED, -1012, "not supported")                                      \
+#define POOL_ERR_MAP(X)                                                      \
+    X(INTERNAL_ERROR, -1, "internal error")                                  \
+    X(SEGMENT_NOT_FOUND, -101, "segment not found")                          \
+    X(SEGMENT_ALREADY_EXISTS, -102, "segment already exists")                \
+    X(CLIENT_NOT_FOUND, -103, "client not found")                            \
+    X(NO_AVAILABLE_HANDLE, -200, "no space available in any segment")        \
+    X(INVALID_KEY, -400, "invalid key")                                      \
+    X(INVALID_PARAMS, -600, "invalid parameters")                            \
+    X(ILLEGAL_CLIENT, -601, "client does not own this segment or object")    \
+    X(INVALID_WRITE, -700, "object is not being written")                    \
+    X(INVALID_READ, -701, "invalid read")                                    \
+    X(INVALID_REPLICA, -702, "invalid replica")                              \
+    X(REPLICA_IS_NOT_READY, -703, "replica is not ready")                    \
+    X(OBJECT_NOT_FOUND, -704, "object not found")                            \
+    X(OBJECT_ALREADY_EXISTS, -705, "object already exists")                  \
+    X(OBJECT_HAS_LEASE, -706, "object has a lease")                          \
+    X(LEASE_EXPIRED, -707, "lease expired")                                  \
+    X(OBJECT_HAS_REPLICATION_TASK, -708, "object has a replication task")    \
+    X(REPLICA_NOT_FOUND, -710, "replica not found")                          \
+    X(REPLICA_ALREADY_EXISTS, -711, "replica already exists")                \
+    X(OBJECT_REPLICA_BUSY, -714, "object is being written")                  \
+    X(UNAVAILABLE_IN_CURRENT_STATUS, -1010, "unavailable in current status") \
+    X(NOT_SUPPORTED, -1012, "not supported")                                 \
     /* EOL */
 
 enum pool_err {
@@ -76,13 +76,13 @@ const char *pool_strerror(int err);
 /* Limits and enums                                                                            */
 /* ------------------------------------------------------------------------------------------ */
 
-#define POOL_MAX_REPLICAS    8                    /* replica_num upper bound */
-#define POOL_MAX_KEY_LEN     65535u               /* bytes */
-#define POOL_MIN_SEGMENT     1024ull              /* Mooncake MIN_SEGMENT_SIZE */
-#define POOL_MAX_SEGMENT     (1ull << 40)         /* Mooncake MAX_SEGMENT_SIZE, 1 TiB */
-#define POOL_MAX_OBJECT_SIZE POOL_MAX_SEGMENT     /* larger values cannot fit anywhere */
-#define POOL_MAX_NAME_LEN    1024u                /* segment and host names, endpoints */
-#define POOL_MAX_DESC_LEN    65536u               /* transport descriptor blob */
+#define POOL_MAX_REPLICAS    8                /* replica_num upper bound */
+#define POOL_MAX_KEY_LEN     65535u           /* bytes */
+#define POOL_MIN_SEGMENT     1024ull          /* Mooncake MIN_SEGMENT_SIZE */
+#define POOL_MAX_SEGMENT     (1ull << 40)     /* Mooncake MAX_SEGMENT_SIZE, 1 TiB */
+#define POOL_MAX_OBJECT_SIZE POOL_MAX_SEGMENT /* larger values cannot fit anywhere */
+#define POOL_MAX_NAME_LEN    1024u            /* segment and host names, endpoints */
+#define POOL_MAX_DESC_LEN    65536u           /* transport descriptor blob */
 
 /* Replica placement policy (Mooncake --allocation_strategy). */
 enum pool_strategy {
@@ -189,8 +189,7 @@ void pool_destroy(struct pool *p);
  * owners' hosts), or refreshes it: idempotent, marks it alive at now. host is copied.
  * Returns 0 or POOL_EINVALID_PARAMS (NULL/empty/too long host).
  */
-int pool_client_register(struct pool *p, const struct pool_uuid *id, const char *host,
-                         int64_t now);
+int pool_client_register(struct pool *p, const struct pool_uuid *id, const char *host, int64_t now);
 
 /* Ping reply (Mooncake PingResponse). */
 struct pool_ping_reply {
@@ -274,8 +273,8 @@ int pool_segment_unmount(struct pool *p, const struct pool_uuid *client, const c
  * empty or at now + grace_ms (grace_ms >= 0). Errors as pool_segment_unmount(), plus
  * POOL_EUNAVAILABLE_IN_CURRENT_STATUS when it is already unmounting.
  */
-int pool_segment_unmount_graceful(struct pool *p, const struct pool_uuid *client,
-                                  const char *name, int64_t grace_ms, int64_t now);
+int pool_segment_unmount_graceful(struct pool *p, const struct pool_uuid *client, const char *name,
+                                  int64_t grace_ms, int64_t now);
 
 /* Fills *out for segment name. Returns 0 or POOL_ESEGMENT_NOT_FOUND. */
 int pool_segment_query(const struct pool *p, const char *name, struct pool_segment_info *out);
@@ -290,8 +289,7 @@ void pool_segment_foreach(const struct pool *p, pool_segment_visit_cb *cb, void 
  * Returns 0 when [addr, addr + len) lies inside segment name, POOL_ESEGMENT_NOT_FOUND or
  * POOL_EINVALID_PARAMS otherwise: the check for descriptors reported by clients.
  */
-int pool_segment_check_range(const struct pool *p, const char *name, uint64_t addr,
-                             uint64_t len);
+int pool_segment_check_range(const struct pool *p, const char *name, uint64_t addr, uint64_t len);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Objects                                                                                     */
@@ -299,12 +297,12 @@ int pool_segment_check_range(const struct pool *p, const char *name, uint64_t ad
 
 /* Placement and pinning of a put (Mooncake ReplicateConfig). */
 struct pool_put_config {
-    uint32_t replica_num;                   /* 1..POOL_MAX_REPLICAS, each on its own segment */
-    int with_soft_pin;                      /* evicted only in the second pass */
-    int64_t soft_pin_ttl_ms;                /* 0 = kv_soft_pin_ttl_ms; <= max_kv_soft_pin_ttl */
-    int with_hard_pin;                      /* never evicted; set at creation only */
-    int prefer_same_node;                   /* segments owned by the writer's host first */
-    const char *const *preferred_segments;  /* names tried first, in order */
+    uint32_t replica_num;                  /* 1..POOL_MAX_REPLICAS, each on its own segment */
+    int with_soft_pin;                     /* evicted only in the second pass */
+    int64_t soft_pin_ttl_ms;               /* 0 = kv_soft_pin_ttl_ms; <= max_kv_soft_pin_ttl */
+    int with_hard_pin;                     /* never evicted; set at creation only */
+    int prefer_same_node;                  /* segments owned by the writer's host first */
+    const char *const *preferred_segments; /* names tried first, in order */
     size_t npreferred;
 };
 
@@ -350,8 +348,8 @@ int pool_put_end(struct pool *p, const struct pool_uuid *client, const void *key
  * Put revoke: frees the PROCESSING buffers of the writer's put and erases the object. Errors
  * as pool_put_end().
  */
-int pool_put_revoke(struct pool *p, const struct pool_uuid *client, const void *key,
-                    size_t klen, int64_t now);
+int pool_put_revoke(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                    int64_t now);
 
 /*
  * Upsert start: a missing key is a put start. A readable object of the same size with no
@@ -361,17 +359,17 @@ int pool_put_revoke(struct pool *p, const struct pool_uuid *client, const void *
  * (hard pin is immutable; with_soft_pin renews the soft pin). Errors as pool_put_start(), but
  * a write in flight younger than the discard timeout gives POOL_EOBJECT_REPLICA_BUSY.
  */
-int pool_upsert_start(struct pool *p, const struct pool_uuid *client, const void *key,
-                      size_t klen, uint64_t size, const struct pool_put_config *cfg,
-                      int64_t now, struct pool_replica_desc *out, size_t *nout);
+int pool_upsert_start(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                      uint64_t size, const struct pool_put_config *cfg, int64_t now,
+                      struct pool_replica_desc *out, size_t *nout);
 
 /* Upsert end: same as pool_put_end(). */
-int pool_upsert_end(struct pool *p, const struct pool_uuid *client, const void *key,
-                    size_t klen, int64_t now);
+int pool_upsert_end(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                    int64_t now);
 
 /* Upsert revoke: same as pool_put_revoke() (the old value was being overwritten: it is gone). */
-int pool_upsert_revoke(struct pool *p, const struct pool_uuid *client, const void *key,
-                       size_t klen, int64_t now);
+int pool_upsert_revoke(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                       int64_t now);
 
 /*
  * Returns 1 when key has a readable replica (and grants or extends its read lease, as
@@ -393,7 +391,7 @@ int pool_get_replicas(struct pool *p, const void *key, size_t klen, int64_t now,
 struct pool_object_info {
     uint64_t size;
     uint32_t nreplicas;
-    int inflight;          /* a put/upsert is being written */
+    int inflight; /* a put/upsert is being written */
     int hard_pinned;
     int64_t soft_pin_until; /* 0 when not soft-pinned (meaningful once written) */
     int64_t lease_until;    /* read lease deadline (<= now: none) */

@@ -100,8 +100,8 @@ static struct pool_obj *pool_next_victim(struct pool_evict_ctx *ctx, uint64_t *b
     struct pool *p = ctx->p;
     size_t nb = cm_ht_buckets(&p->objects), scanned = 0;
     uint64_t start = ctx->examined;
-    while ((ctx->ev.n == 0 || ctx->examined - start < p->cfg.evict_sample) && scanned < nb &&
-           *budget > 0 && cm_ht_count(&p->objects) > 0) {
+    while ((ctx->ev.n == 0 || ctx->examined - start < p->cfg.evict_sample) &&
+           scanned<nb && * budget> 0 && cm_ht_count(&p->objects) > 0) {
         p->evict_cursor = cm_ht_scan(&p->objects, p->evict_cursor, pool_evict_sample_cb, ctx);
         scanned++;
         (*budget)--;

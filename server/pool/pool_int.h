@@ -17,10 +17,10 @@
 
 /* Object flags. */
 enum {
-    POOL_OF_INFLIGHT = 1u << 0,  /* a put/upsert is being written: replicas PROCESSING */
-    POOL_OF_HARD_PIN = 1u << 1,  /* never evicted */
-    POOL_OF_SOFT_PIN = 1u << 2,  /* evicted in the second pass until t_aux */
-    POOL_OF_UPSERT = 1u << 3,    /* the write in flight came from an upsert */
+    POOL_OF_INFLIGHT = 1u << 0, /* a put/upsert is being written: replicas PROCESSING */
+    POOL_OF_HARD_PIN = 1u << 1, /* never evicted */
+    POOL_OF_SOFT_PIN = 1u << 2, /* evicted in the second pass until t_aux */
+    POOL_OF_UPSERT = 1u << 3,   /* the write in flight came from an upsert */
 };
 
 /* A replica inside an object record: 12 bytes. */
@@ -130,20 +130,17 @@ struct pool {
 /* pool.c */
 uint64_t pool__rand(struct pool *p);
 uint64_t pool__key_hash(const struct pool *p, const void *key, size_t klen);
-struct pool_obj *pool__obj_find(const struct pool *p, const void *key, size_t klen,
-                                uint64_t hash);
+struct pool_obj *pool__obj_find(const struct pool *p, const void *key, size_t klen, uint64_t hash);
 void pool__obj_unlink(struct pool *p, struct pool_obj *o);
 void pool__obj_destroy(struct pool *p, struct pool_obj *o);
 void pool__obj_retire(struct pool *p, struct pool_obj *o, int64_t release_at, int64_t now);
 void pool__rep_free(struct pool *p, const struct pool_rep *r, uint64_t size);
-void pool__drop_reps_if(struct pool *p, struct pool_obj *o, int (*pred)(const struct pool *,
-                                                                        const struct pool_rep *,
-                                                                        void *),
+void pool__drop_reps_if(struct pool *p, struct pool_obj *o,
+                        int (*pred)(const struct pool *, const struct pool_rep *, void *),
                         void *arg);
 void pool__inflight_add(struct pool *p, struct pool_obj *o);
 void pool__inflight_del(struct pool *p, struct pool_obj *o);
-void pool__discard_add(struct pool *p, const struct pool_rep *r, uint64_t size,
-                       int64_t release_at);
+void pool__discard_add(struct pool *p, const struct pool_rep *r, uint64_t size, int64_t release_at);
 void pool__fill_desc(const struct pool *p, const struct pool_obj *o, const struct pool_rep *r,
                      struct pool_replica_desc *d);
 

@@ -62,10 +62,9 @@ static void pool_begin_write(struct pool *p, struct pool_obj *o, const struct po
  * Allocates replicas for a new object and inserts it as a write in flight by c. Evicts and
  * retries once when nothing fits.
  */
-static int pool_start_new(struct pool *p, const struct pool_client *c, const void *key,
-                          size_t klen, uint64_t hash, uint64_t size,
-                          const struct pool_put_config *cfg, int upsert, int64_t now,
-                          struct pool_replica_desc *out, size_t *nout) {
+static int pool_start_new(struct pool *p, const struct pool_client *c, const void *key, size_t klen,
+                          uint64_t hash, uint64_t size, const struct pool_put_config *cfg,
+                          int upsert, int64_t now, struct pool_replica_desc *out, size_t *nout) {
     struct pool_rep reps[POOL_MAX_REPLICAS];
     int n = pool__place(p, c, size, cfg, reps);
     if (n == 0) {
@@ -182,8 +181,8 @@ int pool_put_end(struct pool *p, const struct pool_uuid *client, const void *key
 }
 
 /* Put revoke; see pool.h. */
-int pool_put_revoke(struct pool *p, const struct pool_uuid *client, const void *key,
-                    size_t klen, int64_t now) {
+int pool_put_revoke(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                    int64_t now) {
     (void)now;
     struct pool_obj *o;
     int rc = pool_find_write(p, client, key, klen, &o);
@@ -213,9 +212,9 @@ static void pool_upsert_in_place(struct pool *p, struct pool_obj *o, const struc
 }
 
 /* Upsert start; see pool.h. */
-int pool_upsert_start(struct pool *p, const struct pool_uuid *client, const void *key,
-                      size_t klen, uint64_t size, const struct pool_put_config *cfg,
-                      int64_t now, struct pool_replica_desc *out, size_t *nout) {
+int pool_upsert_start(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                      uint64_t size, const struct pool_put_config *cfg, int64_t now,
+                      struct pool_replica_desc *out, size_t *nout) {
     struct pool_client *c;
     *nout = 0;
     int rc = pool_write_args(p, client, key, klen, size, cfg, &c);
@@ -242,14 +241,14 @@ int pool_upsert_start(struct pool *p, const struct pool_uuid *client, const void
 }
 
 /* Upsert end: identical to put end. */
-int pool_upsert_end(struct pool *p, const struct pool_uuid *client, const void *key,
-                    size_t klen, int64_t now) {
+int pool_upsert_end(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                    int64_t now) {
     return pool_put_end(p, client, key, klen, now);
 }
 
 /* Upsert revoke: identical to put revoke. */
-int pool_upsert_revoke(struct pool *p, const struct pool_uuid *client, const void *key,
-                       size_t klen, int64_t now) {
+int pool_upsert_revoke(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                       int64_t now) {
     return pool_put_revoke(p, client, key, klen, now);
 }
 
@@ -422,7 +421,8 @@ long pool_batch_replica_clear(struct pool *p, const struct pool_uuid *client,
             cleared[i] = 0;
         if (!pool_key_ok(keys[i], klens[i]))
             continue;
-        struct pool_obj *o = pool__obj_find(p, keys[i], klens[i], pool__key_hash(p, keys[i], klens[i]));
+        struct pool_obj *o =
+            pool__obj_find(p, keys[i], klens[i], pool__key_hash(p, keys[i], klens[i]));
         if (!o || (o->flags & POOL_OF_INFLIGHT) || o->lease_until > now)
             continue;
         const struct pool_rep *reps = pool__reps(o);

@@ -213,8 +213,8 @@ int pool_segment_unmount(struct pool *p, const struct pool_uuid *client, const c
 }
 
 /* Starts a graceful unmount; see pool.h. */
-int pool_segment_unmount_graceful(struct pool *p, const struct pool_uuid *client,
-                                  const char *name, int64_t grace_ms, int64_t now) {
+int pool_segment_unmount_graceful(struct pool *p, const struct pool_uuid *client, const char *name,
+                                  int64_t grace_ms, int64_t now) {
     struct pool_seg *s;
     int rc = pool_seg_owned(p, client, name, &s);
     if (rc != POOL_OK)
@@ -273,8 +273,7 @@ void pool_segment_foreach(const struct pool *p, pool_segment_visit_cb *cb, void 
 }
 
 /* Checks that [addr, addr + len) lies inside segment name; see pool.h. */
-int pool_segment_check_range(const struct pool *p, const char *name, uint64_t addr,
-                             uint64_t len) {
+int pool_segment_check_range(const struct pool *p, const char *name, uint64_t addr, uint64_t len) {
     const struct pool_seg *s = pool__seg_find(p, name);
     if (!s)
         return POOL_ESEGMENT_NOT_FOUND;

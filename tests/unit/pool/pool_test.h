@@ -52,9 +52,8 @@ static inline int pt_mount(int n, const char *name, uint64_t base, uint64_t size
 }
 
 /* put start with cfg (NULL = one replica); returns the code, fills d/nd. */
-static inline int pt_start(int n, const char *key, uint64_t size,
-                           const struct pool_put_config *cfg, int64_t now,
-                           struct pool_replica_desc *d, size_t *nd) {
+static inline int pt_start(int n, const char *key, uint64_t size, const struct pool_put_config *cfg,
+                           int64_t now, struct pool_replica_desc *d, size_t *nd) {
     struct pool_uuid id = pt_id(n);
     struct pool_put_config def;
     if (!cfg) {
@@ -106,6 +105,15 @@ static inline uint64_t pt_seg_used(const char *name) {
     struct pool_segment_info info;
     cr_assert_eq(pool_segment_query(P, name, &info), 0, "segment %s", name);
     return info.used;
+}
+
+/* Heartbeat from clients 1..n at now (keeps them alive across pool_tick). */
+static inline void pt_ping(int n, int64_t now) {
+    for (int i = 1; i <= n; i++) {
+        struct pool_uuid id = pt_id(i);
+        struct pool_ping_reply r;
+        pool_client_ping(P, &id, now, &r);
+    }
 }
 
 static inline void pt_check(void) {
