@@ -293,6 +293,7 @@ void pool_get_stats(const struct pool *p, struct pool_stats *st) {
     st->discarded = p->ndiscards;
     st->evicted = p->evicted;
     st->evict_skipped = p->evict_skipped;
+    st->evict_examined = p->evict_examined;
     st->meta_bytes = p->meta_records + cm_ht_buckets(&p->objects) * sizeof(void *);
     for (uint32_t i = 0; i < p->nseg_slots; i++) {
         const struct pool_seg *s = p->segs[i];
@@ -393,6 +394,10 @@ static void pool_check_segs(struct pool_check_ctx *ctx) {
     }
     if (live != p->nsegs)
         POOL_CHECK_FAIL(ctx, "pool_check: %u segments counted, %u live", p->nsegs, live);
+    for (uint32_t i = 0; i < p->nsegs && !ctx->bad; i++)
+        if (p->live[i] >= p->nseg_slots || !p->segs[p->live[i]] ||
+            p->segs[p->live[i]]->live_idx != i)
+            POOL_CHECK_FAIL(ctx, "pool_check: live segment index %u broken", i);
 }
 
 /* Walks everything and checks the invariants listed in pool.h. Returns 0 or

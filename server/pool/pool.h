@@ -469,16 +469,17 @@ uint64_t pool_evict(struct pool *p, int64_t now, uint64_t need_bytes);
 /* Pool-wide counters. */
 struct pool_stats {
     uint64_t objects;
-    uint64_t inflight;  /* objects with a write in flight */
-    uint64_t segments;  /* mounted */
-    uint64_t clients;   /* known */
-    uint64_t capacity;  /* bytes in mounted segments */
-    uint64_t used;      /* value bytes in buffers (replicas and discarded buffers) */
-    uint64_t allocated; /* allocator bytes (rounded) */
-    uint64_t discarded; /* buffers waiting for their release time */
-    uint64_t evicted;   /* objects evicted since creation */
-    uint64_t evict_skipped;
-    uint64_t meta_bytes; /* object records + hash buckets (the per-object metadata cost) */
+    uint64_t inflight;       /* objects with a write in flight */
+    uint64_t segments;       /* mounted */
+    uint64_t clients;        /* known */
+    uint64_t capacity;       /* bytes in mounted segments */
+    uint64_t used;           /* value bytes in buffers (replicas and discarded buffers) */
+    uint64_t allocated;      /* allocator bytes (rounded) */
+    uint64_t discarded;      /* buffers waiting for their release time */
+    uint64_t evicted;        /* objects evicted since creation */
+    uint64_t evict_skipped;  /* victims the eviction hook kept */
+    uint64_t evict_examined; /* objects looked at by eviction sampling since creation */
+    uint64_t meta_bytes;     /* object records + hash buckets (the per-object metadata cost) */
 };
 
 /* Fills *st. O(segments). */

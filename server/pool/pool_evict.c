@@ -144,6 +144,7 @@ static void pool_evict_pass(struct pool *p, int64_t now, int soft_ok, uint64_t t
             (*count)++;
         }
     }
+    p->evict_examined += ctx.examined;
 }
 
 /* One eviction cycle; see pool.h. */

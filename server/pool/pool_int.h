@@ -69,6 +69,7 @@ struct pool_seg {
     uint64_t size;
     uint32_t owner; /* client slot */
     uint32_t slot;
+    uint32_t live_idx; /* index in pool->live */
     enum pool_seg_status status;
     int dying; /* marked for a batch unmount */
     int64_t grace_until;
@@ -113,6 +114,7 @@ struct pool {
     struct pool_seg **segs; /* slots; NULL = free */
     uint32_t nseg_slots;
     uint32_t nsegs;
+    uint32_t *live; /* slots of the nsegs mounted segments, dense, for uniform placement */
 
     struct pool_client **clients; /* slots; NULL = free */
     uint32_t nclient_slots;
@@ -124,7 +126,7 @@ struct pool {
 
     uint64_t evict_cursor; /* cm_ht_scan cursor, persists across cycles */
     int need_evict;        /* an allocation failed since the last tick */
-    uint64_t evicted, evict_skipped;
+    uint64_t evicted, evict_skipped, evict_examined;
 };
 
 /* pool.c */

@@ -32,6 +32,7 @@ static uint32_t pool_seg_slot(struct pool *p) {
             return i;
     uint32_t n = p->nseg_slots ? 2 * p->nseg_slots : 8;
     p->segs = cm_realloc(p->segs, n * sizeof(*p->segs));
+    p->live = cm_realloc(p->live, n * sizeof(*p->live));
     memset(p->segs + p->nseg_slots, 0, (n - p->nseg_slots) * sizeof(*p->segs));
     uint32_t slot = p->nseg_slots;
     p->nseg_slots = n;
@@ -115,7 +116,8 @@ int pool_segment_mount(struct pool *p, const struct pool_uuid *client,
     s->alloc = alloc;
     s->slot = pool_seg_slot(p);
     p->segs[s->slot] = s;
-    p->nsegs++;
+    s->live_idx = p->nsegs;
+    p->live[p->nsegs++] = s->slot;
     c->nsegs++;
     return POOL_OK;
 }
@@ -143,7 +145,10 @@ static void pool_seg_free(struct pool *p, struct pool_seg *s) {
     if (owner)
         owner->nsegs--;
     p->segs[s->slot] = NULL;
-    p->nsegs--;
+    uint32_t last = p->live[--p->nsegs];
+    p->live[s->live_idx] = last;
+    if (p->segs[last]) /* NULL when s was the last entry itself */
+        p->segs[last]->live_idx = s->live_idx;
     cm_tlsf_destroy(s->alloc);
     cm_free(s->name);
     cm_free(s->endpoint);
@@ -288,6 +293,8 @@ void pool__segs_fini(struct pool *p) {
         if (p->segs[i])
             pool_seg_free(p, p->segs[i]);
     cm_free(p->segs);
+    cm_free(p->live);
+    p->live = NULL;
     p->segs = NULL;
     p->nseg_slots = 0;
 }
@@ -356,14 +363,17 @@ static int pool_same_host(const struct pool *p, const struct pool_seg *s, const 
     return c && host && strcmp(c->host, host) == 0;
 }
 
-/* Scans every slot once from a random start; host, when set, restricts to that host. */
+/*
+ * Scans every mounted segment once, starting at a uniformly random one; host, when set,
+ * restricts the scan to segments of that host.
+ */
 static void pool_place_scan(struct pool_place *pl, const char *host) {
     struct pool *p = pl->p;
-    if (p->nseg_slots == 0)
+    if (p->nsegs == 0)
         return;
-    uint32_t start = (uint32_t)(pool__rand(p) % p->nseg_slots);
-    for (uint32_t i = 0; i < p->nseg_slots && pl->n < pl->want; i++) {
-        struct pool_seg *s = p->segs[(start + i) % p->nseg_slots];
+    uint32_t start = (uint32_t)(pool__rand(p) % p->nsegs);
+    for (uint32_t i = 0; i < p->nsegs && pl->n < pl->want; i++) {
+        struct pool_seg *s = p->segs[p->live[(start + i) % p->nsegs]];
         if (s && (!host || pool_same_host(p, s, host)))
             pool_place_try(pl, s);
     }

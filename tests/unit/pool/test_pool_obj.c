@@ -410,9 +410,9 @@ Test(pool_obj, metadata_bytes_per_object) {
         snprintf(key, sizeof(key), "%064d", i); /* 64-byte keys */
         struct pool_replica_desc d[POOL_MAX_REPLICAS];
         size_t nd;
-        cr_assert_eq(pool_put_start(P, &(struct pool_uuid){{1, [15] = 0x5a}}, key, 64, 64, NULL,
-                                    0, d, &nd),
-                     POOL_EINVALID_PARAMS, "cfg is required");
+        cr_assert_eq(
+            pool_put_start(P, &(struct pool_uuid){{1, [15] = 0x5a}}, key, 64, 64, NULL, 0, d, &nd),
+            POOL_EINVALID_PARAMS, "cfg is required");
         pt_put(1, key, 64, NULL, 0, d);
     }
     size_t after = cm_mem_used();
