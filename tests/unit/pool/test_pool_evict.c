@@ -199,8 +199,7 @@ static int hook_keep(void *arg, const struct pool_evict_event *ev) {
     hook_calls++;
     cr_assert_eq(ev->size, OBJ);
     cr_assert_eq(ev->nreplicas, 1);
-    return (ev->klen == 4 && memcmp(ev->key, "keep", 4) == 0) ? POOL_EVICT_KEEP
-                                                                : POOL_EVICT_DROP;
+    return (ev->klen == 4 && memcmp(ev->key, "keep", 4) == 0) ? POOL_EVICT_KEEP : POOL_EVICT_DROP;
 }
 
 Test(pool_evict, hook_sees_victims_and_may_keep_them) {
