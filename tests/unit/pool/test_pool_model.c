@@ -53,7 +53,7 @@ static const char *kname(int i) {
 }
 
 static void mount_client(struct model *m, int c) {
-    char name[16];
+    char name[32];
     for (int s = 0; s < 2; s++) {
         snprintf(name, sizeof(name), "seg%d.%d", c, s);
         int rc = pt_mount(c, name, 0x100000000ull * (uint64_t)(s + 1), SEG_SIZE, m->now);
@@ -120,7 +120,7 @@ static void op_start(struct model *m, int i, int c, int upsert) {
         m->nospace++;
         if (upsert && k->state == M_COMPLETE)
             k->state = M_ABSENT; /* a reallocating upsert drops the old value first */
-        sync_key(m, i); /* an upsert that reallocates drops the old value first */
+        sync_key(m, i);          /* an upsert that reallocates drops the old value first */
         return;
     }
     cr_assert_eq(rc, 0, "%s start: %s", kname(i), pool_err_name(rc));
@@ -264,7 +264,7 @@ static void op_unmount(struct model *m) {
     int c = 1 + (int)mpick(m, NCLIENTS);
     if (!m->alive[c])
         return;
-    char name[16];
+    char name[32];
     snprintf(name, sizeof(name), "seg%d.%d", c, (int)mpick(m, 2));
     struct pool_uuid id = pt_id(c);
     int rc = mpick(m, 2) ? pool_segment_unmount(P, &id, name, m->now)
@@ -273,7 +273,7 @@ static void op_unmount(struct model *m) {
     cr_assert(rc == 0 || rc == POOL_ESEGMENT_NOT_FOUND || rc == POOL_EUNAVAILABLE_IN_CURRENT_STATUS,
               "unmount %s: %s", name, pool_err_name(rc));
     /* Remount later through a NEED_REMOUNT-style remount of everything (idempotent). */
-    char a[16], b[16];
+    char a[32], b[32];
     snprintf(a, sizeof(a), "seg%d.0", c);
     snprintf(b, sizeof(b), "seg%d.1", c);
     struct pool_segment_spec specs[2] = {
@@ -324,18 +324,16 @@ static void run_model(uint64_t seed, int steps) {
         else
             m.now += 1;
         int rc = pool_check(P);
-        cr_assert_eq(rc, 0, "invariants after step %d (seed %llu)", step,
-                     (unsigned long long)seed);
+        cr_assert_eq(rc, 0, "invariants after step %d (seed %llu)", step, (unsigned long long)seed);
     }
     struct pool_stats st;
     pool_get_stats(P, &st);
     fprintf(stderr,
             "model seed %llu: %llu starts, %llu no-space, %llu pre-empted, %llu expiries, "
             "%llu vanished, %llu evicted\n",
-            (unsigned long long)seed, (unsigned long long)m.starts,
-            (unsigned long long)m.nospace, (unsigned long long)m.preempted,
-            (unsigned long long)m.expired, (unsigned long long)m.vanished,
-            (unsigned long long)st.evicted);
+            (unsigned long long)seed, (unsigned long long)m.starts, (unsigned long long)m.nospace,
+            (unsigned long long)m.preempted, (unsigned long long)m.expired,
+            (unsigned long long)m.vanished, (unsigned long long)st.evicted);
     cr_assert_gt(m.starts, 100);
     /* Drain: past every timeout with everyone alive, then remove everything. */
     for (int c = 1; c <= NCLIENTS; c++)
