@@ -178,7 +178,7 @@ void pool__rep_free(struct pool *p, const struct pool_rep *r, uint64_t size) {
 
 /* Unlinks o from the table and the in-flight set and frees its record, not its buffers. */
 void pool__obj_unlink(struct pool *p, struct pool_obj *o) {
-    if (o->flags & POOL_OF_INFLIGHT)
+    if (o->flags & (POOL_OF_INFLIGHT | POOL_OF_TASK))
         pool__inflight_del(p, o);
     cm_ht_remove(&p->objects, &o->hn);
     p->meta_records -= pool_object_record_size(o->klen, o->nrep);
@@ -195,7 +195,8 @@ void pool__obj_destroy(struct pool *p, struct pool_obj *o) {
 
 /*
  * Frees and removes the replicas of o for which pred returns nonzero, compacting the rest;
- * destroys o when none is left (o is then invalid).
+ * destroys o when none is left (o is then invalid). A copy/move left without a readable
+ * source is revoked.
  */
 void pool__drop_reps_if(struct pool *p, struct pool_obj *o,
                         int (*pred)(const struct pool *, const struct pool_rep *, void *),
@@ -214,8 +215,15 @@ void pool__drop_reps_if(struct pool *p, struct pool_obj *o,
     p->meta_records -= (n - kept) * sizeof(struct pool_rep);
     o->nrep = (uint8_t)kept;
     if (kept == 0) {
-        o->nrep = 0;
         pool__obj_destroy(p, o);
+        return;
+    }
+    if (o->flags & POOL_OF_TASK) {
+        uint32_t complete = 0;
+        for (uint32_t i = 0; i < kept; i++)
+            complete += reps[i].status == POOL_REPLICA_COMPLETE;
+        if (!complete) /* the copy/move lost its source: abandon it */
+            pool__task_revoke(p, o);
     }
 }
 
@@ -228,16 +236,17 @@ static int pool_inflight_eq(const struct cm_ht_node *n, const void *key, size_t 
     return ((const struct pool_inflight *)n)->obj == key;
 }
 
-/* Adds o to the in-flight set and sets POOL_OF_INFLIGHT. */
-void pool__inflight_add(struct pool *p, struct pool_obj *o) {
+/* Adds o to the in-flight set as started at now and sets flag (INFLIGHT or TASK) on it. */
+void pool__inflight_add(struct pool *p, struct pool_obj *o, unsigned flag, int64_t now) {
     struct pool_inflight *f = cm_malloc(sizeof(*f));
     f->obj = o;
+    f->since = now;
     f->hn.hash = pool_ptr_hash(p, o);
     cm_ht_insert(&p->inflight, &f->hn);
-    o->flags |= POOL_OF_INFLIGHT;
+    o->flags |= (uint8_t)flag;
 }
 
-/* Removes o from the in-flight set and clears POOL_OF_INFLIGHT. */
+/* Removes o from the in-flight set and clears its in-flight and task flags. */
 void pool__inflight_del(struct pool *p, struct pool_obj *o) {
     struct cm_ht_node *n =
         cm_ht_find(&p->inflight, pool_ptr_hash(p, o), o, sizeof(o), pool_inflight_eq);
@@ -245,7 +254,7 @@ void pool__inflight_del(struct pool *p, struct pool_obj *o) {
         cm_ht_remove(&p->inflight, n);
         cm_free(n);
     }
-    o->flags &= (uint8_t)~POOL_OF_INFLIGHT;
+    o->flags &= (uint8_t) ~(POOL_OF_INFLIGHT | POOL_OF_TASK | POOL_OF_MOVE);
 }
 
 /*
@@ -335,8 +344,12 @@ static void pool_check_rep(struct pool_check_ctx *ctx, const struct pool_obj *o,
     if (off == UINT64_MAX || cap < o->size || off + o->size > s->size)
         POOL_CHECK_FAIL(ctx, "pool_check: replica outside segment %s", s->name);
     int want = (o->flags & POOL_OF_INFLIGHT) ? POOL_REPLICA_PROCESSING : POOL_REPLICA_COMPLETE;
+    if ((o->flags & POOL_OF_TASK) && r->status == POOL_REPLICA_PROCESSING)
+        want = POOL_REPLICA_PROCESSING; /* a copy/move target */
     if (r->status != want)
         POOL_CHECK_FAIL(ctx, "pool_check: replica status %u, want %d", r->status, want);
+    if ((r->rflags & POOL_RF_MOVE_SRC) && !(o->flags & POOL_OF_MOVE))
+        POOL_CHECK_FAIL(ctx, "pool_check: move source outside a move");
     ctx->used[r->seg] += o->size;
     ctx->nbuf[r->seg]++;
 }
@@ -355,7 +368,16 @@ static void pool_check_obj_cb(struct cm_ht_node *n, void *arg) {
                 POOL_CHECK_FAIL(ctx, "pool_check: two replicas on segment slot %u", reps[i].seg);
         pool_check_rep(ctx, o, &reps[i]);
     }
-    if (o->flags & POOL_OF_INFLIGHT) {
+    if ((o->flags & POOL_OF_INFLIGHT) && (o->flags & POOL_OF_TASK))
+        POOL_CHECK_FAIL(ctx, "pool_check: a write and a task at once");
+    if (o->flags & POOL_OF_TASK) {
+        int complete = 0;
+        for (uint32_t i = 0; i < o->nrep; i++)
+            complete += reps[i].status == POOL_REPLICA_COMPLETE;
+        if (!complete)
+            POOL_CHECK_FAIL(ctx, "pool_check: a task without a readable replica");
+    }
+    if (o->flags & (POOL_OF_INFLIGHT | POOL_OF_TASK)) {
         ctx->inflight++;
         if (!cm_ht_find(&ctx->p->inflight, pool_ptr_hash(ctx->p, o), o, sizeof(o),
                         pool_inflight_eq))

@@ -52,6 +52,7 @@ struct pool;
     X(OBJECT_HAS_LEASE, -706, "object has a lease")                          \
     X(LEASE_EXPIRED, -707, "lease expired")                                  \
     X(OBJECT_HAS_REPLICATION_TASK, -708, "object has a replication task")    \
+    X(OBJECT_NO_REPLICATION_TASK, -709, "object has no replication task")    \
     X(REPLICA_NOT_FOUND, -710, "replica not found")                          \
     X(REPLICA_ALREADY_EXISTS, -711, "replica already exists")                \
     X(OBJECT_REPLICA_BUSY, -714, "object is being written")                  \
@@ -392,6 +393,7 @@ struct pool_object_info {
     uint64_t size;
     uint32_t nreplicas;
     int inflight; /* a put/upsert is being written */
+    int task;     /* 0, or 1 = a copy / 2 = a move in flight */
     int hard_pinned;
     int64_t soft_pin_until; /* 0 when not soft-pinned (meaningful once written) */
     int64_t lease_until;    /* read lease deadline (<= now: none) */
@@ -434,6 +436,60 @@ long pool_remove_all(struct pool *p, int force, int64_t now);
 long pool_batch_replica_clear(struct pool *p, const struct pool_uuid *client,
                               const void *const *keys, const size_t *klens, size_t n,
                               const char *segment_name, int64_t now, uint8_t *cleared);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Replica copy and move (client-executed)                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Buffers of a copy/move: read the source, write the targets, then end (or revoke) it. */
+struct pool_copy_plan {
+    struct pool_replica_desc source;
+    struct pool_replica_desc targets[POOL_MAX_REPLICAS];
+    size_t ntargets;
+};
+
+/*
+ * Copy start: allocates PROCESSING buffers for key on every segment in tgt_segments and names
+ * the readable replica on src_segment as the source; client executes the copy. Until the copy
+ * ends the object is not evicted, upserted or removed without force. All or nothing.
+ * Errors: POOL_EINVALID_PARAMS (no or too many targets, a repeated target), POOL_ECLIENT_NOT_FOUND,
+ * POOL_EOBJECT_NOT_FOUND, POOL_EREPLICA_IS_NOT_READY (being written),
+ * POOL_EOBJECT_HAS_REPLICATION_TASK (a copy/move is already in flight), POOL_EREPLICA_NOT_FOUND
+ * (no readable replica on src_segment), POOL_ESEGMENT_NOT_FOUND (a target),
+ * POOL_EOBJECT_ALREADY_EXISTS (a target already holds a replica), POOL_ENO_AVAILABLE_HANDLE.
+ */
+int pool_copy_start(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                    const char *src_segment, const char *const *tgt_segments, size_t ntgt,
+                    int64_t now, struct pool_copy_plan *out);
+
+/*
+ * Copy end: the targets become readable. Errors: POOL_EOBJECT_NOT_FOUND,
+ * POOL_ECLIENT_NOT_FOUND, POOL_EOBJECT_NO_REPLICATION_TASK (no copy in flight),
+ * POOL_EILLEGAL_CLIENT (another client started it), POOL_EREPLICA_NOT_FOUND (every target
+ * segment was unmounted meanwhile; the task is revoked, the source stays).
+ */
+int pool_copy_end(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                  int64_t now);
+
+/* Copy revoke: frees the targets. Errors as pool_copy_end(). */
+int pool_copy_revoke(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                     int64_t now);
+
+/*
+ * Move start: as a copy to one target, except that move end also drops the source replica
+ * (its buffer is kept until a reader's lease ends). src and tgt must differ.
+ */
+int pool_move_start(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                    const char *src_segment, const char *tgt_segment, int64_t now,
+                    struct pool_copy_plan *out);
+
+/* Move end: the target becomes readable and the source goes. Errors as pool_copy_end(). */
+int pool_move_end(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                  int64_t now);
+
+/* Move revoke: frees the target; the source stays. Errors as pool_copy_end(). */
+int pool_move_revoke(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                     int64_t now);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Housekeeping, eviction, statistics                                                          */

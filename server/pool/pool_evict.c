@@ -21,7 +21,7 @@
  * and, unless soft_ok, no active soft pin.
  */
 int pool__evictable(const struct pool_obj *o, int64_t now, int soft_ok) {
-    if (o->flags & (POOL_OF_INFLIGHT | POOL_OF_HARD_PIN))
+    if (o->flags & (POOL_OF_INFLIGHT | POOL_OF_TASK | POOL_OF_HARD_PIN))
         return 0;
     if (o->lease_until > now)
         return 0;
@@ -200,11 +200,15 @@ struct pool_zombie_ctx {
 
 static void pool_zombie_cb(struct cm_ht_node *n, void *arg) {
     struct pool_zombie_ctx *ctx = arg;
-    struct pool_obj *o = ((struct pool_inflight *)n)->obj;
-    if (ctx->now - o->t_aux >= ctx->p->cfg.put_start_release_timeout_ms) {
+    struct pool_inflight *f = (struct pool_inflight *)n;
+    struct pool_obj *o = f->obj;
+    if (ctx->now - f->since < ctx->p->cfg.put_start_release_timeout_ms)
+        return;
+    if (o->flags & POOL_OF_INFLIGHT)
         pool__obj_destroy(ctx->p, o); /* also unlinks and frees n */
-        ctx->n++;
-    }
+    else
+        pool__task_revoke(ctx->p, o); /* an abandoned copy/move; frees n */
+    ctx->n++;
 }
 
 static uint32_t pool_release_discards(struct pool *p, int64_t now) {

@@ -21,6 +21,8 @@ enum {
     POOL_OF_HARD_PIN = 1u << 1, /* never evicted */
     POOL_OF_SOFT_PIN = 1u << 2, /* evicted in the second pass until t_aux */
     POOL_OF_UPSERT = 1u << 3,   /* the write in flight came from an upsert */
+    POOL_OF_TASK = 1u << 4,     /* a copy/move is in flight: its targets are PROCESSING */
+    POOL_OF_MOVE = 1u << 5,     /* ... and it is a move (the source goes at its end) */
 };
 
 /* A replica inside an object record: 12 bytes. */
@@ -29,7 +31,13 @@ struct pool_rep {
     uint32_t handle; /* allocator handle (MEMORY) */
     uint8_t type;    /* enum pool_replica_type */
     uint8_t status;  /* enum pool_replica_status */
-    uint16_t pad_;
+    uint8_t rflags;  /* POOL_RF_* */
+    uint8_t pad_;
+};
+
+/* Replica flags. */
+enum {
+    POOL_RF_MOVE_SRC = 1u << 0, /* the source of the move in flight */
 };
 
 /*
@@ -89,10 +97,14 @@ struct pool_client {
     uint32_t nsegs;
 };
 
-/* Membership of an object in the in-flight set (keyed by the object pointer). */
+/*
+ * Membership of an object in the in-flight set (keyed by the object pointer): objects with a
+ * write (POOL_OF_INFLIGHT) or a copy/move (POOL_OF_TASK) in flight, for the zombie sweep.
+ */
 struct pool_inflight {
     struct cm_ht_node hn;
     struct pool_obj *obj;
+    int64_t since; /* when the write or task started */
 };
 
 /* A buffer no object points to any more, freed at release_at (zombie or superseded write). */
@@ -140,7 +152,7 @@ void pool__rep_free(struct pool *p, const struct pool_rep *r, uint64_t size);
 void pool__drop_reps_if(struct pool *p, struct pool_obj *o,
                         int (*pred)(const struct pool *, const struct pool_rep *, void *),
                         void *arg);
-void pool__inflight_add(struct pool *p, struct pool_obj *o);
+void pool__inflight_add(struct pool *p, struct pool_obj *o, unsigned flag, int64_t now);
 void pool__inflight_del(struct pool *p, struct pool_obj *o);
 void pool__discard_add(struct pool *p, const struct pool_rep *r, uint64_t size, int64_t release_at);
 void pool__fill_desc(const struct pool *p, const struct pool_obj *o, const struct pool_rep *r,
@@ -150,6 +162,9 @@ void pool__fill_desc(const struct pool *p, const struct pool_obj *o, const struc
 struct pool_client *pool__client_find(const struct pool *p, const struct pool_uuid *id);
 void pool__client_expire(struct pool *p, struct pool_client *c);
 void pool__clients_fini(struct pool *p);
+
+/* pool_copy.c */
+void pool__task_revoke(struct pool *p, struct pool_obj *o);
 
 /* pool_evict.c */
 int pool__evictable(const struct pool_obj *o, int64_t now, int soft_ok);

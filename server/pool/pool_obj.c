@@ -55,7 +55,7 @@ static void pool_begin_write(struct pool *p, struct pool_obj *o, const struct po
                              int64_t now) {
     o->writer = c->slot;
     o->t_aux = now;
-    pool__inflight_add(p, o);
+    pool__inflight_add(p, o, POOL_OF_INFLIGHT, now);
 }
 
 /*
@@ -227,6 +227,8 @@ int pool_upsert_start(struct pool *p, const struct pool_uuid *client, const void
         if (!pool_preemptible(p, o, now))
             return POOL_EOBJECT_REPLICA_BUSY;
         pool_preempt(p, o, now);
+    } else if (o && (o->flags & POOL_OF_TASK)) {
+        return POOL_EOBJECT_HAS_REPLICATION_TASK;
     } else if (o) {
         int leased = o->lease_until > now;
         if (o->size == size && !leased) {
@@ -307,6 +309,7 @@ int pool_object_query(const struct pool *p, const void *key, size_t klen,
     memset(out, 0, sizeof(*out));
     out->size = o->size;
     out->inflight = (o->flags & POOL_OF_INFLIGHT) != 0;
+    out->task = (o->flags & POOL_OF_MOVE) ? 2 : (o->flags & POOL_OF_TASK) ? 1 : 0;
     out->hard_pinned = (o->flags & POOL_OF_HARD_PIN) != 0;
     if (!out->inflight) {
         out->lease_until = o->lease_until;
@@ -325,6 +328,8 @@ int pool_object_query(const struct pool *p, const void *key, size_t klen,
 static int pool_remove_blocked(const struct pool_obj *o, int force, int64_t now) {
     if (o->flags & POOL_OF_INFLIGHT)
         return POOL_EREPLICA_IS_NOT_READY;
+    if (!force && (o->flags & POOL_OF_TASK))
+        return POOL_EOBJECT_HAS_REPLICATION_TASK;
     if (!force && (o->lease_until > now || (o->flags & POOL_OF_HARD_PIN)))
         return POOL_EOBJECT_HAS_LEASE;
     return 0;
@@ -423,7 +428,7 @@ long pool_batch_replica_clear(struct pool *p, const struct pool_uuid *client,
             continue;
         struct pool_obj *o =
             pool__obj_find(p, keys[i], klens[i], pool__key_hash(p, keys[i], klens[i]));
-        if (!o || (o->flags & POOL_OF_INFLIGHT) || o->lease_until > now)
+        if (!o || (o->flags & (POOL_OF_INFLIGHT | POOL_OF_TASK)) || o->lease_until > now)
             continue;
         const struct pool_rep *reps = pool__reps(o);
         int hit = 0;

@@ -324,6 +324,7 @@ int pool__seg_alloc(struct pool *p, struct pool_seg *s, uint64_t size, struct po
     r->handle = h;
     r->type = POOL_REPLICA_MEMORY;
     r->status = POOL_REPLICA_PROCESSING;
+    r->rflags = 0;
     r->pad_ = 0;
     return 0;
 }

@@ -9,6 +9,7 @@
  */
 #include "common/fmacros.h"
 
+#include "common/cm_log.h"
 #include "tests/unit/pool/pool_test.h"
 
 #define NKEYS    48
@@ -24,6 +25,8 @@ struct mkey {
     int64_t start;       /* put start time */
     int64_t lease_until; /* read lease */
     int hard;
+    int task;       /* 0, 1 = copy, 2 = move in flight */
+    int task_owner; /* client number, 0 = orphaned */
 };
 
 struct model {
@@ -32,7 +35,7 @@ struct model {
     int64_t last_ping[NCLIENTS + 1];
     int64_t now;
     uint64_t rng;
-    uint64_t starts, nospace, preempted, expired, vanished; /* coverage counters */
+    uint64_t starts, nospace, preempted, expired, vanished, tasks, task_ends; /* coverage */
 };
 
 static uint64_t mrand(struct model *m) {
@@ -87,6 +90,9 @@ static void sync_key(struct model *m, int i) {
     cr_assert_eq(info.inflight, k->state == M_INFLIGHT, "%s in flight", kname(i));
     cr_assert_geq(info.nreplicas, 1);
     cr_assert_eq(info.hard_pinned, k->hard);
+    if (info.task == 0)
+        k->task = 0; /* revoked: its source or segments went away, or the sweep took it */
+    cr_assert_eq(info.task, k->task, "%s task", kname(i));
 }
 
 static void op_start(struct model *m, int i, int c, int upsert) {
@@ -114,6 +120,10 @@ static void op_start(struct model *m, int i, int c, int upsert) {
     }
     if (k->state == M_COMPLETE && !upsert) {
         cr_assert_eq(rc, POOL_EOBJECT_ALREADY_EXISTS);
+        return;
+    }
+    if (k->state == M_COMPLETE && k->task) {
+        cr_assert_eq(rc, POOL_EOBJECT_HAS_REPLICATION_TASK);
         return;
     }
     if (rc == POOL_ENO_AVAILABLE_HANDLE) {
@@ -189,11 +199,14 @@ static void op_remove(struct model *m, int i, int force) {
         cr_assert_eq(rc, POOL_EOBJECT_NOT_FOUND);
     } else if (k->state == M_INFLIGHT) {
         cr_assert_eq(rc, POOL_EREPLICA_IS_NOT_READY);
+    } else if (!force && k->task) {
+        cr_assert_eq(rc, POOL_EOBJECT_HAS_REPLICATION_TASK);
     } else if (!force && (k->lease_until > m->now || k->hard)) {
         cr_assert_eq(rc, POOL_EOBJECT_HAS_LEASE);
     } else {
         cr_assert_eq(rc, 0);
         k->state = M_ABSENT;
+        k->task = 0;
     }
 }
 
@@ -208,10 +221,11 @@ static void op_regex(struct model *m, int force) {
         struct mkey *k = &m->keys[i];
         if (i % 10 != r || k->state != M_COMPLETE)
             continue;
-        if (!force && (k->lease_until > m->now || k->hard))
+        if (!force && (k->lease_until > m->now || k->hard || k->task))
             continue;
         want++;
         k->state = M_ABSENT;
+        k->task = 0;
     }
     cr_assert_eq(pool_remove_regex(P, pattern, force, m->now), want);
 }
@@ -250,14 +264,117 @@ static void op_time(struct model *m) {
             m->alive[c] = 0;
             expired++;
             m->expired++;
-            for (int i = 0; i < NKEYS; i++)
+            for (int i = 0; i < NKEYS; i++) {
                 if (m->keys[i].state == M_INFLIGHT && m->keys[i].writer == c)
                     m->keys[i].writer = 0;
+                if (m->keys[i].task && m->keys[i].task_owner == c)
+                    m->keys[i].task_owner = 0;
+            }
         }
     }
     cr_assert_eq(rep.clients_expired, expired);
     if (!m->alive[3] && mpick(m, 2) == 0)
         register_client(m, 3);
+}
+
+/* Starts a copy or a move of key i from its first replica to a random segment. */
+static void op_task(struct model *m, int i, int c) {
+    for (int j = 0; j < NKEYS && mpick(m, 4); j++) { /* mostly a readable key */
+        if (m->keys[(i + j) % NKEYS].state == M_COMPLETE && !m->keys[(i + j) % NKEYS].task) {
+            i = (i + j) % NKEYS;
+            sync_key(m, i);
+            break;
+        }
+    }
+    struct mkey *k = &m->keys[i];
+    struct pool_object_info info;
+    const char *src = "seg1.0";
+    if (pool_object_query(P, kname(i), 6, &info) == 0)
+        src = info.replicas[0].segment;
+    /* Mostly a segment that holds no replica of the key yet. */
+    char tgt[32];
+    uint32_t start = mpick(m, 2 * NCLIENTS);
+    for (uint32_t t = 0; t < 2 * NCLIENTS; t++) {
+        uint32_t s = (start + t) % (2 * NCLIENTS);
+        snprintf(tgt, sizeof(tgt), "seg%u.%u", 1 + s / 2, s % 2);
+        int held = 0;
+        for (uint32_t r = 0; r < info.nreplicas && k->state == M_COMPLETE; r++)
+            held |= strcmp(info.replicas[r].segment, tgt) == 0;
+        if (!held || mpick(m, 8) == 0)
+            break;
+    }
+    int move = (int)mpick(m, 2);
+    struct pool_uuid id = pt_id(c);
+    struct pool_copy_plan plan;
+    const char *tgts[1] = {tgt};
+    int rc = move ? pool_move_start(P, &id, kname(i), 6, src, tgt, m->now, &plan)
+                  : pool_copy_start(P, &id, kname(i), 6, src, tgts, 1, m->now, &plan);
+    if (move && strcmp(src, tgt) == 0) {
+        cr_assert_eq(rc, POOL_EINVALID_PARAMS);
+    } else if (!m->alive[c]) {
+        cr_assert(rc == POOL_ECLIENT_NOT_FOUND || rc == POOL_EINVALID_PARAMS);
+    } else if (k->state == M_ABSENT) {
+        cr_assert_eq(rc, POOL_EOBJECT_NOT_FOUND);
+    } else if (k->state == M_INFLIGHT) {
+        cr_assert_eq(rc, POOL_EREPLICA_IS_NOT_READY);
+    } else if (k->task) {
+        cr_assert_eq(rc, POOL_EOBJECT_HAS_REPLICATION_TASK);
+    } else if (rc == 0) {
+        cr_assert_str_eq(plan.source.segment, src);
+        cr_assert_str_eq(plan.targets[0].segment, tgt);
+        cr_assert_eq(plan.targets[0].size, k->size);
+        k->task = move ? 2 : 1;
+        k->task_owner = c;
+        m->tasks++;
+    } else {
+        cr_assert(rc == POOL_EOBJECT_ALREADY_EXISTS || rc == POOL_ESEGMENT_NOT_FOUND ||
+                      rc == POOL_ENO_AVAILABLE_HANDLE || rc == POOL_EINVALID_PARAMS,
+                  "%s task start: %s", kname(i), pool_err_name(rc));
+    }
+}
+
+/* Ends or revokes a task (mostly of a key that has one), sometimes with the wrong call. */
+static void op_task_end(struct model *m, int i, int c, int revoke) {
+    for (int j = 0; j < NKEYS && mpick(m, 4); j++) {
+        if (m->keys[(i + j) % NKEYS].task) {
+            i = (i + j) % NKEYS;
+            sync_key(m, i);
+            if (m->keys[i].task_owner && mpick(m, 4))
+                c = m->keys[i].task_owner;
+            break;
+        }
+    }
+    struct mkey *k = &m->keys[i];
+    int move = k->task ? (k->task == 2) ^ (mpick(m, 8) == 0) : (int)mpick(m, 2);
+    struct pool_object_info info;
+    uint32_t targets = 0;
+    if (pool_object_query(P, kname(i), 6, &info) == 0)
+        for (uint32_t r = 0; r < info.nreplicas; r++)
+            targets += info.replicas[r].status == POOL_REPLICA_PROCESSING;
+    struct pool_uuid id = pt_id(c);
+    int rc;
+    if (move)
+        rc = revoke ? pool_move_revoke(P, &id, kname(i), 6, m->now)
+                    : pool_move_end(P, &id, kname(i), 6, m->now);
+    else
+        rc = revoke ? pool_copy_revoke(P, &id, kname(i), 6, m->now)
+                    : pool_copy_end(P, &id, kname(i), 6, m->now);
+    if (k->state == M_ABSENT) {
+        cr_assert_eq(rc, POOL_EOBJECT_NOT_FOUND);
+    } else if (!m->alive[c]) {
+        cr_assert_eq(rc, POOL_ECLIENT_NOT_FOUND);
+    } else if (!k->task || (k->task == 2) != move) {
+        cr_assert_eq(rc, POOL_EOBJECT_NO_REPLICATION_TASK);
+    } else if (k->task_owner != c) {
+        cr_assert_eq(rc, POOL_EILLEGAL_CLIENT);
+    } else if (!revoke && targets == 0) {
+        cr_assert_eq(rc, POOL_EREPLICA_NOT_FOUND, "targets lost");
+        k->task = 0;
+    } else {
+        cr_assert_eq(rc, 0, "%s task end: %s", kname(i), pool_err_name(rc));
+        k->task = 0;
+        m->task_ends++;
+    }
 }
 
 static void op_unmount(struct model *m) {
@@ -286,6 +403,7 @@ static void op_unmount(struct model *m) {
 }
 
 static void run_model(uint64_t seed, int steps) {
+    cm_log_open(NULL, 'T'); /* pool_check names the violated invariant on stderr */
     struct model m;
     memset(&m, 0, sizeof(m));
     m.rng = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -301,28 +419,33 @@ static void run_model(uint64_t seed, int steps) {
         int c = 1 + (int)mpick(&m, NCLIENTS);
         sync_key(&m, i);
         uint32_t op = mpick(&m, 100);
-        if (op < 25)
+        if (op < 22)
             op_start(&m, i, c, 0);
-        else if (op < 35)
+        else if (op < 31)
             op_start(&m, i, c, 1);
-        else if (op < 55)
+        else if (op < 49)
             op_end(&m, i, m.keys[i].writer && mpick(&m, 4) ? m.keys[i].writer : c, 0);
-        else if (op < 60)
+        else if (op < 53)
             op_end(&m, i, m.keys[i].writer ? m.keys[i].writer : c, 1);
-        else if (op < 75)
+        else if (op < 66)
             op_get(&m, i);
-        else if (op < 83)
+        else if (op < 73)
             op_remove(&m, i, (int)mpick(&m, 2));
-        else if (op < 92)
+        else if (op < 82)
             op_time(&m);
-        else if (op < 94)
+        else if (op < 84)
             op_regex(&m, (int)mpick(&m, 2));
-        else if (op < 96)
+        else if (op < 86)
             op_clear(&m, c);
-        else if (op < 97)
+        else if (op < 87)
             op_unmount(&m);
+        else if (op < 93)
+            op_task(&m, i, m.keys[i].task_owner && mpick(&m, 2) ? m.keys[i].task_owner : c);
+        else if (op < 99)
+            op_task_end(&m, i, m.keys[i].task_owner && mpick(&m, 4) ? m.keys[i].task_owner : c,
+                        (int)mpick(&m, 3) == 0);
         else
-            m.now += 1;
+            m.now += 1 + mpick(&m, 5);
         int rc = pool_check(P);
         cr_assert_eq(rc, 0, "invariants after step %d (seed %llu)", step, (unsigned long long)seed);
     }
@@ -330,11 +453,13 @@ static void run_model(uint64_t seed, int steps) {
     pool_get_stats(P, &st);
     fprintf(stderr,
             "model seed %llu: %llu starts, %llu no-space, %llu pre-empted, %llu expiries, "
-            "%llu vanished, %llu evicted\n",
+            "%llu vanished, %llu evicted, %llu copy/move started, %llu ended\n",
             (unsigned long long)seed, (unsigned long long)m.starts, (unsigned long long)m.nospace,
             (unsigned long long)m.preempted, (unsigned long long)m.expired,
-            (unsigned long long)m.vanished, (unsigned long long)st.evicted);
+            (unsigned long long)m.vanished, (unsigned long long)st.evicted,
+            (unsigned long long)m.tasks, (unsigned long long)m.task_ends);
     cr_assert_gt(m.starts, 100);
+    cr_assert_gt(m.tasks, 0);
     /* Drain: past every timeout with everyone alive, then remove everything. */
     for (int c = 1; c <= NCLIENTS; c++)
         if (!m.alive[c])
@@ -354,6 +479,6 @@ static void run_model(uint64_t seed, int steps) {
 }
 
 Test(pool_model, random_sequences_keep_the_invariants, .timeout = 120) {
-    for (uint64_t seed = 1; seed <= 6; seed++)
-        run_model(seed, 4000);
+    for (uint64_t seed = 1; seed <= 10; seed++)
+        run_model(seed, 6000);
 }

@@ -428,3 +428,125 @@ Test(pool_obj, metadata_bytes_per_object) {
     cr_assert_leq(rec, 150.0);
     pt_check();
 }
+
+/* ---- copy and move ------------------------------------------------------------------------ */
+
+static void put_on(int client, const char *key, const char *seg, uint64_t size) {
+    const char *pref[] = {seg};
+    struct pool_put_config cfg;
+    pool_put_config_default(&cfg);
+    cfg.preferred_segments = pref;
+    cfg.npreferred = 1;
+    struct pool_replica_desc d[POOL_MAX_REPLICAS];
+    pt_put(client, key, size, &cfg, 0, d);
+    cr_assert_str_eq(d[0].segment, seg);
+}
+
+Test(pool_obj, copy_adds_readable_replicas_at_its_end) {
+    put_on(1, "k", "a", 1000);
+    struct pool_uuid id1 = pt_id(1), id2 = pt_id(2);
+    const char *tg[] = {"b", "c"};
+    struct pool_copy_plan plan;
+    cr_assert_eq(pool_copy_start(P, &id2, "k", 1, "a", tg, 2, 10, &plan), 0);
+    cr_assert_str_eq(plan.source.segment, "a");
+    cr_assert_eq(plan.ntargets, 2);
+    cr_assert_str_eq(plan.targets[0].segment, "b");
+    cr_assert_str_eq(plan.targets[1].segment, "c");
+    cr_assert_eq(plan.targets[0].status, POOL_REPLICA_PROCESSING);
+    cr_assert_eq(pt_seg_used("b"), 1000);
+    struct pool_replica_desc d[POOL_MAX_REPLICAS];
+    size_t nd;
+    cr_assert_eq(pool_get_replicas(P, "k", 1, 11, d, &nd, NULL), 0);
+    cr_assert_eq(nd, 1, "targets are not readable yet");
+    cr_assert_eq(d[0].addr, plan.source.addr);
+    cr_assert_eq(pool_copy_start(P, &id2, "k", 1, "a", tg, 1, 12, &plan),
+                 POOL_EOBJECT_HAS_REPLICATION_TASK);
+    cr_assert_eq(pt_remove("k", 0, 20000), POOL_EOBJECT_HAS_REPLICATION_TASK);
+    cr_assert_eq(pool_evict(P, 20000, 100 * MB), 0, "not evicted during a copy");
+    cr_assert_eq(pool_copy_end(P, &id1, "k", 1, 20001), POOL_EILLEGAL_CLIENT);
+    cr_assert_eq(pool_move_end(P, &id2, "k", 1, 20001), POOL_EOBJECT_NO_REPLICATION_TASK);
+    cr_assert_eq(pool_copy_end(P, &id2, "k", 1, 20001), 0);
+    cr_assert_eq(pool_copy_end(P, &id2, "k", 1, 20002), POOL_EOBJECT_NO_REPLICATION_TASK);
+    cr_assert_eq(pool_get_replicas(P, "k", 1, 20003, d, &nd, NULL), 0);
+    cr_assert_eq(nd, 3);
+    pt_check();
+}
+
+Test(pool_obj, copy_errors_and_revoke) {
+    put_on(1, "k", "a", 1000);
+    struct pool_uuid id1 = pt_id(1), id9 = pt_id(9);
+    struct pool_copy_plan plan;
+    const char *to_b[] = {"b"}, *to_a[] = {"a"}, *to_x[] = {"x"}, *twice[] = {"b", "b"};
+    cr_assert_eq(pool_copy_start(P, &id1, "k", 1, "b", to_b, 1, 1, &plan), POOL_EREPLICA_NOT_FOUND);
+    cr_assert_eq(pool_copy_start(P, &id1, "k", 1, "a", to_a, 1, 1, &plan),
+                 POOL_EOBJECT_ALREADY_EXISTS);
+    cr_assert_eq(pool_copy_start(P, &id1, "k", 1, "a", to_x, 1, 1, &plan), POOL_ESEGMENT_NOT_FOUND);
+    cr_assert_eq(pool_copy_start(P, &id1, "k", 1, "a", twice, 2, 1, &plan), POOL_EINVALID_PARAMS);
+    cr_assert_eq(pool_copy_start(P, &id1, "k", 1, "a", to_b, 0, 1, &plan), POOL_EINVALID_PARAMS);
+    cr_assert_eq(pool_copy_start(P, &id9, "k", 1, "a", to_b, 1, 1, &plan), POOL_ECLIENT_NOT_FOUND);
+    cr_assert_eq(pool_copy_start(P, &id1, "zz", 2, "a", to_b, 1, 1, &plan), POOL_EOBJECT_NOT_FOUND);
+    cr_assert_eq(pool_copy_revoke(P, &id1, "k", 1, 1), POOL_EOBJECT_NO_REPLICATION_TASK);
+    cr_assert_eq(pool_copy_start(P, &id1, "k", 1, "a", to_b, 1, 1, &plan), 0);
+    cr_assert_eq(pool_copy_revoke(P, &id1, "k", 1, 2), 0);
+    cr_assert_eq(pt_nrep("k"), 1);
+    cr_assert_eq(pt_seg_used("b"), 0);
+    cr_assert_eq(pt_remove("k", 0, 3), 0);
+    pt_check();
+}
+
+Test(pool_obj, move_drops_the_source_after_the_lease) {
+    put_on(1, "k", "a", 1000);
+    struct pool_uuid id1 = pt_id(1);
+    struct pool_copy_plan plan;
+    cr_assert_eq(pool_move_start(P, &id1, "k", 1, "a", "a", 1, &plan), POOL_EINVALID_PARAMS);
+    cr_assert_eq(pool_move_start(P, &id1, "k", 1, "a", "c", 1, &plan), 0);
+    cr_assert_str_eq(plan.targets[0].segment, "c");
+    struct pool_object_info info;
+    cr_assert_eq(pool_object_query(P, "k", 1, &info), 0);
+    cr_assert_eq(info.task, 2);
+    struct pool_replica_desc d[POOL_MAX_REPLICAS];
+    size_t nd;
+    cr_assert_eq(pool_get_replicas(P, "k", 1, 2, d, &nd, NULL), 0); /* a reader on a */
+    cr_assert_eq(pool_copy_end(P, &id1, "k", 1, 3), POOL_EOBJECT_NO_REPLICATION_TASK);
+    cr_assert_eq(pool_move_end(P, &id1, "k", 1, 3), 0);
+    cr_assert_eq(pool_get_replicas(P, "k", 1, 4, d, &nd, NULL), 0);
+    cr_assert_eq(nd, 1);
+    cr_assert_str_eq(d[0].segment, "c");
+    cr_assert_eq(pt_seg_used("a"), 1000, "the reader's buffer survives its lease");
+    pt_ping(2, 10001);
+    pool_tick(P, 10001, NULL);
+    cr_assert_eq(pt_seg_used("a"), 1000, "the lease granted at 2 runs to 10002");
+    pt_ping(2, 10002);
+    pool_tick(P, 10002, NULL);
+    cr_assert_eq(pt_seg_used("a"), 0, "later reads went to c");
+    pt_check();
+}
+
+Test(pool_obj, abandoned_or_orphaned_tasks_are_cleaned_up) {
+    put_on(1, "k", "a", 1000);
+    put_on(1, "m", "a", 1000);
+    struct pool_uuid id1 = pt_id(1), id2 = pt_id(2);
+    struct pool_copy_plan plan;
+    const char *to_b[] = {"b"};
+    cr_assert_eq(pool_copy_start(P, &id1, "k", 1, "a", to_b, 1, 0, &plan), 0);
+    /* The source segment goes away: the copy is abandoned and its target freed. */
+    cr_assert_eq(pool_copy_start(P, &id2, "m", 1, "a", (const char *[]){"c"}, 1, 0, &plan), 0);
+    cr_assert_eq(pool_segment_unmount(P, &id1, "a", 1), 0);
+    cr_assert_eq(pt_exists("k"), 0);
+    cr_assert_eq(pt_exists("m"), 0);
+    cr_assert_eq(pt_seg_used("b"), 0);
+    cr_assert_eq(pt_seg_used("c"), 0);
+    /* A task nobody ends is revoked after put_start_release_timeout. */
+    put_on(1, "n", "b", 1000);
+    cr_assert_eq(pool_copy_start(P, &id1, "n", 1, "b", (const char *[]){"c"}, 1, 10, &plan), 0);
+    pt_ping(2, 600009);
+    pool_tick(P, 600009, NULL);
+    cr_assert_eq(pt_nrep("n"), 2);
+    pt_ping(2, 600010);
+    struct pool_tick_report rep;
+    pool_tick(P, 600010, &rep);
+    cr_assert_eq(rep.zombies_released, 1);
+    cr_assert_eq(pt_nrep("n"), 1);
+    cr_assert_eq(pt_seg_used("c"), 0);
+    pt_check();
+}
