@@ -358,7 +358,9 @@ int pool_put_revoke(struct pool *p, const struct pool_uuid *client, const void *
  * addresses. Otherwise (other size, or a reader holds a lease) the old buffers are released
  * (after the lease when there is one) and new ones allocated with cfg. Pins stay as they were
  * (hard pin is immutable; with_soft_pin renews the soft pin). Errors as pool_put_start(), but
- * a write in flight younger than the discard timeout gives POOL_EOBJECT_REPLICA_BUSY.
+ * a write in flight younger than the discard timeout gives POOL_EOBJECT_REPLICA_BUSY and a
+ * copy/move in flight POOL_EOBJECT_HAS_REPLICATION_TASK. If a reallocation finds no space the
+ * old value is gone (POOL_ENO_AVAILABLE_HANDLE).
  */
 int pool_upsert_start(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
                       uint64_t size, const struct pool_put_config *cfg, int64_t now,
@@ -410,15 +412,16 @@ int pool_object_query(const struct pool *p, const void *key, size_t klen,
 /*
  * Removes key and frees its buffers. Errors: POOL_EOBJECT_NOT_FOUND,
  * POOL_EREPLICA_IS_NOT_READY (a write is in flight: revoke it instead, even with force),
- * POOL_EOBJECT_HAS_LEASE (an active read lease, or a hard pin, unless force).
+ * POOL_EOBJECT_HAS_REPLICATION_TASK (a copy/move in flight, unless force; force frees its
+ * targets too), POOL_EOBJECT_HAS_LEASE (an active read lease, or a hard pin, unless force).
  */
 int pool_remove(struct pool *p, const void *key, size_t klen, int force, int64_t now);
 
 /*
  * Removes every key matching the POSIX extended regular expression pattern (unanchored, as
- * regexec does; keys may hold any byte). Skips writes in flight, and leased or hard-pinned
- * objects unless force. Returns the number removed, or POOL_EINVALID_PARAMS for a bad pattern.
- * O(objects).
+ * regexec does; keys may hold any byte). Skips writes in flight, and leased, hard-pinned or
+ * copying/moving objects unless force. Returns the number removed, or POOL_EINVALID_PARAMS for a
+ * bad pattern. O(objects).
  */
 long pool_remove_regex(struct pool *p, const char *pattern, int force, int64_t now);
 
@@ -428,10 +431,10 @@ long pool_remove_all(struct pool *p, int force, int64_t now);
 /*
  * Batch replica clear: for each keys[i], drops the replicas that live on segments owned by
  * client (only segment_name when it is non-NULL and non-empty); an object left with none is
- * erased. Objects being written or under an active lease are left alone. cleared[i] (may be
- * NULL) is set to 1 when keys[i] lost a replica, else 0. Returns the number of keys cleared or
- * POOL_ECLIENT_NOT_FOUND, POOL_ESEGMENT_NOT_FOUND, POOL_EILLEGAL_CLIENT (segment_name is not
- * the client's).
+ * erased. Objects being written, copied/moved or under an active lease are left alone. cleared[i]
+ * (may be NULL) is set to 1 when keys[i] lost a replica, else 0. Returns the number of keys cleared
+ * or POOL_ECLIENT_NOT_FOUND, POOL_ESEGMENT_NOT_FOUND, POOL_EILLEGAL_CLIENT (segment_name is not the
+ * client's).
  */
 long pool_batch_replica_clear(struct pool *p, const struct pool_uuid *client,
                               const void *const *keys, const size_t *klens, size_t n,
@@ -498,7 +501,7 @@ int pool_move_revoke(struct pool *p, const struct pool_uuid *client, const void 
 /* What one pool_tick() did. */
 struct pool_tick_report {
     uint32_t clients_expired;
-    uint32_t zombies_released; /* unfinished puts older than put_start_release_timeout */
+    uint32_t zombies_released; /* puts and copies/moves older than the release timeout */
     uint32_t discarded_freed;  /* pre-empted / superseded buffers released */
     uint32_t segments_unmounted;
     uint64_t objects_evicted;
@@ -507,9 +510,10 @@ struct pool_tick_report {
 /*
  * Periodic work, meant to run every ~1 s (tests call it with any clock): expires clients
  * silent for client_live_ttl (their segments are unmounted, replicas dropped, objects with
- * none erased; their unfinished puts become ownerless zombies), releases zombie puts and
- * discarded buffers whose time has come, completes graceful unmounts, and evicts when the pool
- * is above the high watermark or an allocation failed since the last tick. report may be NULL.
+ * none erased; their unfinished puts and copies become ownerless zombies), releases zombie
+ * puts, abandoned copies/moves and discarded buffers whose time has come, completes graceful
+ * unmounts, and evicts when the pool is above the high watermark or an allocation failed since the
+ * last tick. report may be NULL.
  */
 void pool_tick(struct pool *p, int64_t now, struct pool_tick_report *report);
 

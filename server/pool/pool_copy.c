@@ -106,23 +106,23 @@ static int pool_task_start(struct pool *p, const struct pool_uuid *client, const
 }
 
 /* Copy start; see pool.h. */
-int pool_copy_start(struct pool *p, const struct pool_uuid *client, const void *key,
-                    size_t klen, const char *src_segment, const char *const *tgt_segments,
-                    size_t ntgt, int64_t now, struct pool_copy_plan *out) {
+int pool_copy_start(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                    const char *src_segment, const char *const *tgt_segments, size_t ntgt,
+                    int64_t now, struct pool_copy_plan *out) {
     return pool_task_start(p, client, key, klen, src_segment, tgt_segments, ntgt, 0, now, out);
 }
 
 /* Move start; see pool.h. */
-int pool_move_start(struct pool *p, const struct pool_uuid *client, const void *key,
-                    size_t klen, const char *src_segment, const char *tgt_segment, int64_t now,
+int pool_move_start(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                    const char *src_segment, const char *tgt_segment, int64_t now,
                     struct pool_copy_plan *out) {
     if (src_segment && tgt_segment && strcmp(src_segment, tgt_segment) == 0) {
         memset(out, 0, sizeof(*out));
         return POOL_EINVALID_PARAMS;
     }
     const char *tgts[1] = {tgt_segment};
-    return pool_task_start(p, client, key, klen, src_segment, tgt_segment ? tgts : NULL, 1, 1,
-                           now, out);
+    return pool_task_start(p, client, key, klen, src_segment, tgt_segment ? tgts : NULL, 1, 1, now,
+                           out);
 }
 
 /* Finds the task of the given kind on key, started by client. */
@@ -223,15 +223,15 @@ static int pool_task_cancel(struct pool *p, const struct pool_uuid *client, cons
 }
 
 /* Copy revoke; see pool.h. */
-int pool_copy_revoke(struct pool *p, const struct pool_uuid *client, const void *key,
-                     size_t klen, int64_t now) {
+int pool_copy_revoke(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                     int64_t now) {
     (void)now;
     return pool_task_cancel(p, client, key, klen, 0);
 }
 
 /* Move revoke; see pool.h. */
-int pool_move_revoke(struct pool *p, const struct pool_uuid *client, const void *key,
-                     size_t klen, int64_t now) {
+int pool_move_revoke(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                     int64_t now) {
     (void)now;
     return pool_task_cancel(p, client, key, klen, 1);
 }
