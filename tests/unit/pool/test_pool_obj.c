@@ -391,7 +391,7 @@ Test(pool_obj, free_ratio_first_picks_the_emptiest) {
     two.replica_num = 2;
     pt_put(1, "z", 100, &two, 0, d);
     cr_assert_str_eq(d[0].segment, "c");
-    cr_assert_str_eq(d[1].segment, "a", "a (50 %) is emptier than b (75 %)");
+    cr_assert_str_eq(d[1].segment, "a", "a (50%%) is emptier than b (75%%)");
     pt_check();
 }
 
