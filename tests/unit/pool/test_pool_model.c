@@ -25,8 +25,9 @@ struct mkey {
     int64_t start;       /* put start time */
     int64_t lease_until; /* read lease */
     int hard;
-    int task;       /* 0, 1 = copy, 2 = move in flight */
-    int task_owner; /* client number, 0 = orphaned */
+    int task;           /* 0, 1 = copy, 2 = move in flight */
+    int task_owner;     /* client number, 0 = orphaned */
+    uint64_t seen_loss; /* loss_epoch at the last sync */
 };
 
 struct model {
@@ -35,6 +36,7 @@ struct model {
     int64_t last_ping[NCLIENTS + 1];
     int64_t now;
     uint64_t rng;
+    uint64_t loss_epoch; /* bumped by every event that may drop replicas of any object */
     uint64_t starts, nospace, preempted, expired, vanished, tasks, task_ends; /* coverage */
 };
 
@@ -79,9 +81,20 @@ static void sync_key(struct model *m, int i) {
     struct mkey *k = &m->keys[i];
     struct pool_object_info info;
     int rc = pool_object_query(P, kname(i), strlen(kname(i)), &info);
+    int lost_segments = m->loss_epoch != k->seen_loss;
+    k->seen_loss = m->loss_epoch;
     if (rc == POOL_EOBJECT_NOT_FOUND) {
-        m->vanished += k->state != M_ABSENT;
+        if (k->state != M_ABSENT) {
+            /* Eviction never takes hard-pinned, leased or copying objects; writes go only by
+             * the sweep. Anything else needs a lost segment. */
+            int zombie = k->state == M_INFLIGHT && m->now - k->start >= 600000;
+            int protected_ =
+                k->state == M_INFLIGHT ? !zombie : (k->hard || k->lease_until > m->now || k->task);
+            cr_assert(!protected_ || lost_segments, "%s vanished without a cause", kname(i));
+            m->vanished++;
+        }
         k->state = M_ABSENT;
+        k->task = 0;
         return;
     }
     cr_assert_eq(rc, 0);
@@ -128,8 +141,8 @@ static void op_start(struct model *m, int i, int c, int upsert) {
     }
     if (rc == POOL_ENO_AVAILABLE_HANDLE) {
         m->nospace++;
-        if (upsert && k->state == M_COMPLETE)
-            k->state = M_ABSENT; /* a reallocating upsert drops the old value first */
+        if ((upsert && k->state == M_COMPLETE) || preempt)
+            k->state = M_ABSENT; /* the old value / zombie write went before the allocation */
         sync_key(m, i);          /* an upsert that reallocates drops the old value first */
         return;
     }
@@ -239,6 +252,7 @@ static void op_clear(struct model *m, int c) {
     }
     struct pool_uuid id = pt_id(c);
     long rc = pool_batch_replica_clear(P, &id, keys, klens, NKEYS, NULL, m->now, NULL);
+    m->loss_epoch++;
     cr_assert(m->alive[c] ? rc >= 0 : rc == POOL_ECLIENT_NOT_FOUND);
 }
 
@@ -258,6 +272,8 @@ static void op_time(struct model *m) {
     }
     struct pool_tick_report rep;
     pool_tick(P, m->now, &rep);
+    if (rep.clients_expired || rep.segments_unmounted)
+        m->loss_epoch++;
     uint32_t expired = 0;
     for (int c = 1; c <= NCLIENTS; c++) {
         if (m->alive[c] && m->now - m->last_ping[c] > 10000) {
@@ -386,6 +402,7 @@ static void op_unmount(struct model *m) {
     struct pool_uuid id = pt_id(c);
     int rc = mpick(m, 2) ? pool_segment_unmount(P, &id, name, m->now)
                          : pool_segment_unmount_graceful(P, &id, name, 5000, m->now);
+    m->loss_epoch++;
     /* Gone after a graceful unmount completed, or still gracefully unmounting. */
     cr_assert(rc == 0 || rc == POOL_ESEGMENT_NOT_FOUND || rc == POOL_EUNAVAILABLE_IN_CURRENT_STATUS,
               "unmount %s: %s", name, pool_err_name(rc));
