@@ -14,7 +14,8 @@
 #include <math.h>
 #include <string.h>
 
-#define POOL_EVPOOL_SIZE 16
+#define POOL_EVPOOL_SIZE      16
+#define POOL_EVICT_MISS_LIMIT 64 /* x evict_sample non-evictable samples in a row end a pass */
 
 /*
  * Returns 1 when o may be evicted at now: not being written, not hard-pinned, no active lease,
@@ -43,6 +44,7 @@ struct pool_evict_ctx {
     int64_t now;
     int soft_ok;
     uint64_t examined;
+    uint64_t misses; /* objects examined since the last evictable one */
     struct pool_evpool ev;
 };
 
@@ -85,23 +87,33 @@ static void pool_evict_sample_cb(struct cm_ht_node *n, void *arg) {
     struct pool_evict_ctx *ctx = arg;
     struct pool_obj *o = (struct pool_obj *)n;
     ctx->examined++;
-    if (!pool__evictable(o, ctx->now, ctx->soft_ok))
+    if (!pool__evictable(o, ctx->now, ctx->soft_ok)) {
+        ctx->misses++;
         return;
+    }
+    ctx->misses = 0;
     uint8_t soft = (o->flags & POOL_OF_SOFT_PIN) && o->t_aux > ctx->now;
     pool_ev_insert(&ctx->ev, o, soft);
 }
 
 /*
  * Returns the next victim: scans buckets from the persistent cursor until evict_sample fresh
- * objects were examined (and a candidate exists), or the whole table was covered, or the
- * bucket budget of this cycle is spent. NULL when nothing evictable was found.
+ * objects were examined (and a candidate exists). Gives up, returning NULL when no candidate
+ * is pending, once the whole table was covered, the bucket budget of the cycle is spent, or
+ * POOL_EVICT_MISS_LIMIT samples in a row were not evictable (a pool full of protected objects
+ * then costs O(limit) per call, not a full scan; the cursor resumes there next time).
  */
 static struct pool_obj *pool_next_victim(struct pool_evict_ctx *ctx, uint64_t *budget) {
     struct pool *p = ctx->p;
     size_t nb = cm_ht_buckets(&p->objects), scanned = 0;
     uint64_t start = ctx->examined;
-    while ((ctx->ev.n == 0 || ctx->examined - start < p->cfg.evict_sample) &&
-           scanned<nb && * budget> 0 && cm_ht_count(&p->objects) > 0) {
+    uint64_t miss_limit = (uint64_t)POOL_EVICT_MISS_LIMIT * p->cfg.evict_sample;
+    for (;;) {
+        int enough = ctx->ev.n > 0 && ctx->examined - start >= p->cfg.evict_sample;
+        int exhausted = scanned >= nb || *budget == 0 || cm_ht_count(&p->objects) == 0 ||
+                        ctx->misses >= miss_limit;
+        if (enough || exhausted)
+            break;
         p->evict_cursor = cm_ht_scan(&p->objects, p->evict_cursor, pool_evict_sample_cb, ctx);
         scanned++;
         (*budget)--;

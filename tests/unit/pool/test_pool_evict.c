@@ -247,3 +247,38 @@ Test(pool_evict, sampling_costs_o_sample_per_victim) {
     cr_assert_leq(per, 4.0 * pc.evict_sample, "O(sample), not a scan of %d objects", N);
     pt_check();
 }
+
+Test(pool_evict, a_pool_of_protected_objects_costs_a_bounded_scan) {
+    pt_destroy();
+    struct pool_config pc;
+    pool_config_default(&pc);
+    pc.seed = 17;
+    pt_create(&pc);
+    pt_client(1, "hostA", 0);
+    cr_assert_eq(pt_mount(1, "a", 0x10000000, 2 * MB, 0), 0);
+    struct pool_put_config hard;
+    pool_put_config_default(&hard);
+    hard.with_hard_pin = 1;
+    char key[32];
+    enum { N = 30000 };
+    for (int i = 0; i < N; i++)
+        pt_put(1, key_of(key, "h", i), 64, &hard, 0, NULL);
+    pt_put(1, "plain", 64, NULL, 0, NULL);
+    struct pool_stats st0, st1;
+    pool_get_stats(P, &st0);
+    struct pool_replica_desc d[POOL_MAX_REPLICAS];
+    size_t nd;
+    cr_assert_eq(pt_start(1, "big", 2 * MB, NULL, 1, d, &nd), POOL_ENO_AVAILABLE_HANDLE);
+    pool_get_stats(P, &st1);
+    uint64_t examined = st1.evict_examined - st0.evict_examined;
+    fprintf(stderr, "failed put over %d hard-pinned objects examined %llu\n", N,
+            (unsigned long long)examined);
+    cr_assert_lt(examined, 4 * 64 * 16, "bounded, not a scan of %d objects", N);
+    /* Repeated cycles still reach every object through the persistent cursor. */
+    for (int i = 0; i < 100 && pt_exists("plain"); i++)
+        pool_evict(P, 2, 1);
+    cr_assert_eq(pt_exists("plain"), 0);
+    pool_get_stats(P, &st1);
+    cr_assert_eq(st1.evicted, 1, "only the one evictable object");
+    pt_check();
+}
