@@ -8,3 +8,14 @@ $(SERVER_OBJS): MOD_CFLAGS += $(MALLOC_CFLAGS)
 
 $(BUILD)/bin/crescent-master: $(SERVER_OBJS) $(BUILD)/lib/librc.a $(BUILD)/lib/libcm.a
 	$(LINK) $^ $(shell pkg-config --libs libmicrohttpd) $(MALLOC_LIBS) -lm
+
+# server/pool/: the distributed store's pool metadata, a pure core (prefix pool_) that the
+# MC.* command handlers adapt; built as a library for the master and the unit tests.
+POOL_SRCS := $(wildcard server/pool/*.c)
+POOL_OBJS := $(call objs,$(POOL_SRCS))
+ALL_SRCS  += $(POOL_SRCS)
+LIBS_OUT  += $(BUILD)/lib/libpool.a
+
+$(BUILD)/lib/libpool.a: $(POOL_OBJS)
+	@mkdir -p $(dir $@)
+	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^

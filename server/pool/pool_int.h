@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internal structures of the pool metadata (server/pool/): object records, segment and client
+ * slots, the in-flight set and the discarded-buffer list. Only the pool_*.c files include it.
+ * Not thread-safe, like the pool itself.
+ */
+#ifndef CRESCENT_SERVER_POOL_POOL_INT_H
+#define CRESCENT_SERVER_POOL_POOL_INT_H
+
+#include "common/cm_ht.h"
+#include "server/pool/pool.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define POOL_NO_SLOT UINT32_MAX /* "no client" / "no segment" */
+
+/* Object flags. */
+enum {
+    POOL_OF_INFLIGHT = 1u << 0, /* a put/upsert is being written: replicas PROCESSING */
+    POOL_OF_HARD_PIN = 1u << 1, /* never evicted */
+    POOL_OF_SOFT_PIN = 1u << 2, /* evicted in the second pass until t_aux */
+    POOL_OF_UPSERT = 1u << 3,   /* the write in flight came from an upsert */
+    POOL_OF_TASK = 1u << 4,     /* a copy/move is in flight: its targets are PROCESSING */
+    POOL_OF_MOVE = 1u << 5,     /* ... and it is a move (the source goes at its end) */
+};
+
+/* A replica inside an object record: 12 bytes. */
+struct pool_rep {
+    uint32_t seg;    /* segment slot */
+    uint32_t handle; /* allocator handle (MEMORY) */
+    uint8_t type;    /* enum pool_replica_type */
+    uint8_t status;  /* enum pool_replica_status */
+    uint8_t rflags;  /* POOL_RF_* */
+    uint8_t pad_;
+};
+
+/* Replica flags. */
+enum {
+    POOL_RF_MOVE_SRC = 1u << 0, /* the source of the move in flight */
+};
+
+/*
+ * An object record: this 48-byte header, then the key bytes, then (4-aligned) nrep replicas,
+ * in one cm_malloc block. The hash node must stay first.
+ */
+struct pool_obj {
+    struct cm_ht_node hn; /* in pool->objects; hn.hash = key hash */
+    int64_t lease_until;  /* read lease deadline, also the eviction order (last access); while
+                             INFLIGHT with SOFT_PIN: the soft-pin TTL to apply at put end */
+    int64_t t_aux;        /* INFLIGHT: put start time; else the soft-pin deadline */
+    uint64_t size;        /* value bytes (every replica holds the whole value) */
+    uint32_t writer;      /* client slot of the writer in flight, POOL_NO_SLOT when none */
+    uint16_t klen;
+    uint8_t nrep;
+    uint8_t flags;
+    char key[];
+};
+
+_Static_assert(sizeof(struct pool_obj) == 48, "object header is 48 bytes");
+_Static_assert(sizeof(struct pool_rep) == 12, "replica is 12 bytes");
+
+/* Replicas of o (after the key, 4-aligned). */
+static inline struct pool_rep *pool__reps(const struct pool_obj *o) {
+    size_t off = (sizeof(struct pool_obj) + o->klen + 3u) & ~(size_t)3u;
+    return (struct pool_rep *)((char *)o + off);
+}
+
+/* A mounted segment. */
+struct pool_seg {
+    char *name;
+    char *endpoint;
+    char *protocol;
+    void *desc;
+    size_t desc_len;
+    uint64_t base;
+    uint64_t size;
+    uint32_t owner; /* client slot */
+    uint32_t slot;
+    uint32_t live_idx; /* index in pool->live */
+    enum pool_seg_status status;
+    int dying; /* marked for a batch unmount */
+    int64_t grace_until;
+    struct cm_tlsf *alloc;
+    uint64_t used;     /* exact value bytes in live buffers */
+    uint64_t nbuffers; /* live buffers */
+};
+
+/* A known client. The hash node must stay first. */
+struct pool_client {
+    struct cm_ht_node hn; /* in pool->clients_by_id */
+    struct pool_uuid id;
+    char *host;
+    int64_t last_ping;
+    int64_t view_version;
+    uint32_t slot;
+    uint32_t nsegs;
+};
+
+/*
+ * Membership of an object in the in-flight set (keyed by the object pointer): objects with a
+ * write (POOL_OF_INFLIGHT) or a copy/move (POOL_OF_TASK) in flight, for the zombie sweep.
+ */
+struct pool_inflight {
+    struct cm_ht_node hn;
+    struct pool_obj *obj;
+    int64_t since; /* when the write or task started */
+};
+
+/* A buffer no object points to any more, freed at release_at (zombie or superseded write). */
+struct pool_discard {
+    uint32_t seg;
+    uint32_t handle;
+    uint64_t size;
+    int64_t release_at;
+};
+
+struct pool {
+    struct pool_config cfg;
+    uint64_t hash_seed;
+    uint64_t rng;          /* splitmix64 state */
+    struct cm_ht objects;  /* struct pool_obj */
+    struct cm_ht inflight; /* struct pool_inflight */
+    uint64_t meta_records; /* bytes of object records (pool_object_record_size sums) */
+
+    struct pool_seg **segs; /* slots; NULL = free */
+    uint32_t nseg_slots;
+    uint32_t nsegs;
+    uint32_t *live; /* slots of the nsegs mounted segments, dense, for uniform placement */
+
+    struct pool_client **clients; /* slots; NULL = free */
+    uint32_t nclient_slots;
+    uint32_t nclients;
+    struct cm_ht clients_by_id;
+
+    struct pool_discard *discards;
+    size_t ndiscards, discards_cap;
+
+    uint64_t evict_cursor; /* cm_ht_scan cursor, persists across cycles */
+    int need_evict;        /* an allocation failed since the last tick */
+    uint64_t evicted, evict_skipped, evict_examined;
+};
+
+/* pool.c */
+uint64_t pool__rand(struct pool *p);
+uint64_t pool__key_hash(const struct pool *p, const void *key, size_t klen);
+struct pool_obj *pool__obj_find(const struct pool *p, const void *key, size_t klen, uint64_t hash);
+void pool__obj_unlink(struct pool *p, struct pool_obj *o);
+void pool__obj_destroy(struct pool *p, struct pool_obj *o);
+void pool__obj_retire(struct pool *p, struct pool_obj *o, int64_t release_at, int64_t now);
+void pool__rep_free(struct pool *p, const struct pool_rep *r, uint64_t size);
+void pool__drop_reps_if(struct pool *p, struct pool_obj *o,
+                        int (*pred)(const struct pool *, const struct pool_rep *, void *),
+                        void *arg);
+void pool__inflight_add(struct pool *p, struct pool_obj *o, unsigned flag, int64_t now);
+void pool__inflight_del(struct pool *p, struct pool_obj *o);
+void pool__discard_add(struct pool *p, const struct pool_rep *r, uint64_t size, int64_t release_at);
+void pool__fill_desc(const struct pool *p, const struct pool_obj *o, const struct pool_rep *r,
+                     struct pool_replica_desc *d);
+
+/* pool_client.c */
+struct pool_client *pool__client_find(const struct pool *p, const struct pool_uuid *id);
+void pool__client_expire(struct pool *p, struct pool_client *c);
+void pool__clients_fini(struct pool *p);
+
+/* pool_copy.c */
+void pool__task_revoke(struct pool *p, struct pool_obj *o);
+
+/* pool_evict.c */
+int pool__evictable(const struct pool_obj *o, int64_t now, int soft_ok);
+
+/* pool_seg.c */
+struct pool_seg *pool__seg_find(const struct pool *p, const char *name);
+int pool__seg_alloc(struct pool *p, struct pool_seg *s, uint64_t size, struct pool_rep *r);
+void pool__unmount_dying(struct pool *p);
+int pool__place(struct pool *p, const struct pool_client *writer, uint64_t size,
+                const struct pool_put_config *cfg, struct pool_rep *reps);
+void pool__segs_fini(struct pool *p);
+
+#endif
