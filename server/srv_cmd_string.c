@@ -608,3 +608,7 @@ void srv_incrbyfloat_command(struct srv_client *c) {
     if (srv__rmw_run(c, &rmw, &oldlen) >= 0)
         resp_add_bulk(&c->out, a.buf, a.len);
 }
+
+void srv_substr_command(struct srv_client *c) {
+    srv_getrange_command(c); /* SUBSTR is GETRANGE's old name */
+}

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Integration tests for the bitmap commands (SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD,
- * BITFIELD_RO), LCS, the INFO cpu section and the Redis encoding parameters that CONFIG SET
- * accepts. Every expected value is what redis-server 7.0 answers (CRESCENT_TEST_SERVER=redis);
- * the memory-limit test checks each server's own answer. */
+ * BITFIELD_RO), LCS, the INFO cpu section, the Redis encoding parameters that CONFIG SET
+ * accepts, and the small compatibility commands SUBSTR, OBJECT IDLETIME/FREQ, LASTSAVE, SWAPDB
+ * and MOVE. Every expected value is what redis-server 7.0 answers (CRESCENT_TEST_SERVER=redis);
+ * the memory-limit test and the database-index cases check each server's own answer. */
 #include "common/fmacros.h"
 
 #include "tests/integration/harness.h"
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 TestSuite(bitmap, .init = it_setup, .fini = it_teardown, .timeout = 60);
 
@@ -527,4 +529,51 @@ Test(bitmap, config_encoding_parameters) {
            it_c, "CONFIG SET activerehashing 1");
     IT_ERR("ERR Unknown option or number of arguments for CONFIG SET - 'set-max-listpack-entries'",
            it_c, "CONFIG SET set-max-listpack-entries 128"); /* Redis 7.2 */
+}
+
+/* ---------------------------------------------------------------- small compatibility commands */
+
+Test(bitmap, substr_object_idletime_freq) {
+    IT_OK(it_c, "SET k hello");
+    IT_STR("ell", it_c, "SUBSTR k 1 3");
+    IT_STR("llo", it_c, "SUBSTR k -3 -1");
+    IT_STR("", it_c, "SUBSTR missing 0 3");
+    IT_ERR("ERR wrong number of arguments for 'substr' command", it_c, "SUBSTR k 1");
+    redisReply *r = it_cmd(it_c, "OBJECT IDLETIME k");
+    cr_assert(r->type == REDIS_REPLY_INTEGER && r->integer >= 0 && r->integer < 30,
+              "OBJECT IDLETIME of a fresh key: %lld", r->integer);
+    IT_NIL(it_c, "OBJECT IDLETIME missing");
+    IT_NIL(it_c, "OBJECT FREQ missing");
+    IT_ERR("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please "
+           "note that when switching between policies at runtime LRU and LFU data will take "
+           "some time to adjust.",
+           it_c, "OBJECT FREQ k");
+    IT_ERR("ERR wrong number of arguments for 'object|idletime' command", it_c, "OBJECT IDLETIME");
+}
+
+Test(bitmap, lastsave_swapdb_move) {
+    redisReply *r = it_cmd(it_c, "LASTSAVE");
+    long long now = (long long)time(NULL);
+    cr_assert(r->type == REDIS_REPLY_INTEGER && r->integer <= now && r->integer > now - 600,
+              "LASTSAVE is the start time: %lld (now %lld)", r->integer, now);
+    IT_OK(it_c, "SWAPDB 0 0");
+    IT_ERR("ERR invalid first DB index", it_c, "SWAPDB x 0");
+    IT_ERR("ERR invalid second DB index", it_c, "SWAPDB 0 x");
+    IT_ERR("ERR invalid second DB index", it_c, "SWAPDB 0 2147483648");
+    IT_ERR("ERR DB index is out of range", it_c, "SWAPDB -1 0");
+    IT_OK(it_c, "SET k v");
+    IT_ERR("ERR source and destination objects are the same", it_c, "MOVE k 0");
+    IT_ERR("ERR value is not an integer or out of range", it_c, "MOVE k x");
+    IT_ERR("ERR value is out of range, value must between -2147483648 and 2147483647", it_c,
+           "MOVE k 99999999999");
+    /* Redis has 16 databases; Crescent only db 0 (as SELECT). */
+    if (it_target_is_redis()) {
+        IT_OK(it_c, "SWAPDB 0 1");
+        IT_OK(it_c, "SWAPDB 0 1");
+        IT_INT(1, it_c, "MOVE k 1");
+    } else {
+        IT_ERR("ERR DB index is out of range", it_c, "SWAPDB 0 1");
+        IT_ERR("ERR DB index is out of range", it_c, "MOVE k 1");
+        IT_STR("v", it_c, "GET k");
+    }
 }
