@@ -15,6 +15,7 @@
 #include "server/srv_string.h"
 
 #include "common/cm_atomic.h"
+#include "common/cm_errno.h"
 #include "common/cm_util.h"
 #include "redis-compat/resp_write.h"
 
@@ -378,8 +379,13 @@ long long srv__rmw_run(struct srv_client *c, const struct srv_rmw *rmw, size_t *
             srv_obj_ref(o);
         srv_db_unlock(&r);
         struct srv_obj *n;
-        size_t cap = (size_t)newlen + (attempt == 0 ? rmw->slack : 0);
+        size_t extra = rmw->slack;
+        if (rmw->greedy && (size_t)newlen > oldlen) /* like sds: double, at most +1 MB */
+            extra = (size_t)newlen < SRV_RMW_GREEDY_MAX ? (size_t)newlen : SRV_RMW_GREEDY_MAX;
+        size_t cap = (size_t)newlen + (attempt == 0 ? extra : 0);
         int rc = srv_obj_create(key->p, key->len, (size_t)newlen, cap, &n);
+        if (rc == -CM_EOOM && cap > (size_t)newlen) /* the room to grow does not fit: no room */
+            rc = srv_obj_create(key->p, key->len, (size_t)newlen, (size_t)newlen, &n);
         if (rc < 0) {
             if (o)
                 srv_obj_unref(o);
@@ -435,7 +441,7 @@ static void srv_append_build(char *dst, const char *old, size_t oldlen, size_t n
 
 void srv_append_command(struct srv_client *c) {
     struct srv_append_arg a = {c->argv[2].p, c->argv[2].len};
-    struct srv_rmw rmw = {srv_append_plan, srv_append_build, &a, 0};
+    struct srv_rmw rmw = {srv_append_plan, srv_append_build, &a, 0, 0};
     size_t oldlen;
     /* Values that get appended to usually grow again: leave room (like sds greedy growth). */
     rmw.slack = a.len < (1u << 20) ? a.len + 64 : (1u << 20);
@@ -493,7 +499,7 @@ void srv_setrange_command(struct srv_client *c) {
         srv_db_unlock(&r);
         return;
     }
-    struct srv_rmw rmw = {srv_setrange_plan, srv_setrange_build, &a, 0};
+    struct srv_rmw rmw = {srv_setrange_plan, srv_setrange_build, &a, 0, 0};
     size_t oldlen;
     long long n = srv__rmw_run(c, &rmw, &oldlen);
     if (n >= 0)
@@ -536,7 +542,7 @@ static void srv_incr_build(char *dst, const char *old, size_t oldlen, size_t new
 
 static void srv_incr_generic(struct srv_client *c, long long incr) {
     struct srv_incr_arg a = {.incr = incr};
-    struct srv_rmw rmw = {srv_incr_plan, srv_incr_build, &a, 24};
+    struct srv_rmw rmw = {srv_incr_plan, srv_incr_build, &a, 24, 0};
     size_t oldlen;
     if (srv__rmw_run(c, &rmw, &oldlen) >= 0)
         resp_add_int(&c->out, a.result);
@@ -603,7 +609,7 @@ static void srv_incrf_build(char *dst, const char *old, size_t oldlen, size_t ne
 void srv_incrbyfloat_command(struct srv_client *c) {
     static __thread struct srv_incrf_arg a;
     a.incr_arg = &c->argv[2];
-    struct srv_rmw rmw = {srv_incrf_plan, srv_incrf_build, &a, 0};
+    struct srv_rmw rmw = {srv_incrf_plan, srv_incrf_build, &a, 0, 0};
     size_t oldlen;
     if (srv__rmw_run(c, &rmw, &oldlen) >= 0)
         resp_add_bulk(&c->out, a.buf, a.len);

@@ -23,7 +23,12 @@ struct srv_rmw {
     void (*build)(char *dst, const char *old, size_t oldlen, size_t newlen, void *arg);
     void *arg;
     size_t slack; /* extra capacity for values that tend to grow (APPEND) */
+    int greedy;   /* when the value grows, leave as much room again (at most 1 MB), so values
+                     grown a few bytes at a time (SETBIT at rising offsets) are not copied on
+                     every call; dropped when that room does not fit in memory */
 };
+
+#define SRV_RMW_GREEDY_MAX (1u << 20)
 
 /*
  * Runs rmw on the key in c->argv[1] (WRONGTYPE when it holds an aggregate). The new value keeps

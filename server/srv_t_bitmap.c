@@ -189,7 +189,7 @@ void srv_setbit_command(struct srv_client *c) {
         return;
     }
     a.on = (int)on;
-    struct srv_rmw rmw = {srv_setbit_plan, srv_setbit_build, &a, 0};
+    struct srv_rmw rmw = {srv_setbit_plan, srv_setbit_build, &a, 0, 1};
     size_t oldlen;
     if (srv__rmw_run(c, &rmw, &oldlen) != -1)
         resp_add_int(&c->out, a.old);
@@ -486,12 +486,12 @@ struct srv_bf_result {
     int null; /* OVERFLOW FAIL stopped the operation */
 };
 
-/* The bytes a BITFIELD dry run wrote: open addressing on the byte index. */
-struct srv_bf_slot {
-    uint64_t idx;
-    unsigned char val;
-    unsigned char used;
-};
+/*
+ * The bytes a BITFIELD dry run wrote live in an open-addressing table of uint64_t slots:
+ * 0 is empty, otherwise (byte index + 1) << 8 | byte value.
+ */
+#define SRV_BF_SLOT_IDX(s) (((s) >> 8) - 1)
+#define SRV_BF_SLOT_VAL(s) ((unsigned char)((s)&0xffu))
 
 struct srv_bf {
     struct srv_bf_op *ops;
@@ -499,16 +499,16 @@ struct srv_bf {
     uint64_t highest; /* highest bit any SET/INCRBY writes */
     int writes;       /* number of SET/INCRBY operations */
     struct srv_bf_result *res;
-    struct srv_bf_slot *slots; /* the overlay (write path only) */
-    size_t mask;               /* slots - 1, a power of two minus one */
-    const unsigned char *old;  /* the value under the overlay */
+    uint64_t *slots;          /* the overlay (write path only) */
+    size_t mask;              /* slots - 1, a power of two minus one */
+    const unsigned char *old; /* the value under the overlay */
     size_t oldlen;
 };
 
 static size_t srv_bf_slot_of(const struct srv_bf *bf, uint64_t idx) {
     uint64_t h = idx * 0x9e3779b97f4a7c15ull;
     size_t i = (size_t)(h ^ (h >> 29)) & bf->mask;
-    while (bf->slots[i].used && bf->slots[i].idx != idx)
+    while (bf->slots[i] && SRV_BF_SLOT_IDX(bf->slots[i]) != idx)
         i = (i + 1) & bf->mask;
     return i;
 }
@@ -516,18 +516,15 @@ static size_t srv_bf_slot_of(const struct srv_bf *bf, uint64_t idx) {
 /* Byte idx as the operations so far left it (zero beyond the old value). */
 static unsigned char srv_bf_byte(const struct srv_bf *bf, uint64_t idx) {
     if (bf->slots) {
-        const struct srv_bf_slot *s = &bf->slots[srv_bf_slot_of(bf, idx)];
-        if (s->used)
-            return s->val;
+        uint64_t s = bf->slots[srv_bf_slot_of(bf, idx)];
+        if (s)
+            return SRV_BF_SLOT_VAL(s);
     }
     return idx < bf->oldlen ? bf->old[idx] : 0;
 }
 
 static void srv_bf_put(struct srv_bf *bf, uint64_t idx, unsigned char v) {
-    struct srv_bf_slot *s = &bf->slots[srv_bf_slot_of(bf, idx)];
-    s->idx = idx;
-    s->val = v;
-    s->used = 1;
+    bf->slots[srv_bf_slot_of(bf, idx)] = (idx + 1) << 8 | v;
 }
 
 /* Reads the bits-wide unsigned field at bit offset off (most significant bit first). */
@@ -694,8 +691,8 @@ static void srv_bf_build(char *dst, const char *old, size_t oldlen, size_t newle
     if (newlen > oldlen)
         memset(dst + oldlen, 0, newlen - oldlen);
     for (size_t i = 0; i <= bf->mask; i++)
-        if (bf->slots[i].used)
-            dst[bf->slots[i].idx] = (char)bf->slots[i].val;
+        if (bf->slots[i])
+            dst[SRV_BF_SLOT_IDX(bf->slots[i])] = (char)SRV_BF_SLOT_VAL(bf->slots[i]);
 }
 
 /* Parses a bitfield type (i1..i64, u1..u63). Returns 0 or -1 (replied). */
@@ -805,7 +802,7 @@ static void srv_bitfield_generic(struct srv_client *c, int readonly_cmd) {
             slots *= 2;
         bf.slots = cm_malloc(slots * sizeof(*bf.slots));
         bf.mask = slots - 1;
-        struct srv_rmw rmw = {srv_bf_plan, srv_bf_build, &bf, 0};
+        struct srv_rmw rmw = {srv_bf_plan, srv_bf_build, &bf, 0, 1};
         size_t oldlen;
         if (srv__rmw_run(c, &rmw, &oldlen) != -1)
             srv_bf_reply(c, &bf);
