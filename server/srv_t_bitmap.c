@@ -25,10 +25,8 @@
 #include "common/cm_util.h"
 #include "redis-compat/resp_write.h"
 
-#include <limits.h>
 #include <stdint.h>
 #include <string.h>
-#include <strings.h>
 
 #define SRV_ERR_BIT_OFFSET "ERR bit offset is not an integer or out of range"
 #define SRV_ERR_BIT_VALUE  "ERR bit is not an integer or out of range"
