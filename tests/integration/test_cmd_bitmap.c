@@ -630,3 +630,24 @@ Test(bitmap, lastsave_swapdb_move) {
         IT_STR("v", it_c, "GET k");
     }
 }
+
+/* The same parameters in a configuration file (redis.conf written for Redis keeps working). */
+Test(bitmap_conf, encoding_parameters_in_config_file, .fini = it_teardown, .timeout = 30) {
+    struct it_opts o = {.conf = "hash-max-ziplist-entries 256\n"
+                                "zset-max-listpack-value 1kb\n"
+                                "activerehashing no\n"
+                                "lazyfree-lazy-user-del yes\n"};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+    const char *want[][2] = {{"hash-max-listpack-entries", "256"},
+                             {"zset-max-ziplist-value", "1024"},
+                             {"activerehashing", "no"},
+                             {"lazyfree-lazy-user-del", "yes"}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        redisReply *r = it_cmd(it_c, "CONFIG GET %s", want[i][0]);
+        char b[IT_MSG_MAX];
+        cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 2, "CONFIG GET %s: %s", want[i][0],
+                  it_reply_str(r, b, sizeof(b)));
+        cr_assert_str_eq(r->element[1]->str, want[i][1], "CONFIG GET %s", want[i][0]);
+    }
+}
