@@ -21,6 +21,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -316,6 +318,67 @@ static void srv_info_stats(struct cm_buf *b) {
         (unsigned long long)cm_pcounter_read(&srv_stats.error_replies));
 }
 
+/* Formats a CPU time like Redis: seconds with six decimals. */
+static void srv_info_cpu_line(struct cm_buf *b, const char *name, const struct timeval *tv) {
+    cm_buf_appendf(b, "%s:%ld.%06ld\r\n", name, (long)tv->tv_sec, (long)tv->tv_usec);
+}
+
+/*
+ * CPU time of the main thread (worker 0, whose thread id is the process id). From that thread
+ * getrusage(RUSAGE_THREAD) is exact; from another worker it is read from /proc in clock ticks.
+ * Returns 0, or -1 when neither works.
+ */
+static int srv_info_main_thread_cpu(struct timeval *sys, struct timeval *user) {
+    struct rusage ru;
+    if ((pid_t)syscall(SYS_gettid) == getpid()) {
+        if (getrusage(RUSAGE_THREAD, &ru) != 0)
+            return -1;
+        *sys = ru.ru_stime;
+        *user = ru.ru_utime;
+        return 0;
+    }
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)getpid());
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long ut, st;
+    /* After the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+     * utime stime. */
+    if (!p ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0)
+        hz = 100;
+    user->tv_sec = (time_t)(ut / (unsigned long long)hz);
+    user->tv_usec = (suseconds_t)(ut % (unsigned long long)hz * 1000000 / (unsigned long long)hz);
+    sys->tv_sec = (time_t)(st / (unsigned long long)hz);
+    sys->tv_usec = (suseconds_t)(st % (unsigned long long)hz * 1000000 / (unsigned long long)hz);
+    return 0;
+}
+
+static void srv_info_cpu(struct cm_buf *b) {
+    struct rusage self, children;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &children);
+    cm_buf_appendf(b, "# CPU\r\n");
+    srv_info_cpu_line(b, "used_cpu_sys", &self.ru_stime);
+    srv_info_cpu_line(b, "used_cpu_user", &self.ru_utime);
+    srv_info_cpu_line(b, "used_cpu_sys_children", &children.ru_stime);
+    srv_info_cpu_line(b, "used_cpu_user_children", &children.ru_utime);
+    struct timeval msys, muser;
+    if (srv_info_main_thread_cpu(&msys, &muser) == 0) {
+        srv_info_cpu_line(b, "used_cpu_sys_main_thread", &msys);
+        srv_info_cpu_line(b, "used_cpu_user_main_thread", &muser);
+    }
+    cm_buf_appendf(b, "\r\n");
+}
+
 static void srv_info_keyspace(struct cm_buf *b) {
     cm_buf_appendf(b, "# Keyspace\r\n");
     uint64_t keys = srv_db_size();
@@ -393,6 +456,7 @@ static const struct {
     {"clients", srv_info_clients, 0},
     {"memory", srv_info_memory, 0},
     {"stats", srv_info_stats, 0},
+    {"cpu", srv_info_cpu, 0},
     {"commandstats", srv_info_commandstats, 1},
     {"errorstats", srv_info_errorstats, 0},
     {"keyspace", srv_info_keyspace, 0},
