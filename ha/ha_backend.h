@@ -32,6 +32,10 @@ struct ha_view {
     char holder[256]; /* identity of the holder; "" = no holder (expired leases read as none) */
     uint64_t epoch;   /* fencing token of the current (or last) holder */
     int64_t ttl_ms;   /* remaining lease time as the backend reports it, -1 unknown */
+    /* try_acquire success only: CLOCK_MONOTONIC ms just before the request that made the lease
+       ours was sent, when the backend's lease (as others judge it) starts no earlier than that;
+       0 = the start of the call. Lets the elector date a slow acquire from its answer. */
+    uint64_t sent_ms;
 };
 
 struct ha_backend_ops {

@@ -176,12 +176,19 @@ static void do_op(struct ha_elector *e, const struct ha_fsm_output *out, struct 
     err[0] = '\0';
     ev->sent_ms = cm_mono_ms();
     switch (out->op) {
-    case HA_OP_ACQUIRE:
-        set_timeout(e, e->cfg.io_timeout_ms);
+    case HA_OP_ACQUIRE: {
+        /* An answer later than the renew deadline could not be acted on: do not wait longer. */
+        uint64_t bound = e->cfg.renew_deadline_ms;
+        set_timeout(e, bound < (uint64_t)e->cfg.io_timeout_ms ? (int)bound : e->cfg.io_timeout_ms);
         memset(view, 0, sizeof(*view));
         rc = o->try_acquire(e->state, e->cfg.lease_ms, &ev->epoch, view, err, errlen);
         ev->type = rc == 0 ? HA_EV_ACQUIRED : rc == -EBUSY ? HA_EV_BUSY : HA_EV_ACQUIRE_FAILED;
+        /* Date the lease from the request that won it when the backend knows it (a k8s
+           acquire may have waited on a read during an outage before its write). */
+        if (rc == 0 && view->sent_ms > ev->sent_ms && view->sent_ms <= cm_mono_ms())
+            ev->sent_ms = view->sent_ms;
         break;
+    }
     case HA_OP_RENEW: {
         int left = elapsed_left(out->op_deadline_ms, ev->sent_ms);
         if (left <= 0) {

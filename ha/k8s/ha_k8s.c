@@ -12,7 +12,14 @@
  * same identity re-acquires after a release); a 409 Conflict means another candidate wrote
  * first: re-read and try once more, then report -EBUSY. Renew and release are PUTs against the
  * resourceVersion of our own last write, re-read once on 409 to check we still hold the lease.
- * wait_change watches the Lease (fieldSelector on the name) from the last resourceVersion seen.
+ *
+ * The expiry clock is tied to what we observed of the Lease (its resourceVersion and renewTime)
+ * and nothing else: watch errors, reconnects and re-reads never restart it. wait_change watches
+ * the Lease (fieldSelector on the name) from the last resourceVersion seen; when the API server
+ * says that version left its watch window (410 Expired, as an ERROR event in a 200 answer or as
+ * a plain 410), the caller re-reads at once and, while the Lease keeps that version (an idle
+ * Lease: its holder is dead or nobody holds it), we poll instead of watching, so a dead holder
+ * is detected one lease duration after the last change we saw, as client-go does.
  */
 #include "common/fmacros.h"
 
@@ -47,6 +54,8 @@ struct ha_k8s {
     struct ha_k8s_lease last; /* the last Lease read or written (obj owned) */
     bool seen;
     uint64_t seen_mono_ms;
+    char expired_rv[64];    /* a version the API server called too old to watch from */
+    uint64_t write_sent_ms; /* CLOCK_MONOTONIC just before the last POST/PUT was sent */
     /* Leadership. */
     bool leading;
     uint64_t epoch;
@@ -148,9 +157,11 @@ static int64_t duration_s_of(uint64_t lease_ms) {
     return s < 1 ? 1 : s;
 }
 
-/* Records l as the latest version seen; a new resourceVersion restarts the expiry clock. */
+/* Records l as the latest version seen; only a new resourceVersion or renewTime restarts the
+   expiry clock. */
 static void observe(struct ha_k8s *st, struct ha_k8s_lease *l) {
-    if (!st->seen || strcmp(st->last.resource_version, l->resource_version) != 0) {
+    if (!st->seen || strcmp(st->last.resource_version, l->resource_version) != 0 ||
+        strcmp(st->last.renew_time, l->renew_time) != 0) {
         st->seen = true;
         st->seen_mono_ms = cm_mono_ms();
     }
@@ -203,6 +214,7 @@ static int write_lease(struct ha_k8s *st, bool create, const struct ha_k8s_lease
         return -ENOMEM;
     }
     long status = 0;
+    st->write_sent_ms = cm_mono_ms();
     int rc = ha_k8s__http_request(st->http, create ? "POST" : "PUT",
                                   create ? st->coll_path : st->item_path, body, &status, &st->resp,
                                   err, errlen);
@@ -335,11 +347,13 @@ static void new_lease(const struct ha_k8s *st, uint64_t lease_ms, struct ha_k8s_
     snprintf(l->renew_time, sizeof(l->renew_time), "%s", l->acquire_time);
 }
 
-static int acquired(struct ha_k8s *st, uint64_t *epoch) {
+static int acquired(struct ha_k8s *st, uint64_t *epoch, struct ha_view *view) {
     st->leading = true;
     st->epoch = (uint64_t)st->last.transitions;
     if (epoch)
         *epoch = st->epoch;
+    if (view) /* observers start their clocks after this write: the lease counts from it */
+        view->sent_ms = st->write_sent_ms;
     cm_log(CM_LOG_VERBOSE, "ha-k8s", "acquired %s/%s epoch %llu rv %s", st->ns, st->name,
            (unsigned long long)st->epoch, st->last.resource_version);
     return 0;
@@ -359,7 +373,7 @@ static int k8s_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch, stru
             new_lease(st, lease_ms, &l);
             rc = write_lease(st, true, &l, err, errlen);
             if (rc == 0)
-                return acquired(st, epoch);
+                return acquired(st, epoch, view);
             if (rc == -EAGAIN || rc == -ENOENT)
                 continue; /* created by someone else meanwhile */
             return rc;
@@ -378,7 +392,7 @@ static int k8s_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch, stru
         snprintf(l.renew_time, sizeof(l.renew_time), "%s", l.acquire_time);
         rc = write_lease(st, false, &l, err, errlen);
         if (rc == 0)
-            return acquired(st, epoch);
+            return acquired(st, epoch, view);
         if (rc != -EAGAIN && rc != -ENOENT)
             return rc;
     }
@@ -478,7 +492,8 @@ static int k8s_get_holder(void *state, struct ha_view *view, char *err, size_t e
 /* ---------------------------------------------------------------------------------------- */
 
 struct watch_ctx {
-    bool expired_rv; /* 410 Gone: our resourceVersion fell out of the watch cache */
+    bool expired_rv; /* 410 Expired: our resourceVersion left the watch window */
+    bool error;      /* another ERROR event */
 };
 
 static bool watch_line(void *arg, const char *line, size_t len) {
@@ -491,9 +506,18 @@ static bool watch_line(void *arg, const char *line, size_t len) {
     if (type && strcmp(type, "ERROR") == 0) {
         json_t *code = json_object_get(json_object_get(ev, "object"), "code");
         w->expired_rv = json_integer_value(code) == 410;
+        w->error = !w->expired_rv;
     }
     json_decref(ev);
     return stop;
+}
+
+/* Sleeps until deadline (a poll instead of a watch); returns -ETIMEDOUT. */
+static int sleep_until(uint64_t deadline) {
+    uint64_t t = cm_mono_ms();
+    if (t < deadline)
+        cm_sleep_ms(deadline - t);
+    return -ETIMEDOUT;
 }
 
 static int k8s_wait_change(void *state, uint64_t epoch, int timeout_ms) {
@@ -501,6 +525,9 @@ static int k8s_wait_change(void *state, uint64_t epoch, int timeout_ms) {
     (void)epoch; /* we watch from the last version read, which is what the caller saw */
     char err[256];
     uint64_t deadline = cm_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    /* That version is too old to watch from and nothing newer was read: poll. */
+    if (st->seen && st->expired_rv[0] && strcmp(st->expired_rv, st->last.resource_version) == 0)
+        return sleep_until(deadline);
     for (;;) {
         uint64_t now = cm_mono_ms();
         if (now >= deadline)
@@ -515,20 +542,21 @@ static int k8s_wait_change(void *state, uint64_t epoch, int timeout_ms) {
                      st->last.resource_version);
         struct watch_ctx w = {0};
         int rc = ha_k8s__http_stream(st->http, path, left, watch_line, &w, err, sizeof(err));
-        if (rc == 1) {
-            if (w.expired_rv)
-                st->seen = false;
+        if ((rc == 1 && w.expired_rv) || rc == -ESTALE) {
+            /* Re-read now (the caller's next operation) and poll while the version stays. */
+            cm_log(CM_LOG_VERBOSE, "ha-k8s", "watch from %s: version too old, polling",
+                   st->last.resource_version);
+            snprintf(st->expired_rv, sizeof(st->expired_rv), "%s", st->last.resource_version);
             return 0;
         }
+        if (rc == 1 && !w.error)
+            return 0;
         if (rc == -ETIMEDOUT)
             return -ETIMEDOUT;
-        if (rc < 0) {
+        if (rc < 0 || w.error) {
             /* API trouble: behave like a poll so the caller does not spin. */
-            cm_log(CM_LOG_VERBOSE, "ha-k8s", "watch failed: %s", err);
-            uint64_t t = cm_mono_ms();
-            if (t < deadline)
-                cm_sleep_ms(deadline - t);
-            return -ETIMEDOUT;
+            cm_log(CM_LOG_VERBOSE, "ha-k8s", "watch failed: %s", w.error ? "ERROR event" : err);
+            return sleep_until(deadline);
         }
         cm_sleep_ms(20); /* the server closed the stream early: reconnect */
     }

@@ -114,7 +114,8 @@ typedef bool ha_k8s_line_cb(void *arg, const char *line, size_t len);
 /*
  * Streams GET path (a watch) until line_cb asks to stop (returns 1), the server closes the
  * stream (returns 0) or timeout_ms passes (-ETIMEDOUT). HTTP errors are reported as in
- * ha_k8s__http_request (a non-200 status returns -CM_EPROTOCOL). Uses its own easy handle.
+ * ha_k8s__http_request; a plain HTTP 410 (the resourceVersion left the watch window) returns
+ * -ESTALE, any other non-200 status -CM_EPROTOCOL. Uses its own easy handle.
  */
 int ha_k8s__http_stream(struct ha_k8s_http *h, const char *path, int timeout_ms,
                         ha_k8s_line_cb *line_cb, void *arg, char *err, size_t errlen);

@@ -7,8 +7,10 @@ Scenarios: one winner and growing epochs; hand-off after release (SIGTERM); thre
 candidates; stop => prompt loss; kill -9 => a running observer reads no holder after the lease
 and a standby leads within lease + retry; API outage (503, and a hanging API) => the leader
 steps down by its renew deadline; leader SIGSTOPped past the lease => a new leader, and the
-paused one steps down on SIGCONT without overlapping (checked from the until= figures); wrong
-token and unreachable API => one error line and exit 1. Exit 0 pass, 1 fail, 77 skip."""
+paused one steps down on SIGCONT without overlapping (checked from the until= figures); a dead
+leader's Lease whose resourceVersion left the watch window (410 Expired as an ERROR event and as
+a plain HTTP 410) is taken over by the standby and by a freshly started candidate; wrong token
+and unreachable API => one error line and exit 1. Exit 0 pass, 1 fail, 77 skip."""
 import os
 import shutil
 import signal
@@ -43,9 +45,10 @@ class K8sDouble:
     kind = "k8s"
     uri = "k8s://"  # lease crescent-<cluster> in the kubeconfig's namespace
 
-    def __init__(self, tmp, mode="503"):
-        self.dir = os.path.join(tmp, "k8s-%s" % mode)
+    def __init__(self, tmp, mode="503", extra=(), name=None):
+        self.dir = os.path.join(tmp, "k8s-%s" % (name or mode))
         self.mode = mode
+        self.extra = list(extra)
         self.token = "tok-%d" % os.getpid()
         self.proc = None
         self.port = None
@@ -73,7 +76,7 @@ class K8sDouble:
         self.proc = H.spawn([sys.executable, os.path.join(HERE, "k8s_lease_server.py"),
                              "--cert", os.path.join(d, "server.crt"),
                              "--key", os.path.join(d, "server.key"), "--token", self.token,
-                             "--port-file", port_file, "--outage", self.mode], log)
+                             "--port-file", port_file, "--outage", self.mode] + self.extra, log)
         for _ in range(200):
             if os.path.exists(port_file):
                 break
@@ -223,6 +226,47 @@ def test_kill9(c):
     b.term()
 
 
+def test_expired_window(c, backend, cluster):
+    """Issue 13: a dead leader's Lease whose resourceVersion has left the API server's watch
+    window (the double writes another object every 50 ms and keeps 8 events, so a version is
+    too old after about 0.4 s). (a) The standby must still take over one lease after the last
+    renew; (b) a candidate started on such a Lease must lead one lease after its first read."""
+    print("watch window %s: a dead leader's Lease whose version left the window is taken over"
+          % backend.expired)
+    bound = 3 * LEASE  # the property is liveness: it must happen, at about lease + retry
+    a = c.elect(cluster, "a:1").start()
+    la = a.wait_for("LEADER", 3000)
+    if not check(la is not None, "a leads"):
+        return
+    b = c.elect(cluster, "b:1").start()
+    check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
+    time.sleep(0.3)
+    t_kill = H.mono_ms()
+    a.kill9()
+    lb = b.wait_for("LEADER", bound + SLACK, after_ms=t_kill)
+    took_a = took = lb[0] - t_kill if lb else None
+    check(lb is not None and took < bound,
+          "(a) standby leads %s ms after kill -9 (lease %d, retry %d; bound %d)"
+          % (took, LEASE, RETRY, bound))
+    time.sleep(0.3)
+    b.kill9()  # (b) runs whether or not (a) passed: the Lease is left by a dead holder
+    time.sleep(1.0)  # b's last version leaves the window before the new candidate starts
+    t0 = H.mono_ms()
+    n = c.elect(cluster, "n:1").start()
+    ln = n.wait_for("LEADER", bound + SLACK, after_ms=t0)
+    took = ln[0] - t0 if ln else None
+    check(ln is not None and took < bound,
+          "(b) a candidate started on the dead holder's Lease leads after %s ms (bound %d)"
+          % (took, bound))
+    check(ln is not None and ep(ln) > ep(lb or la),
+          "epoch grows: %d -> %s" % (ep(lb or la), ln and ep(ln)))
+    FIGURES.append((backend.expired, took_a, took))
+    n.term()
+
+
+FIGURES = []
+
+
 def test_backend_down(c, backend, cluster):
     print("API %s outage => the leader steps down by its renew deadline" % backend.mode)
     a = c.elect(cluster, "a:1").start()
@@ -335,9 +379,13 @@ def main():
         t0 = time.time()
         backend = K8sDouble(tmp.path)
         hang = K8sDouble(tmp.path, "hang")
-        doubles = [backend, hang]
-        backend.start()
-        hang.start()
+        churn = ["--churn-ms", "50", "--watch-window", "8"]
+        window = K8sDouble(tmp.path, extra=churn + ["--expired", "event"], name="window-event")
+        window410 = K8sDouble(tmp.path, extra=churn + ["--expired", "http"], name="window-http")
+        window.expired, window410.expired = "ERROR event", "plain HTTP 410"
+        doubles = [backend, hang, window, window410]
+        for d in doubles:
+            d.start()
         backend.use()
         c = Ctx(backend, tmp.path)
         for t in (test_one_winner_and_epochs, test_three_candidates, test_kill9, test_sigstop):
@@ -345,6 +393,12 @@ def main():
         test_backend_down(c, backend, "c5")
         hang.use()
         test_backend_down(c, hang, "c7")
+        for w, cluster in ((window, "c8"), (window410, "c9")):
+            w.use()
+            test_expired_window(c, w, cluster)
+        for form, a, b in FIGURES:
+            print("  figures (%s): kill -9 -> standby leads %s ms; fresh candidate leads %s ms"
+                  % (form, a, b))
         backend.use()
         test_errors(c, backend)
         check_no_overlap()
