@@ -5,6 +5,7 @@
  *   <ms> LEADER epoch=N until=<ms>     <ms> RENEWED epoch=N until=<ms>   (--verbose)
  *   <ms> FOLLOWER leader=X epoch=N     <ms> STEPPED_DOWN reason=R
  *   <ms> HOLDER leader=X epoch=N       (--observe; X is "-" when nobody holds the lease)
+ *   <ms> DATA_LOSS stored=N floor=M    (--verbose: the backend's epoch record fell below M)
  * until is the monotonic instant after which this process no longer acts as leader without
  * another renew. SIGTERM / SIGINT release the lease and exit 0.
  */
@@ -32,7 +33,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: crescent-elect --backend URI --cluster ID --identity HOST:PORT\n"
             "                      [--lease-ms N] [--renew-ms N] [--retry-ms N] [--timeout-ms N]\n"
-            "                      [--verbose] [--observe] [--keep-lease]\n"
+            "                      [--verbose] [--observe] [--keep-lease] [--state-dir DIR]\n"
             "  URI: redis://[user:password@]host:port[/db] | etcd://host:port[,host:port...]"
             " | k8s://...\n"
             "  defaults: lease 5000 ms, renew deadline 3000 ms, retry 1000 ms\n");
@@ -75,6 +76,20 @@ static void on_new_leader(const char *identity, uint64_t epoch, void *arg) {
     fflush(stdout);
 }
 
+/* The backend lost data (its epoch record fell below ours): always on stderr, and as a
+   transition line with --verbose. */
+static void on_data_loss(uint64_t stored, uint64_t floor, const char *msg, void *arg) {
+    const struct elect_opts *o = arg;
+
+    fprintf(stderr, "crescent-elect: ERROR: %s\n", msg);
+    fflush(stderr);
+    if (!o->verbose)
+        return;
+    printf("%llu DATA_LOSS stored=%llu floor=%llu\n", (unsigned long long)cm_mono_ms(),
+           (unsigned long long)stored, (unsigned long long)floor);
+    fflush(stdout);
+}
+
 static void on_error(int err, const char *msg, void *arg) {
     (void)arg;
     fprintf(stderr, "crescent-elect: %s (%s)\n", msg, cm_err_name(err));
@@ -96,7 +111,7 @@ static int parse_ms(const char *name, const char *s, uint64_t *out) {
     return 0;
 }
 
-enum { OPT_LEASE = 256, OPT_RENEW, OPT_RETRY, OPT_TIMEOUT, OPT_KEEP };
+enum { OPT_LEASE = 256, OPT_RENEW, OPT_RETRY, OPT_TIMEOUT, OPT_KEEP, OPT_STATE_DIR };
 
 static const struct option elect_longopts[] = {
     {"backend", required_argument, NULL, 'b'},
@@ -109,6 +124,7 @@ static const struct option elect_longopts[] = {
     {"verbose", no_argument, NULL, 'v'},
     {"observe", no_argument, NULL, 'o'},
     {"keep-lease", no_argument, NULL, OPT_KEEP},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -154,6 +170,9 @@ static int parse_args(int argc, char **argv, struct ha_elector_config *cfg, stru
         case OPT_KEEP:
             cfg->keep_lease_on_stop = true;
             break;
+        case OPT_STATE_DIR:
+            cfg->state_dir = optarg;
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -190,6 +209,7 @@ int main(int argc, char **argv) {
     cfg.stopped_leading = on_stopped;
     cfg.new_leader = on_new_leader;
     cfg.error = on_error;
+    cfg.data_loss = on_data_loss;
     cfg.arg = &o;
 
     /* The elector thread inherits this mask, so only sigwait below sees these signals. */

@@ -8,6 +8,7 @@
 #ifndef CRESCENT_HA_HA_BACKEND_H
 #define CRESCENT_HA_HA_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,12 @@ struct ha_view {
        ours was sent, when the backend's lease (as others judge it) starts no earlier than that;
        0 = the start of the call. Lets the elector date a slow acquire from its answer. */
     uint64_t sent_ms;
+    /* The backend's own record of the highest epoch handed out (Redis counter, Lease epoch
+       annotation / leaseTransitions, etcd epoch key) as this call read it, before any increment
+       by the call; 0 when the record is absent. Valid only when stored_known. The elector
+       compares it with the highest epoch it has seen to detect a backend that lost data. */
+    bool stored_known;
+    uint64_t stored_epoch;
 };
 
 struct ha_backend_ops {
@@ -64,6 +71,10 @@ struct ha_backend_ops {
        timeout_ms, until called again. The elector uses it so that a renew never outlives the
        leader's renew deadline. */
     void (*set_timeout)(void *state, int timeout_ms);
+    /* Optional (NULL allowed): the highest epoch this candidate has seen (its floor). A
+       following try_acquire must hand out an epoch above both the backend's record and the
+       floor, and store it, so that epochs keep growing when the backend lost its data. */
+    void (*set_epoch_floor)(void *state, uint64_t floor);
 };
 
 extern const struct ha_backend_ops ha_redis_ops, ha_etcd_ops, ha_k8s_ops;

@@ -8,8 +8,10 @@
  * leaseDurationSeconds as measured by OUR monotonic clock since we first saw its current
  * resourceVersion (client-go's "observed time"), so clock skew between hosts does not matter;
  * renewTime is written for humans and other tools but never trusted. Acquiring writes our
- * identity and leaseTransitions + 1, which is the epoch (strictly increasing, also when the
- * same identity re-acquires after a release); a 409 Conflict means another candidate wrote
+ * identity, leaseTransitions + 1 and the epoch annotation crescent.io/epoch =
+ * max(annotation, leaseTransitions, floor) + 1, which is the epoch (strictly increasing, also
+ * when the same identity re-acquires after a release, and past a deleted Lease as long as the
+ * candidate's floor remembers); a 409 Conflict means another candidate wrote
  * first: re-read and try once more, then report -EBUSY. Renew and release are PUTs against the
  * resourceVersion of our own last write, re-read once on 409 to check we still hold the lease.
  *
@@ -59,6 +61,7 @@ struct ha_k8s {
     /* Leadership. */
     bool leading;
     uint64_t epoch;
+    uint64_t floor; /* an acquire takes an epoch above this */
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -240,6 +243,26 @@ static int write_lease(struct ha_k8s *st, bool create, const struct ha_k8s_lease
     return 0;
 }
 
+/* The epoch of l's current (or last) holder: the annotation, or leaseTransitions when that is
+   higher (a Lease written by a tool that does not know the annotation). */
+static uint64_t epoch_of(const struct ha_k8s_lease *l) {
+    int64_t e = l->epoch_note > l->transitions ? l->epoch_note : l->transitions;
+    return e > 0 ? (uint64_t)e : 0;
+}
+
+/* The epoch a new acquisition of l (NULL: a new Lease) takes. */
+static uint64_t next_epoch(const struct ha_k8s *st, const struct ha_k8s_lease *l) {
+    uint64_t e = l ? epoch_of(l) : 0;
+    return (e > st->floor ? e : st->floor) + 1;
+}
+
+static void set_stored(struct ha_view *view, uint64_t stored) {
+    if (view) {
+        view->stored_known = true;
+        view->stored_epoch = stored;
+    }
+}
+
 /* The lease length others must wait for: the record's, else ours. */
 static uint64_t record_ms(const struct ha_k8s *st) {
     if (st->last.duration_s > 0)
@@ -261,8 +284,9 @@ static void fill_view(const struct ha_k8s *st, struct ha_view *view) {
         return;
     int64_t left = remaining_ms(st);
     snprintf(view->holder, sizeof(view->holder), "%s", left > 0 ? st->last.holder : "");
-    view->epoch = (uint64_t)st->last.transitions;
+    view->epoch = epoch_of(&st->last);
     view->ttl_ms = left > 0 ? left : -1;
+    set_stored(view, epoch_of(&st->last));
 }
 
 /* Starts an operation: all its requests together get op_timeout_ms. */
@@ -343,13 +367,14 @@ static void new_lease(const struct ha_k8s *st, uint64_t lease_ms, struct ha_k8s_
     snprintf(l->holder, sizeof(l->holder), "%s", st->identity);
     l->duration_s = duration_s_of(lease_ms);
     l->transitions = 1;
+    l->epoch_note = (int64_t)next_epoch(st, NULL);
     now_micro(l->acquire_time, sizeof(l->acquire_time));
     snprintf(l->renew_time, sizeof(l->renew_time), "%s", l->acquire_time);
 }
 
 static int acquired(struct ha_k8s *st, uint64_t *epoch, struct ha_view *view) {
     st->leading = true;
-    st->epoch = (uint64_t)st->last.transitions;
+    st->epoch = epoch_of(&st->last);
     if (epoch)
         *epoch = st->epoch;
     if (view) /* observers start their clocks after this write: the lease counts from it */
@@ -370,6 +395,7 @@ static int k8s_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch, stru
         rc = read_lease(st, err, errlen);
         struct ha_k8s_lease l;
         if (rc == -ENOENT) {
+            set_stored(view, 0); /* no Lease: no record of any epoch */
             new_lease(st, lease_ms, &l);
             rc = write_lease(st, true, &l, err, errlen);
             if (rc == 0)
@@ -384,10 +410,12 @@ static int k8s_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch, stru
             fill_view(st, view);
             return -EBUSY;
         }
+        set_stored(view, epoch_of(&st->last));
         l = st->last; /* shallow: obj stays owned by st->last */
         snprintf(l.holder, sizeof(l.holder), "%s", st->identity);
         l.duration_s = duration_s_of(lease_ms);
         l.transitions = st->last.transitions + 1;
+        l.epoch_note = (int64_t)next_epoch(st, &st->last);
         now_micro(l.acquire_time, sizeof(l.acquire_time));
         snprintf(l.renew_time, sizeof(l.renew_time), "%s", l.acquire_time);
         rc = write_lease(st, false, &l, err, errlen);
@@ -403,7 +431,7 @@ static int k8s_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch, stru
     }
     if (view) {
         view->holder[0] = '\0';
-        view->epoch = (uint64_t)st->last.transitions;
+        view->epoch = epoch_of(&st->last);
         view->ttl_ms = -1;
     }
     return -EBUSY;
@@ -411,8 +439,7 @@ static int k8s_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch, stru
 
 /* True when st->last still names us at our epoch. */
 static bool still_ours(const struct ha_k8s *st) {
-    return strcmp(st->last.holder, st->identity) == 0 &&
-           (uint64_t)st->last.transitions == st->epoch;
+    return strcmp(st->last.holder, st->identity) == 0 && epoch_of(&st->last) == st->epoch;
 }
 
 /*
@@ -436,9 +463,9 @@ static int update_own(struct ha_k8s *st, bool release, char *err, size_t errlen)
             return rc;
         rc = read_lease(st, err, errlen);
         if (rc == -ENOENT || (rc == 0 && !still_ours(st))) {
-            snprintf(err, errlen, "kubernetes lease %s/%s now held by \"%s\" (epoch %lld)", st->ns,
+            snprintf(err, errlen, "kubernetes lease %s/%s now held by \"%s\" (epoch %llu)", st->ns,
                      st->name, rc == 0 ? st->last.holder : "",
-                     rc == 0 ? (long long)st->last.transitions : 0LL);
+                     rc == 0 ? (unsigned long long)epoch_of(&st->last) : 0ULL);
             return -CM_ENOT_LEADER;
         }
         if (rc < 0)
@@ -479,6 +506,7 @@ static int k8s_get_holder(void *state, struct ha_view *view, char *err, size_t e
     if (rc == -ENOENT) {
         memset(view, 0, sizeof(*view));
         view->ttl_ms = -1;
+        set_stored(view, 0);
         return 0;
     }
     if (rc < 0)
@@ -567,6 +595,11 @@ static void k8s_set_timeout(void *state, int timeout_ms) {
     st->op_timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
 }
 
+static void k8s_set_epoch_floor(void *state, uint64_t floor) {
+    struct ha_k8s *st = state;
+    st->floor = floor;
+}
+
 /* The Kubernetes Lease backend (scheme "k8s"); see the DESIGN note at the top of this file. */
 const struct ha_backend_ops ha_k8s_ops = {
     .size = sizeof(struct ha_backend_ops),
@@ -579,4 +612,5 @@ const struct ha_backend_ops ha_k8s_ops = {
     .get_holder = k8s_get_holder,
     .wait_change = k8s_wait_change,
     .set_timeout = k8s_set_timeout,
+    .set_epoch_floor = k8s_set_epoch_floor,
 };

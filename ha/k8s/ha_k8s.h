@@ -136,8 +136,13 @@ struct ha_k8s_lease {
     int64_t transitions;   /* spec.leaseTransitions, 0 when absent */
     char acquire_time[40]; /* spec.acquireTime as sent, "" when absent */
     char renew_time[40];   /* spec.renewTime as sent, "" when absent */
+    int64_t epoch_note;    /* metadata.annotations[HA_K8S_EPOCH_ANNOTATION], 0 when absent */
     json_t *obj;           /* owned reference to the whole object, or NULL */
 };
+
+/* The annotation that holds the epoch of the current (or last) holder: the epoch is
+   max(this, spec.leaseTransitions), so Leases written by other tools still read right. */
+#define HA_K8S_EPOCH_ANNOTATION "crescent.io/epoch"
 
 /* Releases l->obj and zeroes l. */
 void ha_k8s__lease_fini(struct ha_k8s_lease *l);
@@ -154,9 +159,10 @@ int ha_k8s__lease_from_json(json_t *obj, struct ha_k8s_lease *out, char *err, si
 
 /*
  * Encodes l as JSON text for a POST or PUT: a copy of l->obj (or a fresh object) with
- * apiVersion, kind, metadata.name/namespace, metadata.resourceVersion (when non-empty) and
- * the spec fields of l. Empty holder, acquire_time or renew_time drop the field; a zero
- * duration_s drops leaseDurationSeconds. Returns a string the caller frees with free().
+ * apiVersion, kind, metadata.name/namespace, metadata.resourceVersion (when non-empty), the
+ * epoch annotation (when epoch_note > 0) and the spec fields of l. Empty holder, acquire_time or
+ * renew_time drop the field; a zero duration_s drops leaseDurationSeconds. Returns a string the
+ * caller frees with free().
  */
 char *ha_k8s__lease_encode(const struct ha_k8s_lease *l);
 

@@ -9,7 +9,8 @@ and a standby leads within lease + retry; API outage (503, and a hanging API) =>
 steps down by its renew deadline; leader SIGSTOPped past the lease => a new leader, and the
 paused one steps down on SIGCONT without overlapping (checked from the until= figures); a dead
 leader's Lease whose resourceVersion left the watch window (410 Expired as an ERROR event and as
-a plain HTTP 410) is taken over by the standby and by a freshly started candidate; wrong token
+a plain HTTP 410) is taken over by the standby and by a freshly started candidate; the Lease
+deleted while candidates run (epochs keep growing, the loss is reported; --state-dir); wrong token
 and unreachable API => one error line and exit 1. Exit 0 pass, 1 fail, 77 skip."""
 import os
 import shutil
@@ -267,6 +268,68 @@ def test_expired_window(c, backend, cluster):
 FIGURES = []
 
 
+def delete_lease(backend, name):
+    """DELETE the Lease as `kubectl delete lease` would; returns the HTTP status."""
+    import ssl
+    import urllib.request
+    ctx = ssl.create_default_context(cafile=os.path.join(backend.dir, "ca.crt"))
+    req = urllib.request.Request(
+        "https://127.0.0.1:%d/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s"
+        % (backend.port, NS, name), method="DELETE",
+        headers={"Authorization": "Bearer " + backend.token})
+    try:
+        return urllib.request.urlopen(req, context=ctx, timeout=5).status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_lease_deleted(c, backend):
+    """Issue 14: the Lease is deleted (leaseTransitions would restart at 1) while candidates
+    run: the next leader's epoch is above every epoch printed before and the loss is reported;
+    then durably, a candidate restarted with the same --state-dir after another delete."""
+    print("Lease deleted and recreated: epochs keep growing, the loss is logged; --state-dir")
+    a = c.elect("d1", "a:1").start()
+    la = a.wait_for("LEADER", 3000)
+    if not check(la is not None, "a leads"):
+        return
+    b = c.elect("d1", "b:1").start()
+    check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
+    time.sleep(0.3)
+    t_kill = H.mono_ms()
+    a.kill9()
+    lb = b.wait_for("LEADER", LEASE + RETRY + 2 * SLACK, after_ms=t_kill)
+    if not check(lb is not None and ep(lb) > ep(la),
+                 "b leads after a's kill -9, epoch %d -> %s" % (ep(la), lb and ep(lb))):
+        b.term()
+        return
+    time.sleep(0.3)
+    before = max(ep(ln) for e in (a, b) for ln in e.lines() if "epoch" in ln[2])
+    t_del = H.mono_ms()
+    check(delete_lease(backend, "crescent-d1") == 200, "Lease crescent-d1 deleted")
+    lb2 = b.wait_for("LEADER", 3000, after_ms=t_del)
+    check(lb2 is not None and ep(lb2) > before,
+          "after the delete b leads again with epoch %s > %d (every epoch printed before)"
+          % (lb2 and ep(lb2), before))
+    dl = b.wait_for("DATA_LOSS", 1000, after_ms=t_del)
+    check(dl is not None and int(dl[2]["floor"]) == before and int(dl[2]["stored"]) < before,
+          "b reports DATA_LOSS %s" % (dl and dl[2]))
+    errs = [x for x in b.raw().splitlines() if "ERROR: election backend lost data" in x]
+    check(len(errs) == 1, "one ERROR line on stderr: %s" % errs[:2])
+    b.term()
+    state = os.path.join(c.tmp, "state-d2")
+    p = c.elect("d2", "p:1", ["--state-dir", state]).start()
+    lp = p.wait_for("LEADER", 3000)
+    p.term()
+    delete_lease(backend, "crescent-d2")
+    q = c.elect("d2", "q:1", ["--state-dir", state]).start()
+    lq = q.wait_for("LEADER", 3000)
+    check(lq is not None and lp is not None and ep(lq) > ep(lp),
+          "a candidate restarted with the same --state-dir after another delete leads with "
+          "epoch %s > %s" % (lq and ep(lq), lp and ep(lp)))
+    check(q.wait_for("DATA_LOSS", 1000) is not None, "and reports DATA_LOSS")
+    q.term()
+
+
 def test_backend_down(c, backend, cluster):
     print("API %s outage => the leader steps down by its renew deadline" % backend.mode)
     a = c.elect(cluster, "a:1").start()
@@ -390,6 +453,7 @@ def main():
         c = Ctx(backend, tmp.path)
         for t in (test_one_winner_and_epochs, test_three_candidates, test_kill9, test_sigstop):
             t(c)
+        test_lease_deleted(c, backend)
         test_backend_down(c, backend, "c5")
         hang.use()
         test_backend_down(c, hang, "c7")
