@@ -260,6 +260,21 @@ hms=$(sed -n 's/^renew rc=UNREACHABLE ms=\([0-9]*\).*/\1/p' "$TMP/h.out")
 [ -n "$hms" ] && [ "$hms" -ge 1900 ] && [ "$hms" -le 2600 ] && echo "ok   hanging API: renew gives up after ${hms} ms" ||
     { echo "FAIL hang: $(cat "$TMP/h.out")"; fails=$((fails + 1)); }
 
+# An acquire whose read waits out a hanging API reports when its write was sent, so that the
+# elector dates the lease from the write rather than from the start of the attempt.
+$D k8s://ns1/hang2 c a sleep:300 acquire:2000 >"$TMP/h2.out" &
+hpid=$!
+wait_line "$TMP/h2.out" '^open rc=OK'
+k8s_outage
+sleep 0.8
+k8s_outage
+wait $hpid
+wat=$(sed -n 's/^acquire rc=OK epoch=1 wrote_at=\([0-9]*\) .*/\1/p' "$TMP/h2.out")
+# The acquire starts about 0.3 s into the outage and its read hangs until the outage ends at
+# about 0.8 s, so its write goes out about 0.5 s into the call (at least 0.3 s is asserted).
+[ -n "$wat" ] && [ "$wat" -ge 300 ] && echo "ok   acquire after a hang dated from its write (${wat} ms into the call)" ||
+    { echo "FAIL acquire write time: $(cat "$TMP/h2.out")"; fails=$((fails + 1)); }
+
 # The plain HTTP 410 form of "too old resource version" is handled the same way.
 k8s_env_stop
 K8S_DOUBLE_ARGS="--expired http" k8s_env_start "$TMP/env3" || exit 1
