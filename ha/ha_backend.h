@@ -65,7 +65,8 @@ struct ha_backend_ops {
     /* Current holder and epoch. */
     int (*get_holder)(void *state, struct ha_view *view, char *err, size_t errlen);
     /* Block up to timeout_ms for a change of the view after `epoch` (watch); may return early.
-       0 = maybe changed, -ETIMEDOUT, or -ENOSYS (elector then polls every retry period). */
+       0 = maybe changed, -ETIMEDOUT, -EAGAIN (cannot watch now: the caller sleeps until its
+       deadline, a poll) or -ENOSYS (never: the elector then polls every retry period). */
     int (*wait_change)(void *state, uint64_t epoch, int timeout_ms);
     /* Optional (NULL allowed): bound the following calls by timeout_ms instead of open's
        timeout_ms, until called again. The elector uses it so that a renew never outlives the

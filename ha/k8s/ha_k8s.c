@@ -540,22 +540,15 @@ static bool watch_line(void *arg, const char *line, size_t len) {
     return stop;
 }
 
-/* Sleeps until deadline (a poll instead of a watch); returns -ETIMEDOUT. */
-static int sleep_until(uint64_t deadline) {
-    uint64_t t = cm_mono_ms();
-    if (t < deadline)
-        cm_sleep_ms(deadline - t);
-    return -ETIMEDOUT;
-}
-
 static int k8s_wait_change(void *state, uint64_t epoch, int timeout_ms) {
     struct ha_k8s *st = state;
     (void)epoch; /* we watch from the last version read, which is what the caller saw */
     char err[256];
     uint64_t deadline = cm_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-    /* That version is too old to watch from and nothing newer was read: poll. */
+    /* That version is too old to watch from and nothing newer was read: poll (the caller
+       sleeps until its deadline, and re-reads then). */
     if (st->seen && st->expired_rv[0] && strcmp(st->expired_rv, st->last.resource_version) == 0)
-        return sleep_until(deadline);
+        return -EAGAIN;
     for (;;) {
         uint64_t now = cm_mono_ms();
         if (now >= deadline)
@@ -584,7 +577,7 @@ static int k8s_wait_change(void *state, uint64_t epoch, int timeout_ms) {
         if (rc < 0 || w.error) {
             /* API trouble: behave like a poll so the caller does not spin. */
             cm_log(CM_LOG_VERBOSE, "ha-k8s", "watch failed: %s", w.error ? "ERROR event" : err);
-            return sleep_until(deadline);
+            return -EAGAIN;
         }
         cm_sleep_ms(20); /* the server closed the stream early: reconnect */
     }

@@ -178,7 +178,7 @@ sleep 0.2
 out=$($D k8s://ns1/gone c b holder sleep:300 wait:3000 holder wait:800 acquire:1000)
 expect "410 Expired (ERROR event): clock keeps running, then poll, then acquire" "$out" '^open rc=OK' \
     '^holder rc=OK holder=a epoch=1 ttl=(9[0-9]{2}|1000) ' '^sleep' '^wait rc=OK ms=[0-9]{1,3}$' \
-    '^holder rc=OK holder=a epoch=1 ttl=[1-7][0-9]{2} ' '^wait rc=ETIMEDOUT ms=(7[5-9][0-9]|8[0-9]{2})$' \
+    '^holder rc=OK holder=a epoch=1 ttl=[1-7][0-9]{2} ' '^wait rc=EAGAIN ms=(7[5-9][0-9]|8[0-9]{2})$' \
     '^acquire rc=OK epoch=2 '
 
 # Default lease name from the cluster id when the URI names none.
@@ -285,7 +285,7 @@ sleep 0.2
 out=$($D k8s://ns1/gone c b holder sleep:300 wait:3000 holder wait:800 acquire:1000)
 expect "410 Gone (plain HTTP): clock keeps running, then poll, then acquire" "$out" '^open rc=OK' \
     '^holder rc=OK holder=a epoch=1 ttl=(9[0-9]{2}|1000) ' '^sleep' '^wait rc=OK ms=[0-9]{1,3}$' \
-    '^holder rc=OK holder=a epoch=1 ttl=[1-7][0-9]{2} ' '^wait rc=ETIMEDOUT ms=(7[5-9][0-9]|8[0-9]{2})$' \
+    '^holder rc=OK holder=a epoch=1 ttl=[1-7][0-9]{2} ' '^wait rc=EAGAIN ms=(7[5-9][0-9]|8[0-9]{2})$' \
     '^acquire rc=OK epoch=2 '
 
 [ $fails -eq 0 ] && echo "k8s backend: all checks passed" || echo "k8s backend: $fails checks failed"

@@ -58,6 +58,11 @@ static void run_op(const struct ha_backend_ops *o, void *st, const char *op) {
             print_view(&view);
     } else if (strncmp(op, "wait", 4) == 0) {
         rc = o->wait_change(st, 0, (int)arg);
+        if (rc == -EAGAIN) { /* a poll: sleep out the wait, as the elector does */
+            uint64_t spent = cm_mono_ms() - t0;
+            if (spent < (uint64_t)arg)
+                cm_sleep_ms((uint64_t)arg - spent);
+        }
         printf("wait rc=%s", rc_name(rc));
         err[0] = '\0';
     } else if (strncmp(op, "sleep", 5) == 0) {
