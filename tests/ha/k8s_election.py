@@ -103,6 +103,11 @@ class K8sDouble:
     def use(self):
         os.environ["KUBECONFIG"] = self.kubeconfig
 
+    def requests(self):
+        """How many requests the double has logged (needs --verbose)."""
+        with open(os.path.join(self.dir, "double.log")) as f:
+            return sum(1 for ln in f if '"GET ' in ln or '"PUT ' in ln or '"POST ' in ln)
+
     def pause(self):
         if not self.outage:
             self.outage = True
@@ -243,12 +248,19 @@ def test_expired_window(c, backend, cluster):
     check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
     time.sleep(0.3)
     t_kill = H.mono_ms()
+    n0 = backend.requests()
     a.kill9()
     lb = b.wait_for("LEADER", bound + SLACK, after_ms=t_kill)
     took_a = took = lb[0] - t_kill if lb else None
+    n1 = backend.requests()
     check(lb is not None and took < bound,
           "(a) standby leads %s ms after kill -9 (lease %d, retry %d; bound %d)"
           % (took, LEASE, RETRY, bound))
+    # b alone talks to the API meanwhile: about one read per retry period, and a watch or two;
+    # a follower that re-watches a too-old version in a loop makes ~18 requests a second.
+    rate = (n1 - n0) * 1000.0 / max(took or bound, 1)
+    check(rate <= 3 * 1000.0 / RETRY, "the standby made %d requests in that time (%.1f/s, "
+          "bound %.1f/s)" % (n1 - n0, rate, 3 * 1000.0 / RETRY))
     time.sleep(0.3)
     b.kill9()  # (b) runs whether or not (a) passed: the Lease is left by a dead holder
     time.sleep(1.0)  # b's last version leaves the window before the new candidate starts
@@ -442,7 +454,7 @@ def main():
         t0 = time.time()
         backend = K8sDouble(tmp.path)
         hang = K8sDouble(tmp.path, "hang")
-        churn = ["--churn-ms", "50", "--watch-window", "8"]
+        churn = ["--churn-ms", "50", "--watch-window", "8", "--verbose"]
         window = K8sDouble(tmp.path, extra=churn + ["--expired", "event"], name="window-event")
         window410 = K8sDouble(tmp.path, extra=churn + ["--expired", "http"], name="window-http")
         window.expired, window410.expired = "ERROR event", "plain HTTP 410"
