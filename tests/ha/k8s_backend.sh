@@ -93,22 +93,23 @@ busy=$(cat "$TMP"/race? | grep -c 'acquire rc=EBUSY holder=n[123] epoch=1')
 [ "$wins" = 1 ] && [ "$busy" = 2 ] && echo "ok   create race: 1 winner, 2 busy" ||
     { echo "FAIL create race: wins=$wins busy=$busy"; cat "$TMP"/race?; fails=$((fails + 1)); }
 
-# Watch: a waits up to 3 s; b releases after ~0.3 s; a must wake well before 3 s.
+# Watch: a waits up to 10 s; the Lease changes after ~0.3 s; a must wake on the change (rc=OK:
+# the wait's own deadline would give ETIMEDOUT), whenever the slow outside write lands.
 $D k8s://ns1/w c b acquire:2000 >/dev/null
-$D k8s://ns1/w c a holder wait:3000 >"$TMP/w.out" &
+$D k8s://ns1/w c a holder wait:10000 >"$TMP/w.out" &
 wpid=$!
 wait_line "$TMP/w.out" '^holder rc=OK'
 sleep 0.3
 set_holder ns1 w z
 wait $wpid
 wms=$(sed -n 's/^wait rc=OK ms=\([0-9]*\).*/\1/p' "$TMP/w.out")
-[ -n "$wms" ] && [ "$wms" -lt 2000 ] && echo "ok   watch wakes on change (${wms} ms)" ||
+[ -n "$wms" ] && echo "ok   watch wakes on change (${wms} ms)" ||
     { echo "FAIL watch: $(cat "$TMP/w.out")"; fails=$((fails + 1)); }
 
 # Watch reconnect: the API drops every watch (SIGUSR2) at ~0.3 s; the waiter must reconnect
 # from the same resourceVersion and still wake on a change made at ~0.8 s, not before.
 $D k8s://ns1/w2 c b acquire:2000 >/dev/null
-$D k8s://ns1/w2 c a holder wait:3000 >"$TMP/w2.out" &
+$D k8s://ns1/w2 c a holder wait:10000 >"$TMP/w2.out" &
 wpid=$!
 wait_line "$TMP/w2.out" '^holder rc=OK'
 sleep 0.3
@@ -117,7 +118,7 @@ sleep 0.5
 set_holder ns1 w2 z
 wait $wpid
 wms=$(sed -n 's/^wait rc=OK ms=\([0-9]*\).*/\1/p' "$TMP/w2.out")
-[ -n "$wms" ] && [ "$wms" -ge 700 ] && [ "$wms" -lt 2500 ] &&
+[ -n "$wms" ] && [ "$wms" -ge 700 ] &&
     echo "ok   watch survives a dropped stream and wakes on the change (${wms} ms)" ||
     { echo "FAIL watch reconnect: $(cat "$TMP/w2.out")"; fails=$((fails + 1)); }
 
@@ -169,17 +170,19 @@ assert o["message"].startswith("too old resource version: %d (" % ra), o
 PY
 
 # A holder that died, whose version then left the watch window: the expiry clock of a watcher
-# must keep running across the 410 (it is tied to the Lease's version and renewTime only), the
-# watcher must poll rather than watch again, and take the Lease one lease after its first read.
-$D k8s://ns1/gone c a acquire:1000 >/dev/null
+# must keep running across the 410 (it is tied to the Lease's version and renewTime only: the
+# remaining time read after the 410 is below the 3 s lease less the 0.3 s slept, where a clock
+# restarted by the 410 would read about 3 s), the watcher must poll (EAGAIN) rather than watch
+# again, and take the Lease once a lease has passed since its first read.
+$D k8s://ns1/gone c a acquire:3000 >/dev/null
 $D k8s://ns1/other c z acquire:1000 >/dev/null
 kill -HUP "$K8S_PID"
 sleep 0.2
-out=$($D k8s://ns1/gone c b holder sleep:300 wait:3000 holder wait:800 acquire:1000)
+out=$($D k8s://ns1/gone c b holder sleep:300 wait:3000 holder wait:800 sleep:3000 acquire:3000)
 expect "410 Expired (ERROR event): clock keeps running, then poll, then acquire" "$out" '^open rc=OK' \
-    '^holder rc=OK holder=a epoch=1 ttl=(9[0-9]{2}|1000) ' '^sleep' '^wait rc=OK ms=[0-9]{1,3}$' \
-    '^holder rc=OK holder=a epoch=1 ttl=[1-7][0-9]{2} ' '^wait rc=EAGAIN ms=(7[5-9][0-9]|8[0-9]{2})$' \
-    '^acquire rc=OK epoch=2 '
+    '^holder rc=OK holder=a epoch=1 ttl=[0-9]+ ' '^sleep' '^wait rc=OK ' \
+    '^holder rc=OK holder=a epoch=1 ttl=([0-9]{1,3}|1[0-9]{3}|2[0-7][0-9]{2}) ' '^wait rc=EAGAIN ' \
+    '^sleep' '^acquire rc=OK epoch=2 '
 
 # Default lease name from the cluster id when the URI names none.
 out=$($D k8s:// My_Cluster a acquire:2000)
@@ -262,31 +265,31 @@ hms=$(sed -n 's/^renew rc=UNREACHABLE ms=\([0-9]*\).*/\1/p' "$TMP/h.out")
 
 # An acquire whose read waits out a hanging API reports when its write was sent, so that the
 # elector dates the lease from the write rather than from the start of the attempt.
-$D k8s://ns1/hang2 c a sleep:300 acquire:2000 >"$TMP/h2.out" &
+$D k8s://ns1/hang2 c a sleep:1500 acquire:2000 >"$TMP/h2.out" &
 hpid=$!
 wait_line "$TMP/h2.out" '^open rc=OK'
 k8s_outage
-sleep 0.8
+sleep 2
 k8s_outage
 wait $hpid
 wat=$(sed -n 's/^acquire rc=OK epoch=1 wrote_at=\([0-9]*\) .*/\1/p' "$TMP/h2.out")
-# The acquire starts about 0.3 s into the outage and its read hangs until the outage ends at
-# about 0.8 s, so its write goes out about 0.5 s into the call (at least 0.3 s is asserted).
+# The acquire starts about 1.5 s into the outage and its read hangs until the outage ends at
+# about 2 s, so its write goes out about 0.5 s into the call (at least 0.3 s is asserted).
 [ -n "$wat" ] && [ "$wat" -ge 300 ] && echo "ok   acquire after a hang dated from its write (${wat} ms into the call)" ||
     { echo "FAIL acquire write time: $(cat "$TMP/h2.out")"; fails=$((fails + 1)); }
 
 # The plain HTTP 410 form of "too old resource version" is handled the same way.
 k8s_env_stop
 K8S_DOUBLE_ARGS="--expired http" k8s_env_start "$TMP/env3" || exit 1
-$D k8s://ns1/gone c a acquire:1000 >/dev/null
+$D k8s://ns1/gone c a acquire:3000 >/dev/null
 $D k8s://ns1/other c z acquire:1000 >/dev/null
 kill -HUP "$K8S_PID"
 sleep 0.2
-out=$($D k8s://ns1/gone c b holder sleep:300 wait:3000 holder wait:800 acquire:1000)
+out=$($D k8s://ns1/gone c b holder sleep:300 wait:3000 holder wait:800 sleep:3000 acquire:3000)
 expect "410 Gone (plain HTTP): clock keeps running, then poll, then acquire" "$out" '^open rc=OK' \
-    '^holder rc=OK holder=a epoch=1 ttl=(9[0-9]{2}|1000) ' '^sleep' '^wait rc=OK ms=[0-9]{1,3}$' \
-    '^holder rc=OK holder=a epoch=1 ttl=[1-7][0-9]{2} ' '^wait rc=EAGAIN ms=(7[5-9][0-9]|8[0-9]{2})$' \
-    '^acquire rc=OK epoch=2 '
+    '^holder rc=OK holder=a epoch=1 ttl=[0-9]+ ' '^sleep' '^wait rc=OK ' \
+    '^holder rc=OK holder=a epoch=1 ttl=([0-9]{1,3}|1[0-9]{3}|2[0-7][0-9]{2}) ' '^wait rc=EAGAIN ' \
+    '^sleep' '^acquire rc=OK epoch=2 '
 
 [ $fails -eq 0 ] && echo "k8s backend: all checks passed" || echo "k8s backend: $fails checks failed"
 [ $fails -eq 0 ]

@@ -216,7 +216,8 @@ def test_kill9(c):
           "observer reads no holder %s ms after kill -9 (lease %d)" % (took, LEASE))
     obs.term()
     a = c.elect("c4", "a:2").start()
-    la = a.wait_for("LEADER", 3000)
+    # A new candidate waits a full lease from its first read of the (dead) holder's Lease.
+    la = a.wait_for("LEADER", 3 * LEASE)
     if not check(la is not None, "a:2 leads"):
         return
     b = c.elect("c4", "b:2").start()
@@ -318,11 +319,11 @@ def test_lease_deleted(c, backend):
     before = max(ep(ln) for e in (a, b) for ln in e.lines() if "epoch" in ln[2])
     t_del = H.mono_ms()
     check(delete_lease(backend, "crescent-d1") == 200, "Lease crescent-d1 deleted")
-    lb2 = b.wait_for("LEADER", 3000, after_ms=t_del)
+    lb2 = b.wait_for("LEADER", 8000, after_ms=t_del)
     check(lb2 is not None and ep(lb2) > before,
           "after the delete b leads again with epoch %s > %d (every epoch printed before)"
           % (lb2 and ep(lb2), before))
-    dl = b.wait_for("DATA_LOSS", 1000, after_ms=t_del)
+    dl = b.wait_for("DATA_LOSS", 3000, after_ms=t_del)
     check(dl is not None and int(dl[2]["floor"]) == before and int(dl[2]["stored"]) < before,
           "b reports DATA_LOSS %s" % (dl and dl[2]))
     errs = [x for x in b.raw().splitlines() if "ERROR: election backend lost data" in x]
@@ -334,11 +335,11 @@ def test_lease_deleted(c, backend):
     p.term()
     delete_lease(backend, "crescent-d2")
     q = c.elect("d2", "q:1", ["--state-dir", state]).start()
-    lq = q.wait_for("LEADER", 3000)
+    lq = q.wait_for("LEADER", 8000)
     check(lq is not None and lp is not None and ep(lq) > ep(lp),
           "a candidate restarted with the same --state-dir after another delete leads with "
           "epoch %s > %s" % (lq and ep(lq), lp and ep(lp)))
-    check(q.wait_for("DATA_LOSS", 1000) is not None, "and reports DATA_LOSS")
+    check(q.wait_for("DATA_LOSS", 3000) is not None, "and reports DATA_LOSS")
     q.term()
 
 

@@ -223,11 +223,11 @@ def test_data_loss(c):
     before = max(int(ln[2]["epoch"]) for e in (a, b) for ln in e.lines() if "epoch" in ln[2])
     t_wipe = H.mono_ms()
     c.backend.restart_empty()
-    lb2 = b.wait_for("LEADER", 5000, after_ms=t_wipe)
+    lb2 = b.wait_for("LEADER", 15000, after_ms=t_wipe)
     check(lb2 is not None and int(lb2[2]["epoch"]) > before,
           "after the wipe b leads again with epoch %s > %d (every epoch printed before)"
           % (lb2 and lb2[2]["epoch"], before))
-    dl = b.wait_for("DATA_LOSS", 1000, after_ms=t_wipe)
+    dl = b.wait_for("DATA_LOSS", 3000, after_ms=t_wipe)
     check(dl is not None and int(dl[2]["floor"]) == before and int(dl[2]["stored"]) < before,
           "b reports DATA_LOSS %s" % (dl and dl[2]))
     errs = [x for x in b.raw().splitlines() if "ERROR: election backend lost data" in x]
@@ -243,11 +243,11 @@ def test_data_loss(c):
                                                                          saved))
     c.backend.restart_empty()
     q = c.elect("d2", "q:1", ["--state-dir", state]).start()
-    lq = q.wait_for("LEADER", 5000)
+    lq = q.wait_for("LEADER", 15000)
     check(lq is not None and lp is not None and int(lq[2]["epoch"]) > int(lp[2]["epoch"]),
           "a candidate restarted with the same --state-dir after another wipe leads with "
           "epoch %s > %s" % (lq and lq[2]["epoch"], lp and lp[2]["epoch"]))
-    check(q.wait_for("DATA_LOSS", 1000) is not None, "and reports DATA_LOSS")
+    check(q.wait_for("DATA_LOSS", 3000) is not None, "and reports DATA_LOSS")
     q.term()
 
 
