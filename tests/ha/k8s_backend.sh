@@ -149,6 +149,9 @@ def put(obj):
 o = json.loads(json.dumps(a)); del o["metadata"]["resourceVersion"]; o["spec"]["holderIdentity"] = "x"
 code, body = put(o)
 assert code == 422 and json.loads(body)["reason"] == "Invalid" and "must be specified for an update" in body, (code, body)
+o = json.loads(json.dumps(a)); o["metadata"]["name"] = "shape3"
+code, body = req("POST", base, json.dumps(o))
+assert code == 400 and "should not be set on objects to be created" in body, (code, body)
 code, body = req("PUT", base + "/shape", "{not json")
 assert code == 400 and json.loads(body)["reason"] == "BadRequest", (code, body)
 o = json.loads(json.dumps(a)); o["spec"]["renewTime"] = "yesterday"

@@ -17,7 +17,7 @@ Closer to a real API server than a toy:
   every N ms (a node heartbeat Lease in kube-node-lease), so versions of an idle Lease leave the
   window as they do in a busy cluster;
 - an update without metadata.resourceVersion is refused with 422 Invalid (Lease does not allow
-  unconditional update); malformed JSON or a malformed MicroTime is 400 BadRequest; semantic
+  unconditional update), a create with one with 400 BadRequest; malformed JSON or a malformed MicroTime is 400 BadRequest; semantic
   errors (leaseDurationSeconds <= 0, bad names) are 422 Invalid.
 
 Also: --readonly-token (reads allowed, writes answered 403 Forbidden as RBAC would) and
@@ -284,10 +284,12 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(409, status(409, "AlreadyExists", 'leases.coordination.k8s.io'
                                                   ' "%s" already exists' % name, details(name)))
             md = obj["metadata"]
+            if md.get("resourceVersion"):
+                return self.send_json(400, status(400, "BadRequest", "resourceVersion should not "
+                                                  "be set on objects to be created"))
             md["namespace"] = ns
             md["uid"] = str(uuid.uuid4())
             md["creationTimestamp"] = now_rfc3339()
-            md.pop("resourceVersion", None)
             obj["apiVersion"], obj["kind"] = API_VERSION, "Lease"
             obj.setdefault("spec", {})
             STORE.leases[(ns, name)] = obj
