@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Keyspace shards, object life cycle, lazy and active expiry, LRU eviction. See srv_db.h. */
+/* Keyspace shards, object life cycle, lazy and active expiry, sampled LRU eviction. See srv_db.h.
+ */
 #include "common/fmacros.h"
 
 #include "server/srv_db.h"
@@ -46,6 +47,8 @@ static struct srv_seg *srv_db_seg;
 static uint64_t srv_hash_seed;
 static uint64_t srv_clock_base_ms;
 static _Atomic uint64_t srv_last_evict_ms;
+/* Keys still to evict in the current eviction cycle; written under srv_evict_lock. */
+static _Atomic uint64_t srv_evict_debt;
 
 static _Atomic uint64_t stat_expired, stat_evicted, stat_evict_cycles;
 static struct cm_pcounter srv_meta_bytes; /* object records + their bucket slots */
@@ -73,7 +76,10 @@ static void srv_db_drop_cb(struct cm_ht_node *n, void *arg) {
     srv_obj_unref((struct srv_obj *)n);
 }
 
+static void srv_pool_clear(void);
+
 void srv_db_fini(void) {
+    srv_pool_clear();
     for (int i = 0; i < SRV_DB_SHARDS; i++) {
         cm_ht_clear(&srv_shards[i].ht, srv_db_drop_cb, NULL);
         cm_ht_fini(&srv_shards[i].ht);
@@ -204,16 +210,34 @@ char *srv_obj_val(const struct srv_obj *o) {
     return srv_seg_ptr(srv_db_seg, o->handle);
 }
 
-/* Evicts when usage passed the high watermark; at most every 10 ms if nothing was freed. */
+static uint64_t srv_db_try_evict(double ratio);
+
+/*
+ * Evicts one batch when usage passed the high watermark (waiting for another evicting thread,
+ * so writers never outrun eviction) or, below it, while an eviction cycle is still under way
+ * (skipped when another thread is evicting). Backs off 10 ms when nothing could be freed.
+ */
 static void srv_db_maybe_evict_watermark(void) {
     uint64_t size = srv_seg_size(srv_db_seg);
-    if ((double)srv_db_mem_used() <= srv_db_high_watermark * (double)size)
+    int above = (double)srv_db_mem_used() > srv_db_high_watermark * (double)size;
+    if (!above && cm_atomic_load_relaxed(&srv_evict_debt) == 0)
         return;
     uint64_t now = cm_mono_ms();
     if (now - cm_atomic_load_relaxed(&srv_last_evict_ms) < 10)
         return;
-    if (srv_db_evict(srv_db_evict_ratio) == 0)
+    uint64_t n = above ? srv_db_evict(srv_db_evict_ratio) : srv_db_try_evict(srv_db_evict_ratio);
+    if (n == 0)
         cm_atomic_store_relaxed(&srv_last_evict_ms, now);
+}
+
+/* Heap bytes a record accounts for: its allocation plus its bucket slot. */
+static inline uint64_t srv_obj_meta_bytes(const struct srv_obj *o) {
+    return (uint64_t)malloc_usable_size((void *)o) + sizeof(void *);
+}
+
+/* Subtracts n from srv_meta_bytes (the counter adds modulo 2^64). */
+static inline void srv_meta_sub(uint64_t n) {
+    cm_pcounter_add(&srv_meta_bytes, UINT64_MAX - n + 1);
 }
 
 /* A zeroed record for a key of klen bytes with refs = 1, counted in srv_meta_bytes. */
@@ -222,7 +246,7 @@ static struct srv_obj *srv_obj_alloc(size_t klen) {
     memset(o, 0, sizeof(*o));
     o->refs = 1;
     o->klen = (uint32_t)klen;
-    cm_pcounter_add(&srv_meta_bytes, malloc_usable_size(o) + sizeof(void *));
+    cm_pcounter_add(&srv_meta_bytes, srv_obj_meta_bytes(o));
     return o;
 }
 
@@ -237,8 +261,7 @@ struct srv_obj *srv_obj_rekey(struct srv_obj *o, const char *key, size_t klen) {
     }
     cm_atomic_store_relaxed(&n->expire_ms, cm_atomic_load_relaxed(&o->expire_ms));
     memcpy(n->key, key, klen);
-    cm_pcounter_add(&srv_meta_bytes,
-                    (uint64_t) - (int64_t)(malloc_usable_size(o) + sizeof(void *)));
+    srv_meta_sub(srv_obj_meta_bytes(o));
     cm_free(o);
     return n;
 }
@@ -287,8 +310,7 @@ void srv_obj_unref(struct srv_obj *o) {
         srv_seg_free(srv_db_seg, o->handle);
     else
         srv_type_free((enum srv_type)o->type, o->payload);
-    cm_pcounter_add(&srv_meta_bytes,
-                    (uint64_t) - (int64_t)(malloc_usable_size(o) + sizeof(void *)));
+    srv_meta_sub(srv_obj_meta_bytes(o));
     cm_free(o);
 }
 
@@ -450,112 +472,214 @@ void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, i
 
 /* ---------------------------------------------------------------- eviction */
 
-/* k-th smallest of a[0..n) (0-based), reordering a. */
-static uint32_t srv_select_kth(uint32_t *a, size_t n, size_t k) {
-    size_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        uint32_t pivot = a[lo + (hi - lo) / 2];
-        size_t i = lo, j = hi;
-        while (i <= j) {
-            while (a[i] < pivot)
-                i++;
-            while (a[j] > pivot)
-                j--;
-            if (i <= j) {
-                uint32_t t = a[i];
-                a[i] = a[j];
-                a[j] = t;
-                i++;
-                if (j == 0)
-                    break;
-                j--;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            return a[k];
-    }
-    return a[k];
+/*
+ * DESIGN. Approximated LRU, as Redis does it: every evicted key costs one draw of
+ * SRV_EVICT_SAMPLES random keys from one random non-empty shard; the evictable ones are offered
+ * to a pool of the SRV_EVICT_POOL oldest candidates seen so far (kept sorted, oldest first,
+ * with a copy of each key); then the oldest pool entry is looked up again under its shard lock,
+ * checked (still there, LRU stamp unchanged, still evictable) and unlinked. The cost of one
+ * eviction is a few shard locks and table probes, whatever the key count. A cycle evicts ratio
+ * of the keys; it is paid in batches of at most SRV_EVICT_BATCH keys per call, so no caller
+ * stalls for long, and the rest (the "debt") is paid by the next calls. Everything here runs
+ * under srv_evict_lock.
+ */
+
+#define SRV_EVICT_SAMPLES 5   /* keys sampled per draw (Redis maxmemory-samples) */
+#define SRV_EVICT_POOL    16  /* best candidates kept between draws */
+#define SRV_EVICT_KEYBUF  56  /* keys up to this size are copied into the pool entry */
+#define SRV_EVICT_BATCH   128 /* keys evicted per call at most */
+#define SRV_EVICT_DRAWS   16  /* draws per key before the exhaustive fallback */
+
+/* The eviction passes: the second runs only when the first finds nothing to evict. */
+enum srv_evict_pass {
+    SRV_EVICT_FIRST = 0,  /* ordinary objects only */
+    SRV_EVICT_SECOND = 1, /* also objects that are protected by soft rules only */
+};
+
+struct srv_evict_cand {
+    uint64_t hash;
+    uint32_t lru; /* stamp when sampled; a touched key no longer matches */
+    uint32_t klen;
+    char *heap; /* cm_malloc copy of a key longer than SRV_EVICT_KEYBUF, else NULL */
+    char buf[SRV_EVICT_KEYBUF];
+};
+
+static struct srv_evict_cand srv_pool[SRV_EVICT_POOL];
+static int srv_pool_n;
+
+static inline const char *srv_cand_key(const struct srv_evict_cand *c) {
+    return c->heap ? c->heap : c->buf;
 }
 
-/* Collects the LRU stamps of every evictable object. Returns the count; *out owned by caller. */
-static size_t srv_evict_collect(uint32_t **out) {
-    size_t cap = srv_db_size() + 1024, n = 0;
-    uint32_t *a = cm_malloc(cap * sizeof(*a));
-    for (int i = 0; i < SRV_DB_SHARDS; i++) {
-        struct srv_shard *sh = &srv_shards[i];
+/*
+ * The eviction rules, in one place. An object whose value a reply in flight points into
+ * (refs > 1, a pin) is never evicted, in either pass. Read leases (never evicted while held)
+ * and soft pins (evicted only in the second pass) add their tests here.
+ */
+static int srv_obj_evictable(const struct srv_obj *o, enum srv_evict_pass pass) {
+    (void)pass;
+    return cm_atomic_load_relaxed(&o->refs) == 1;
+}
+
+static void srv_pool_drop(int i) {
+    cm_free(srv_pool[i].heap);
+    memmove(&srv_pool[i], &srv_pool[i + 1], (size_t)(srv_pool_n - i - 1) * sizeof(srv_pool[0]));
+    srv_pool_n--;
+}
+
+/* Offers o (shard lock held) to the pool, ordered by idle time at clock now. */
+static void srv_pool_offer(const struct srv_obj *o, uint32_t now) {
+    uint32_t lru = cm_atomic_load_relaxed(&o->lru);
+    uint32_t idle = now - lru;
+    int pos = 0;
+    while (pos < srv_pool_n && now - srv_pool[pos].lru >= idle)
+        pos++;
+    if (pos == SRV_EVICT_POOL)
+        return; /* younger than every candidate of a full pool */
+    for (int i = 0; i < srv_pool_n; i++)
+        if (srv_pool[i].hash == o->node.hash && srv_pool[i].klen == o->klen &&
+            memcmp(srv_cand_key(&srv_pool[i]), o->key, o->klen) == 0)
+            return; /* already a candidate */
+    if (srv_pool_n == SRV_EVICT_POOL)
+        srv_pool_drop(SRV_EVICT_POOL - 1);
+    memmove(&srv_pool[pos + 1], &srv_pool[pos], (size_t)(srv_pool_n - pos) * sizeof(srv_pool[0]));
+    srv_pool_n++;
+    struct srv_evict_cand *c = &srv_pool[pos];
+    c->hash = o->node.hash;
+    c->lru = lru;
+    c->klen = o->klen;
+    c->heap = o->klen > SRV_EVICT_KEYBUF ? cm_malloc(o->klen) : NULL;
+    memcpy(c->heap ? c->heap : c->buf, o->key, o->klen);
+}
+
+/* One draw: samples a random non-empty shard into the pool. Returns 0 when every shard is empty. */
+static int srv_pool_populate(enum srv_evict_pass pass) {
+    uint64_t start = cm_rand64();
+    for (unsigned i = 0; i < SRV_DB_SHARDS; i++) {
+        struct srv_shard *sh = &srv_shards[(start + i) & (SRV_DB_SHARDS - 1)];
+        if (cm_atomic_load_relaxed(&sh->nkeys) == 0)
+            continue;
+        uint32_t now = srv_lru_clock();
+        pthread_mutex_lock(&sh->lock);
+        for (int k = 0; k < SRV_EVICT_SAMPLES; k++) {
+            struct srv_obj *o = (struct srv_obj *)cm_ht_random(&sh->ht);
+            if (!o)
+                break;
+            if (srv_obj_evictable(o, pass))
+                srv_pool_offer(o, now);
+        }
+        pthread_mutex_unlock(&sh->lock);
+        return 1;
+    }
+    return 0;
+}
+
+/* Takes the oldest pool entry and evicts its key if it still qualifies. Returns 1 if evicted. */
+static int srv_pool_evict_best(enum srv_evict_pass pass) {
+    struct srv_evict_cand *c = &srv_pool[0];
+    struct srv_shard *sh = srv_shard_of(c->hash);
+    int done = 0;
+    pthread_mutex_lock(&sh->lock);
+    struct srv_obj *o =
+        (struct srv_obj *)cm_ht_find(&sh->ht, c->hash, srv_cand_key(c), c->klen, srv_obj_eq);
+    if (o && cm_atomic_load_relaxed(&o->lru) == c->lru && srv_obj_evictable(o, pass)) {
+        srv_shard_unlink(sh, o);
+        done = 1;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    srv_pool_drop(0);
+    return done;
+}
+
+/*
+ * Fallback when sampling found nothing: walks the shards from a random one and evicts the first
+ * evictable object. O(keys) only when almost nothing is evictable. Returns 1 if one was evicted.
+ */
+static int srv_evict_first_found(enum srv_evict_pass pass) {
+    uint64_t start = cm_rand64();
+    for (unsigned i = 0; i < SRV_DB_SHARDS; i++) {
+        struct srv_shard *sh = &srv_shards[(start + i) & (SRV_DB_SHARDS - 1)];
+        if (cm_atomic_load_relaxed(&sh->nkeys) == 0)
+            continue;
+        struct srv_obj *victim = NULL;
         pthread_mutex_lock(&sh->lock);
         size_t b;
         struct cm_ht_node *nd, *tmp;
         cm_ht_foreach_node(&sh->ht, b, nd, tmp) {
-            struct srv_obj *o = (struct srv_obj *)nd;
-            if (cm_atomic_load_relaxed(&o->refs) != 1)
-                continue;
-            if (n == cap) {
-                cap *= 2;
-                a = cm_realloc(a, cap * sizeof(*a));
+            if (srv_obj_evictable((struct srv_obj *)nd, pass)) {
+                victim = (struct srv_obj *)nd;
+                break;
             }
-            a[n++] = cm_atomic_load_relaxed(&o->lru);
         }
+        if (victim)
+            srv_shard_unlink(sh, victim);
         pthread_mutex_unlock(&sh->lock);
+        if (victim)
+            return 1;
     }
-    *out = a;
-    return n;
+    return 0;
 }
 
-/* Evicts unpinned objects with lru <= threshold from one shard, at most *left of them. */
-static uint64_t srv_evict_shard(struct srv_shard *sh, uint32_t threshold, uint64_t *left) {
-    struct srv_obj *victims[256];
-    uint64_t total = 0;
-    pthread_mutex_lock(&sh->lock);
-    for (;;) {
-        int nv = 0;
-        size_t b;
-        struct cm_ht_node *nd, *tmp;
-        cm_ht_foreach_node(&sh->ht, b, nd, tmp) {
-            struct srv_obj *o = (struct srv_obj *)nd;
-            if (nv < 256 && (uint64_t)nv < *left && cm_atomic_load_relaxed(&o->refs) == 1 &&
-                cm_atomic_load_relaxed(&o->lru) <= threshold)
-                victims[nv++] = o;
-        }
-        for (int k = 0; k < nv; k++)
-            srv_shard_unlink(sh, victims[k]);
-        total += (uint64_t)nv;
-        *left -= (uint64_t)nv;
-        if (nv < 256 || *left == 0)
-            break;
+/* Evicts one key in the given pass. Returns 1, or 0 when nothing is evictable in that pass. */
+static int srv_evict_one(enum srv_evict_pass pass) {
+    for (int draw = 0; draw < SRV_EVICT_DRAWS; draw++) {
+        if (!srv_pool_populate(pass))
+            return 0;
+        while (srv_pool_n > 0)
+            if (srv_pool_evict_best(pass))
+                return 1;
     }
-    pthread_mutex_unlock(&sh->lock);
-    return total;
+    return srv_evict_first_found(pass);
+}
+
+/* Starts a cycle when none is running, then evicts one batch of it. Lock held. */
+static uint64_t srv_evict_batch(double ratio) {
+    uint64_t debt = cm_atomic_load_relaxed(&srv_evict_debt);
+    if (debt == 0) {
+        debt = (uint64_t)((double)srv_db_size() * ratio);
+        if (debt == 0)
+            debt = 1;
+        cm_atomic_add_relaxed(&stat_evict_cycles, 1);
+    }
+    uint64_t want = debt < SRV_EVICT_BATCH ? debt : SRV_EVICT_BATCH;
+    uint64_t done = 0;
+    enum srv_evict_pass pass = SRV_EVICT_FIRST;
+    while (done < want) {
+        if (srv_evict_one(pass)) {
+            done++;
+        } else if (pass == SRV_EVICT_FIRST) {
+            pass = SRV_EVICT_SECOND;
+        } else {
+            break;
+        }
+    }
+    cm_atomic_store_relaxed(&srv_evict_debt, done < want ? 0 : debt - done);
+    cm_atomic_add_relaxed(&stat_evicted, done);
+    return done;
 }
 
 uint64_t srv_db_evict(double ratio) {
     pthread_mutex_lock(&srv_evict_lock);
-    uint32_t *lrus;
-    size_t n = srv_evict_collect(&lrus);
-    uint64_t evicted = 0;
-    if (n > 0) {
-        size_t k = (size_t)((double)n * ratio);
-        if (k == 0)
-            k = 1;
-        uint32_t threshold = srv_select_kth(lrus, n, k - 1);
-        uint64_t left = k;
-        unsigned start = (unsigned)(cm_rand64() & (SRV_DB_SHARDS - 1));
-        for (unsigned i = 0; i < SRV_DB_SHARDS && left > 0; i++)
-            evicted +=
-                srv_evict_shard(&srv_shards[(start + i) & (SRV_DB_SHARDS - 1)], threshold, &left);
-    }
-    cm_free(lrus);
-    cm_atomic_add_relaxed(&stat_evicted, evicted);
-    cm_atomic_add_relaxed(&stat_evict_cycles, 1);
+    uint64_t evicted = srv_evict_batch(ratio);
     pthread_mutex_unlock(&srv_evict_lock);
-    if (evicted)
-        cm_log(CM_LOG_VERBOSE, "evict", "evicted %llu of %zu evictable objects",
-               (unsigned long long)evicted, n);
     return evicted;
+}
+
+/* As srv_db_evict, but returns at once (UINT64_MAX) when another thread is evicting. */
+static uint64_t srv_db_try_evict(double ratio) {
+    if (pthread_mutex_trylock(&srv_evict_lock) != 0)
+        return UINT64_MAX;
+    uint64_t evicted = srv_evict_batch(ratio);
+    pthread_mutex_unlock(&srv_evict_lock);
+    return evicted;
+}
+
+static void srv_pool_clear(void) {
+    pthread_mutex_lock(&srv_evict_lock);
+    while (srv_pool_n > 0)
+        srv_pool_drop(srv_pool_n - 1);
+    cm_atomic_store_relaxed(&srv_evict_debt, 0);
+    pthread_mutex_unlock(&srv_evict_lock);
 }
 
 void srv_db_get_stats(struct srv_db_stats *st) {

@@ -197,9 +197,13 @@ char *srv_db_random_key(int64_t now_ms, size_t *klen);
 void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, int64_t now_ms);
 
 /*
- * Evicts about ratio of the evictable objects (unpinned), least recently used first; at
- * least one object when any is evictable. Returns the number evicted. Caller holds the shared
- * or exclusive keyspace lock and no shard lock. Serialized internally.
+ * Evicts least recently used objects, never a pinned one. LRU is approximated by sampling
+ * (random keys offered to a pool of the oldest candidates, as Redis's allkeys-lru), so one
+ * eviction costs the same at any key count. A cycle evicts about ratio of the keys (at least
+ * one); each call evicts one batch of at most 128 keys of the current cycle, starting a cycle
+ * when none is under way, and the next calls (allocations past the high watermark) pay the
+ * rest. Returns the number evicted, 0 when nothing is evictable. Caller holds the shared or
+ * exclusive keyspace lock and no shard lock. Serialized internally.
  */
 uint64_t srv_db_evict(double ratio);
 
