@@ -58,6 +58,47 @@ uint32_t srv_lru_clock(void) {
     return (uint32_t)((cm_mono_ms() - srv_clock_base_ms) >> 4);
 }
 
+/* ---------------------------------------------------------------- memory figures */
+
+#define SRV_RECLAIM_PERIOD_MS  100         /* reclaimer pass interval */
+#define SRV_RECLAIM_MIN_AGE_MS 1000        /* free pages are kept this long for reuse */
+#define SRV_HEAP_PURGE_DROP    (32u << 20) /* heap drop that makes jemalloc purge */
+
+/* Present only when jemalloc is linked in (the server); NULL otherwise. */
+extern int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen)
+    __attribute__((weak));
+
+static _Atomic uint64_t srv_mem_peak;
+static uint64_t srv_heap_high; /* reclaimer thread only */
+
+uint64_t srv_db_used_memory(uint64_t *peak) {
+    uint64_t used = (uint64_t)cm_mem_used() + srv_seg_used(srv_db_seg);
+    uint64_t p = cm_atomic_load_relaxed(&srv_mem_peak);
+    while (used > p && !atomic_compare_exchange_weak_explicit(
+                           &srv_mem_peak, &p, used, memory_order_relaxed, memory_order_relaxed))
+        ;
+    if (peak)
+        *peak = used > p ? used : p;
+    return used;
+}
+
+/*
+ * Runs on the segment's reclaimer thread after each pass: samples the used_memory peak and,
+ * when the heap shrank by SRV_HEAP_PURGE_DROP since its last high point (FLUSHALL, mass
+ * eviction), asks jemalloc to return its free pages as well.
+ */
+static void srv_db_mem_tick(void) {
+    srv_db_used_memory(NULL);
+    uint64_t heap = (uint64_t)cm_mem_used();
+    if (heap > srv_heap_high)
+        srv_heap_high = heap;
+    if (srv_heap_high - heap < SRV_HEAP_PURGE_DROP)
+        return;
+    srv_heap_high = heap;
+    if (mallctl)
+        mallctl("arena.4096.purge", NULL, NULL, NULL, 0); /* 4096 = MALLCTL_ARENAS_ALL */
+}
+
 int srv_db_init(struct srv_seg *seg) {
     for (int i = 0; i < SRV_DB_LOCK_SLOTS; i++)
         pthread_mutex_init(&srv_db_locks[i].m, NULL);
@@ -68,6 +109,10 @@ int srv_db_init(struct srv_seg *seg) {
     srv_db_seg = seg;
     srv_hash_seed = cm_rand64();
     srv_clock_base_ms = cm_mono_ms();
+    int rc = srv_seg_start_reclaimer(seg, SRV_RECLAIM_PERIOD_MS, SRV_RECLAIM_MIN_AGE_MS,
+                                     srv_db_mem_tick);
+    if (rc < 0)
+        cm_log(CM_LOG_WARNING, "db", "cannot start the segment reclaimer: %s", strerror(-rc));
     return 0;
 }
 

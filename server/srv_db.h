@@ -68,7 +68,11 @@ struct srv_db_ref {
     size_t klen;
 };
 
-/* Creates the keyspace over seg. Call once at startup. Returns 0 or -errno. */
+/*
+ * Creates the keyspace over seg and starts seg's background page reclaimer (free pages go back
+ * to the kernel after 1 s; see srv_seg_reclaim), which also samples the used_memory peak.
+ * Call once at startup. Returns 0 or -errno.
+ */
 int srv_db_init(struct srv_seg *seg);
 
 /* Frees every object (the segment must still exist). Call once at exit, no threads running. */
@@ -168,6 +172,13 @@ int srv_db_exists(const char *key, size_t klen, int64_t now_ms);
  * their table slots) and aggregate payloads. Eviction keeps it under the high watermark.
  */
 uint64_t srv_db_mem_used(void);
+
+/*
+ * INFO's used_memory: heap bytes (cm_mem_used) plus segment blocks in use. Updates the peak,
+ * which the reclaimer thread also samples every 100 ms, and stores it in *peak (may be NULL).
+ * Thread-safe.
+ */
+uint64_t srv_db_used_memory(uint64_t *peak);
 
 /* Number of keys / keys with an expiry. Approximate while writers run. */
 uint64_t srv_db_size(void);
