@@ -82,21 +82,31 @@ uint64_t srv_db_used_memory(uint64_t *peak) {
     return used;
 }
 
+/* Asks jemalloc (when linked in) to return the free pages of every arena to the kernel. */
+static void srv_heap_purge(void) {
+    if (mallctl)
+        mallctl("arena.4096.purge", NULL, NULL, NULL, 0); /* 4096 = MALLCTL_ARENAS_ALL */
+}
+
 /*
  * Runs on the segment's reclaimer thread after each pass: samples the used_memory peak and,
  * when the heap shrank by SRV_HEAP_PURGE_DROP since its last high point (FLUSHALL, mass
- * eviction), asks jemalloc to return its free pages as well.
+ * eviction), has jemalloc return its free pages too; purges once more a second later, since
+ * a big FLUSHALL may still have been freeing during the first purge.
  */
 static void srv_db_mem_tick(void) {
+    static unsigned again; /* ticks until the follow-up purge, 0 = none */
     srv_db_used_memory(NULL);
     uint64_t heap = (uint64_t)cm_mem_used();
     if (heap > srv_heap_high)
         srv_heap_high = heap;
+    if (again && --again == 0)
+        srv_heap_purge();
     if (srv_heap_high - heap < SRV_HEAP_PURGE_DROP)
         return;
     srv_heap_high = heap;
-    if (mallctl)
-        mallctl("arena.4096.purge", NULL, NULL, NULL, 0); /* 4096 = MALLCTL_ARENAS_ALL */
+    srv_heap_purge();
+    again = 1000 / SRV_RECLAIM_PERIOD_MS;
 }
 
 int srv_db_init(struct srv_seg *seg) {
@@ -572,12 +582,17 @@ static void srv_pool_drop(int i) {
     srv_pool_n--;
 }
 
+/* Idle time of an LRU stamp at clock now (stamps wrap; a stamp from the future is 0). */
+static inline uint32_t srv_idle(uint32_t now, uint32_t lru) {
+    return (int32_t)(now - lru) < 0 ? 0 : now - lru;
+}
+
 /* Offers o (shard lock held) to the pool, ordered by idle time at clock now. */
 static void srv_pool_offer(const struct srv_obj *o, uint32_t now) {
     uint32_t lru = cm_atomic_load_relaxed(&o->lru);
-    uint32_t idle = now - lru;
+    uint32_t idle = srv_idle(now, lru);
     int pos = 0;
-    while (pos < srv_pool_n && now - srv_pool[pos].lru >= idle)
+    while (pos < srv_pool_n && srv_idle(now, srv_pool[pos].lru) >= idle)
         pos++;
     if (pos == SRV_EVICT_POOL)
         return; /* younger than every candidate of a full pool */
@@ -604,8 +619,8 @@ static int srv_pool_populate(enum srv_evict_pass pass) {
         struct srv_shard *sh = &srv_shards[(start + i) & (SRV_DB_SHARDS - 1)];
         if (cm_atomic_load_relaxed(&sh->nkeys) == 0)
             continue;
-        uint32_t now = srv_lru_clock();
         pthread_mutex_lock(&sh->lock);
+        uint32_t now = srv_lru_clock(); /* after the lock: stamps here are not newer */
         for (int k = 0; k < SRV_EVICT_SAMPLES; k++) {
             struct srv_obj *o = (struct srv_obj *)cm_ht_random(&sh->ht);
             if (!o)
@@ -648,14 +663,10 @@ static int srv_evict_first_found(enum srv_evict_pass pass) {
             continue;
         struct srv_obj *victim = NULL;
         pthread_mutex_lock(&sh->lock);
-        size_t b;
-        struct cm_ht_node *nd, *tmp;
-        cm_ht_foreach_node(&sh->ht, b, nd, tmp) {
-            if (srv_obj_evictable((struct srv_obj *)nd, pass)) {
-                victim = (struct srv_obj *)nd;
-                break;
-            }
-        }
+        for (size_t b = 0; b <= sh->ht.mask && !victim; b++)
+            for (struct cm_ht_node *nd = sh->ht.buckets[b]; nd && !victim; nd = nd->next)
+                if (srv_obj_evictable((struct srv_obj *)nd, pass))
+                    victim = (struct srv_obj *)nd;
         if (victim)
             srv_shard_unlink(sh, victim);
         pthread_mutex_unlock(&sh->lock);
