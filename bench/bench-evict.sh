@@ -5,7 +5,8 @@
 # FLUSHALL. Each server gets the same memory limit, sized so about N keys of 64 B fit
 # (BENCH_EVICT_BYTES_PER_KEY x N); it is filled with random new keys until it evicts, then every
 # measured run SETs random new keys (a 10^9 keyspace), so every SET needs an eviction. Rounds
-# rotate the server order; the table shows medians.
+# rotate the server order; the table shows medians of ops/s and of server CPU seconds per
+# million SETs (utime+stime from /proc/PID/stat), which is less sensitive to a busy machine.
 #
 #   bench/bench-evict.sh
 #
@@ -88,6 +89,11 @@ sets() {
         --csv 2>/dev/null | tr -d '"' | awk -F, '$1 == "SET" { print $2 }'
 }
 
+# CPU seconds (user+system, all threads) consumed so far by pid.
+cpu_seconds() {
+    awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
+}
+
 SERVERS=()
 t_start=$(date +%s)
 for n in $KEYSETS; do
@@ -121,12 +127,15 @@ for round in $(seq "$ROUNDS"); do
         port_var=PORT_$name
         pid_var=PID_$name
         e0=$(info "${!port_var}" evicted_keys)
+        c0=$(cpu_seconds "${!pid_var}")
         rps=$(sets "${!port_var}" "$REQS" "$PIPE" "$CLIENTS")
+        c1=$(cpu_seconds "${!pid_var}")
         kill -0 "${!pid_var}" 2>/dev/null || { echo "bench-evict: $name died" >&2; tail -20 "$TMP/$name.log" >&2; exit 1; }
         e1=$(info "${!port_var}" evicted_keys)
         keys=$(cli "${!port_var}" dbsize)
         [ -n "$rps" ] || { echo "bench-evict: no result for $name" >&2; exit 1; }
-        printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rps" "$((e1 - e0))" "$keys" >>"$RAW"
+        cpu=$(python3 -c "print(($c1 - $c0) * 1e6 / $REQS)")
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rps" "$((e1 - e0))" "$keys" "$cpu" >>"$RAW"
     done
     echo "bench-evict: round $round done" >&2
 done
@@ -166,10 +175,12 @@ raw, memraw, keysets, pipe, clients, reqs, threads, bpk, secs = sys.argv[1:10]
 keysets = keysets.split()
 rps = defaultdict(list)
 ev = defaultdict(list)
+cpu = defaultdict(list)
 keys = {}
 for line in open(raw):
-    name, rnd, r, e, k = line.split("\t")
+    name, rnd, r, e, k, c = line.split("\t")
     rps[name].append(float(r))
+    cpu[name].append(float(c))
     ev[name].append(int(e))
     keys[name] = int(k)
 med = {n: statistics.median(v) for n, v in rps.items()}
@@ -179,7 +190,8 @@ print(f"Eviction-bound SET: redis-benchmark -t set -d 64 -r 1e9 -P {pipe} -c {cl
       f"-n {int(reqs):,}, memory = {bpk} B x N, crescent --threads {threads}, "
       f"medians of {max(len(v) for v in rps.values())} rounds")
 print()
-hdr = f"{'N (target)':>12} | {'server':<9} | {'keys held':>11} | {'ops/s':>10} | {'evicted/SET':>11} | rounds"
+hdr = (f"{'N (target)':>12} | {'server':<9} | {'keys held':>11} | {'ops/s':>10} | {'evicted/SET':>11} | "
+       f"{'cpu s/Mreq':>10} | ops/s of each round")
 print(hdr)
 print("-" * len(hdr))
 for n in keysets:
@@ -188,13 +200,14 @@ for n in keysets:
         per_set = statistics.median(ev[name]) / int(reqs)
         runs = " ".join(f"{r:,.0f}" for r in rps[name])
         print(f"{int(n):>12,} | {kind:<9} | {keys[name]:>11,} | {med[name]:>10,.0f} | "
-              f"{per_set:>11.2f} | {runs}")
+              f"{per_set:>11.2f} | {statistics.median(cpu[name]):>10.2f} | {runs}")
 print()
 small, big = keysets[0], keysets[-1]
 checks = []
 for kind in ("crescent", "redis"):
     r = med[f"{kind}_{big}"] / med[f"{kind}_{small}"]
-    line = f"{kind}: {int(big):,} keys / {int(small):,} keys = {r:.2f}"
+    c = statistics.median(cpu[f"{kind}_{big}"]) / statistics.median(cpu[f"{kind}_{small}"])
+    line = f"{kind}: {int(big):,} keys / {int(small):,} keys = {r:.2f} ops/s, {c:.2f} cpu per SET"
     if kind == "crescent":
         ok = r >= 0.8
         checks.append(ok)
@@ -204,7 +217,9 @@ for n in keysets:
     r = med[f"crescent_{n}"] / med[f"redis_{n}"]
     ok = r >= 1.0
     checks.append(ok)
-    print(f"crescent / redis at {int(n):,} keys = {r:.2f}   (target >= 1.00: {'PASS' if ok else 'FAIL'})")
+    c = statistics.median(cpu[f"crescent_{n}"]) / statistics.median(cpu[f"redis_{n}"])
+    print(f"crescent / redis at {int(n):,} keys = {r:.2f} ops/s, {c:.2f} cpu per SET"
+          f"   (target >= 1.00 ops/s: {'PASS' if ok else 'FAIL'})")
 print()
 print("INFO memory with the keys loaded, then 5 s after FLUSHALL returned ('flush': seconds FLUSHALL")
 print("took; '< half': seconds after it returned until RSS fell below half, polled every 0.25 s):")

@@ -529,7 +529,8 @@ void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, i
 
 /*
  * DESIGN. Approximated LRU, as Redis does it: every evicted key costs one draw of
- * SRV_EVICT_SAMPLES random keys from one random non-empty shard; the evictable ones are offered
+ * SRV_EVICT_SAMPLES keys (from a random bucket on) of one random non-empty shard; the evictable
+ * ones are offered
  * to a pool of the SRV_EVICT_POOL oldest candidates seen so far (kept sorted, oldest first,
  * with a copy of each key); then the oldest pool entry is looked up again under its shard lock,
  * checked (still there, LRU stamp unchanged, still evictable) and unlinked. The cost of one
@@ -612,6 +613,25 @@ static void srv_pool_offer(const struct srv_obj *o, uint32_t now) {
     memcpy(c->heap ? c->heap : c->buf, o->key, o->klen);
 }
 
+/*
+ * Offers up to SRV_EVICT_SAMPLES objects of sh (locked) to the pool: the chains of consecutive
+ * buckets from a random one (as Redis's dictGetSomeKeys), which reads the bucket array
+ * sequentially instead of missing the cache once per sample. At most 8 buckets per sample.
+ */
+static void srv_shard_sample(struct srv_shard *sh, uint32_t now, enum srv_evict_pass pass) {
+    const struct cm_ht *t = &sh->ht;
+    size_t b = (size_t)cm_rand64() & t->mask;
+    size_t steps = t->mask + 1 < 8 * SRV_EVICT_SAMPLES ? t->mask + 1 : 8 * SRV_EVICT_SAMPLES;
+    int seen = 0;
+    for (size_t i = 0; i < steps && seen < SRV_EVICT_SAMPLES; i++, b = (b + 1) & t->mask) {
+        for (struct cm_ht_node *n = t->buckets[b]; n && seen < SRV_EVICT_SAMPLES; n = n->next) {
+            seen++;
+            if (srv_obj_evictable((struct srv_obj *)n, pass))
+                srv_pool_offer((struct srv_obj *)n, now);
+        }
+    }
+}
+
 /* One draw: samples a random non-empty shard into the pool. Returns 0 when every shard is empty. */
 static int srv_pool_populate(enum srv_evict_pass pass) {
     uint64_t start = cm_rand64();
@@ -621,13 +641,7 @@ static int srv_pool_populate(enum srv_evict_pass pass) {
             continue;
         pthread_mutex_lock(&sh->lock);
         uint32_t now = srv_lru_clock(); /* after the lock: stamps here are not newer */
-        for (int k = 0; k < SRV_EVICT_SAMPLES; k++) {
-            struct srv_obj *o = (struct srv_obj *)cm_ht_random(&sh->ht);
-            if (!o)
-                break;
-            if (srv_obj_evictable(o, pass))
-                srv_pool_offer(o, now);
-        }
+        srv_shard_sample(sh, now, pass);
         pthread_mutex_unlock(&sh->lock);
         return 1;
     }
