@@ -530,10 +530,10 @@ void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, i
 /*
  * DESIGN. Approximated LRU, as Redis does it: every evicted key costs one draw of
  * SRV_EVICT_SAMPLES keys (from a random bucket on) of one random non-empty shard; the evictable
- * ones are offered
- * to a pool of the SRV_EVICT_POOL oldest candidates seen so far (kept sorted, oldest first,
- * with a copy of each key); then the oldest pool entry is looked up again under its shard lock,
- * checked (still there, LRU stamp unchanged, still evictable) and unlinked. The cost of one
+ * ones are offered to a pool of the SRV_EVICT_POOL oldest candidates seen so far (kept sorted,
+ * oldest first, with a copy of each key); then the oldest pool entry is looked up again under
+ * its shard lock, checked (still there, LRU stamp unchanged, still evictable) and unlinked. The
+ * cost of one
  * eviction is a few shard locks and table probes, whatever the key count. A cycle evicts ratio
  * of the keys; it is paid in batches of at most SRV_EVICT_BATCH keys per call, so no caller
  * stalls for long, and the rest (the "debt") is paid by the next calls. Everything here runs
