@@ -90,8 +90,9 @@ static void srv_heap_purge(void) {
 
 /*
  * Runs on the segment's reclaimer thread after each pass: samples the used_memory peak and,
- * when the heap shrank by SRV_HEAP_PURGE_DROP since its last high point (FLUSHALL, mass
- * eviction), has jemalloc return its free pages too; purges once more a second later, since
+ * when the heap shrank to half its last high point and by SRV_HEAP_PURGE_DROP at least
+ * (FLUSHALL, mass deletes; not the 5 % steps of eviction, whose pages are reused at once), has
+ * jemalloc return its free pages too; purges once more a second later, since
  * a big FLUSHALL may still have been freeing during the first purge.
  */
 static void srv_db_mem_tick(void) {
@@ -102,7 +103,7 @@ static void srv_db_mem_tick(void) {
         srv_heap_high = heap;
     if (again && --again == 0)
         srv_heap_purge();
-    if (srv_heap_high - heap < SRV_HEAP_PURGE_DROP)
+    if (srv_heap_high - heap < SRV_HEAP_PURGE_DROP || heap > srv_heap_high / 2)
         return;
     srv_heap_high = heap;
     srv_heap_purge();
@@ -265,12 +266,14 @@ char *srv_obj_val(const struct srv_obj *o) {
     return srv_seg_ptr(srv_db_seg, o->handle);
 }
 
-static uint64_t srv_db_try_evict(double ratio);
+static uint64_t srv_db_evict_step(int wait);
 
 /*
- * Evicts one batch when usage passed the high watermark (waiting for another evicting thread,
- * so writers never outrun eviction) or, below it, while an eviction cycle is still under way
- * (skipped when another thread is evicting). Backs off 10 ms when nothing could be freed.
+ * Evicts a few keys (SRV_EVICT_STEP) after each allocation when usage passed the high
+ * watermark (waiting for another evicting thread, so writers never outrun eviction) or, below
+ * it, while an eviction cycle is still under way (skipped when another thread is evicting). A
+ * cycle is thus spread over the writes that follow it, a few keys each, instead of stalling one
+ * write. Backs off 10 ms when nothing could be freed.
  */
 static void srv_db_maybe_evict_watermark(void) {
     uint64_t size = srv_seg_size(srv_db_seg);
@@ -280,7 +283,7 @@ static void srv_db_maybe_evict_watermark(void) {
     uint64_t now = cm_mono_ms();
     if (now - cm_atomic_load_relaxed(&srv_last_evict_ms) < 10)
         return;
-    uint64_t n = above ? srv_db_evict(srv_db_evict_ratio) : srv_db_try_evict(srv_db_evict_ratio);
+    uint64_t n = srv_db_evict_step(above);
     if (n == 0)
         cm_atomic_store_relaxed(&srv_last_evict_ms, now);
 }
@@ -543,7 +546,8 @@ void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, i
 #define SRV_EVICT_SAMPLES 5   /* keys sampled per draw (Redis maxmemory-samples) */
 #define SRV_EVICT_POOL    16  /* best candidates kept between draws */
 #define SRV_EVICT_KEYBUF  56  /* keys up to this size are copied into the pool entry */
-#define SRV_EVICT_BATCH   128 /* keys evicted per call at most */
+#define SRV_EVICT_BATCH   128 /* keys evicted per srv_db_evict() call at most */
+#define SRV_EVICT_STEP    8   /* keys evicted after one allocation past the watermark */
 #define SRV_EVICT_DRAWS   16  /* draws per key before the exhaustive fallback */
 
 /* The eviction passes: the second runs only when the first finds nothing to evict. */
@@ -702,8 +706,8 @@ static int srv_evict_one(enum srv_evict_pass pass) {
     return srv_evict_first_found(pass);
 }
 
-/* Starts a cycle when none is running, then evicts one batch of it. Lock held. */
-static uint64_t srv_evict_batch(double ratio) {
+/* Starts a cycle when none is running, then evicts up to max keys of it. Lock held. */
+static uint64_t srv_evict_batch(double ratio, uint64_t max) {
     uint64_t debt = cm_atomic_load_relaxed(&srv_evict_debt);
     if (debt == 0) {
         debt = (uint64_t)((double)srv_db_size() * ratio);
@@ -711,7 +715,7 @@ static uint64_t srv_evict_batch(double ratio) {
             debt = 1;
         cm_atomic_add_relaxed(&stat_evict_cycles, 1);
     }
-    uint64_t want = debt < SRV_EVICT_BATCH ? debt : SRV_EVICT_BATCH;
+    uint64_t want = debt < max ? debt : max;
     uint64_t done = 0;
     enum srv_evict_pass pass = SRV_EVICT_FIRST;
     while (done < want) {
@@ -730,16 +734,21 @@ static uint64_t srv_evict_batch(double ratio) {
 
 uint64_t srv_db_evict(double ratio) {
     pthread_mutex_lock(&srv_evict_lock);
-    uint64_t evicted = srv_evict_batch(ratio);
+    uint64_t evicted = srv_evict_batch(ratio, SRV_EVICT_BATCH);
     pthread_mutex_unlock(&srv_evict_lock);
     return evicted;
 }
 
-/* As srv_db_evict, but returns at once (UINT64_MAX) when another thread is evicting. */
-static uint64_t srv_db_try_evict(double ratio) {
-    if (pthread_mutex_trylock(&srv_evict_lock) != 0)
+/*
+ * One watermark step of SRV_EVICT_STEP keys. wait = 0 returns at once (UINT64_MAX) when another
+ * thread is evicting.
+ */
+static uint64_t srv_db_evict_step(int wait) {
+    if (wait)
+        pthread_mutex_lock(&srv_evict_lock);
+    else if (pthread_mutex_trylock(&srv_evict_lock) != 0)
         return UINT64_MAX;
-    uint64_t evicted = srv_evict_batch(ratio);
+    uint64_t evicted = srv_evict_batch(srv_db_evict_ratio, SRV_EVICT_STEP);
     pthread_mutex_unlock(&srv_evict_lock);
     return evicted;
 }
