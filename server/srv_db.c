@@ -536,11 +536,11 @@ void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, i
  * ones are offered to a pool of the SRV_EVICT_POOL oldest candidates seen so far (kept sorted,
  * oldest first, with a copy of each key); then the oldest pool entry is looked up again under
  * its shard lock, checked (still there, LRU stamp unchanged, still evictable) and unlinked. The
- * cost of one
- * eviction is a few shard locks and table probes, whatever the key count. A cycle evicts ratio
- * of the keys; it is paid in batches of at most SRV_EVICT_BATCH keys per call, so no caller
- * stalls for long, and the rest (the "debt") is paid by the next calls. Everything here runs
- * under srv_evict_lock.
+ * cost of one eviction is a few shard locks and table probes, whatever the key count. A cycle
+ * evicts ratio of the keys; the rest of a cycle (the "debt") is paid by later calls: batches of
+ * up to SRV_EVICT_BATCH keys from srv_db_evict() (allocation failures, aggregate writes) and
+ * SRV_EVICT_STEP keys after each allocation past the watermark, so no caller stalls for long.
+ * Everything here runs under srv_evict_lock.
  */
 
 #define SRV_EVICT_SAMPLES 5   /* keys sampled per draw (Redis maxmemory-samples) */

@@ -212,8 +212,8 @@ void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, i
  * (random keys offered to a pool of the oldest candidates, as Redis's allkeys-lru), so one
  * eviction costs the same at any key count. A cycle evicts about ratio of the keys (at least
  * one); each call evicts one batch of at most 128 keys of the current cycle, starting a cycle
- * when none is under way, and the next calls (allocations past the high watermark) pay the
- * rest. Returns the number evicted, 0 when nothing is evictable. Caller holds the shared or
+ * when none is under way; later calls, and allocations past the high watermark (8 keys each),
+ * pay the rest. Returns the number evicted, 0 when nothing is evictable. Caller holds the shared or
  * exclusive keyspace lock and no shard lock. Serialized internally.
  */
 uint64_t srv_db_evict(double ratio);

@@ -171,8 +171,8 @@ Test(memory, flushall_returns_rss_to_the_kernel) {
             break;
         it_sleep_ms(100);
     }
-    cr_log_info("RSS %lld MiB with 200 MB of values, %lld MiB %lld ms after FLUSHALL",
-                full / MIB, rss / MIB, it_now_ms() - start);
+    cr_log_info("RSS %lld MiB with 200 MB of values, %lld MiB %lld ms after FLUSHALL", full / MIB,
+                rss / MIB, it_now_ms() - start);
     cr_assert_lt(rss, 64 * MIB, "RSS after FLUSHALL: %lld bytes (was %lld)", rss, full);
     cr_assert_lt(rss, full / 2, "RSS after FLUSHALL: %lld bytes (was %lld)", rss, full);
     /* The memory is usable again: the same data fits and reads back. */
