@@ -50,7 +50,8 @@ static int srv_apply_loglevel(const struct cm_cfg_entry *e, char *err, size_t er
 
 static const struct cm_cfg_entry srv_entries[] = {
     INT_ENTRY("port", NULL, CM_CFG_IMMUTABLE, port, 1, 65535, "50051", "RESP TCP port"),
-    STR_ENTRY("bind", NULL, CM_CFG_IMMUTABLE, bind, "0.0.0.0", "IPv4 address to listen on"),
+    STR_ENTRY("bind", NULL, CM_CFG_IMMUTABLE, bind, "0.0.0.0",
+              "addresses to listen on, space-separated (IPv4/IPv6, * = all IPv4, :: = all IPv6)"),
     STR_ENTRY("unixsocket", NULL, CM_CFG_IMMUTABLE, unixsocket, "",
               "also listen on this Unix socket path"),
     INT_ENTRY("unixsocketperm", NULL, CM_CFG_IMMUTABLE, unixsocketperm, 0, 777, "0",

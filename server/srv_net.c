@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -37,13 +38,20 @@
 #define SRV_READ_CHUNK     (16 * 1024)
 #define SRV_DIRECT_MIN     (32 * 1024) /* SET values this big are read straight into the segment */
 #define SRV_MAX_WRITE_LOOP (64u << 20) /* bytes written per client per event (fairness) */
+#define SRV_MAX_BINDS      16          /* addresses in --bind */
+
+/* A listening socket owned by one worker. */
+struct srv_listener {
+    int fd;
+    int is_unix;
+};
 
 struct srv_worker {
     unsigned id;
     pthread_t thread;
     struct cm_ev_loop *loop;
-    int tcp_fd;
-    int unix_fd;
+    struct srv_listener ls[SRV_MAX_BINDS + 1]; /* one per --bind address, then the Unix one */
+    int nls;
     struct srv_client *clients;
     struct srv_client *pending;
     unsigned nclients;
@@ -60,25 +68,85 @@ static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, 
 
 /* ---------------------------------------------------------------- listeners */
 
+/* One address of --bind, resolved. */
+struct srv_bind_addr {
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    int optional;  /* "-addr": skipped when the address is not available, as in Redis */
+    char text[80]; /* host as given (brackets added for IPv6 in messages) */
+};
+
+static struct srv_bind_addr srv_binds[SRV_MAX_BINDS];
+static int srv_nbinds;
+
 /*
- * Listens on bind_addr:port. reuseport = 1 lets every worker own a listener on the same port;
- * the first is opened with reuseport = 0 as a probe, so a port another process holds fails
- * with EADDRINUSE as in Redis instead of silently sharing its connections.
+ * Resolves the space-separated --bind list into srv_binds: "*" and "0.0.0.0" mean every IPv4
+ * address, "::" and "::*" every IPv6 address, "-" before an address makes it optional.
+ * Returns 0 or a negative errno (-EINVAL with a logged reason).
  */
-static int srv_listen_tcp(const char *bind_addr, int port, int backlog, int reuseport) {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    const char *a =
-        (!bind_addr || !*bind_addr || strcmp(bind_addr, "*") == 0) ? "0.0.0.0" : bind_addr;
-    if (inet_pton(AF_INET, a, &sa.sin_addr) != 1)
-        return -EINVAL;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+static int srv_parse_binds(const char *list) {
+    char copy[1024];
+    snprintf(copy, sizeof(copy), "%s", list && *list ? list : "0.0.0.0");
+    srv_nbinds = 0;
+    for (char *save = NULL, *t = strtok_r(copy, " \t", &save); t;
+         t = strtok_r(NULL, " \t", &save)) {
+        if (srv_nbinds == SRV_MAX_BINDS) {
+            cm_log(CM_LOG_WARNING, "net", "too many bind addresses (at most %d)", SRV_MAX_BINDS);
+            return -EINVAL;
+        }
+        struct srv_bind_addr *b = &srv_binds[srv_nbinds];
+        memset(b, 0, sizeof(*b));
+        if (*t == '-') {
+            b->optional = 1;
+            t++;
+        }
+        const char *host = t;
+        if (strcmp(t, "*") == 0)
+            host = "0.0.0.0";
+        else if (strcmp(t, "::*") == 0)
+            host = "::";
+        struct addrinfo hints = {
+            .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+        struct addrinfo *res = NULL;
+        int rc = getaddrinfo(host, NULL, &hints, &res);
+        if (rc != 0 || !res) {
+            cm_log(CM_LOG_WARNING, "net", "cannot resolve bind address %s: %s", t,
+                   rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+            if (res)
+                freeaddrinfo(res);
+            return -EINVAL;
+        }
+        memcpy(&b->sa, res->ai_addr, res->ai_addrlen);
+        b->salen = res->ai_addrlen;
+        freeaddrinfo(res);
+        snprintf(b->text, sizeof(b->text), b->sa.ss_family == AF_INET6 ? "[%s]" : "%s", host);
+        srv_nbinds++;
+    }
+    return srv_nbinds > 0 ? 0 : -EINVAL;
+}
+
+/*
+ * Listens on b:port. reuseport = 1 lets every worker own a listener on the same port; the
+ * first is opened with reuseport = 0 as a probe, so a port another process holds fails with
+ * EADDRINUSE as in Redis instead of silently sharing its connections. IPv6 sockets are
+ * IPV6_V6ONLY (as in Redis), so "0.0.0.0 ::" binds both families side by side.
+ */
+static int srv_listen_tcp(const struct srv_bind_addr *b, int port, int backlog, int reuseport) {
+    struct sockaddr_storage sa = b->sa;
+    if (sa.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&sa)->sin6_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in *)&sa)->sin_port = htons((uint16_t)port);
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (sa.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
     if (reuseport)
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+    if (bind(fd, (struct sockaddr *)&sa, b->salen) < 0 || listen(fd, backlog) < 0) {
         int err = -errno;
         close(fd);
         return err;
@@ -121,7 +189,7 @@ static void srv_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t n)
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
         char ip[INET6_ADDRSTRLEN];
         inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        snprintf(out, n, "%s:%u", ip, ntohs(in6->sin6_port));
+        snprintf(out, n, "[%s]:%u", ip, ntohs(in6->sin6_port)); /* as Redis prints it */
     } else {
         snprintf(out, n, "%s:0", srv_cfg.unixsocket ? srv_cfg.unixsocket : "");
     }
@@ -550,6 +618,10 @@ static void srv_reject(int fd, const char *msg, size_t len) {
 static void srv_accept_cb(struct cm_ev_loop *loop, int lfd, unsigned mask, void *arg) {
     struct srv_worker *w = arg;
     (void)mask;
+    int is_unix = 0;
+    for (int i = 0; i < w->nls; i++)
+        if (w->ls[i].fd == lfd)
+            is_unix = w->ls[i].is_unix;
     for (int i = 0; i < 64; i++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
@@ -559,7 +631,6 @@ static void srv_accept_cb(struct cm_ev_loop *loop, int lfd, unsigned mask, void 
                 cm_log_sparse(1000, CM_LOG_WARNING, "net", "accept failed: %s", strerror(errno));
             return;
         }
-        int is_unix = (lfd == w->unix_fd);
         if (is_unix)
             ss.ss_family = AF_UNIX;
         cm_atomic_add_relaxed(&srv_stats.total_connections, 1);
@@ -651,31 +722,69 @@ void srv_shutdown_request(void) {
         cm_ev_stop(srv_workers[i].loop);
 }
 
+/* Adds a listener to w, watched for accepts. */
+static void srv_worker_add_listener(struct srv_worker *w, int fd, int is_unix) {
+    w->ls[w->nls++] = (struct srv_listener){fd, is_unix};
+    cm_ev_set(w->loop, fd, CM_EV_READ, srv_accept_cb, w);
+}
+
+/* Probes every --bind address (plain bind, no SO_REUSEPORT) so a taken port fails as in Redis;
+ * drops optional addresses that are not available. Returns 0 or -errno (logged). */
+static int srv_probe_binds(void) {
+    int rc = srv_parse_binds(srv_cfg.bind);
+    if (rc < 0) {
+        cm_log(CM_LOG_WARNING, "net", "invalid bind '%s'", srv_cfg.bind);
+        return rc;
+    }
+    for (int i = 0; i < srv_nbinds; i++) {
+        int probe = srv_listen_tcp(&srv_binds[i], (int)srv_cfg.port, 1, 0);
+        if (probe >= 0) {
+            close(probe);
+            continue;
+        }
+        if (srv_binds[i].optional &&
+            (probe == -EADDRNOTAVAIL || probe == -EAFNOSUPPORT || probe == -EPROTONOSUPPORT)) {
+            cm_log(CM_LOG_NOTICE, "net", "skipping optional bind address %s: %s", srv_binds[i].text,
+                   strerror(-probe));
+            memmove(&srv_binds[i], &srv_binds[i + 1],
+                    (size_t)(srv_nbinds - i - 1) * sizeof(srv_binds[0]));
+            srv_nbinds--;
+            i--;
+            continue;
+        }
+        cm_log(CM_LOG_WARNING, "net", "could not listen on %s:%lld: %s", srv_binds[i].text,
+               srv_cfg.port, strerror(-probe));
+        return probe;
+    }
+    if (srv_nbinds == 0 && !(srv_cfg.unixsocket && *srv_cfg.unixsocket)) {
+        cm_log(CM_LOG_WARNING, "net", "no bind address is available");
+        return -EADDRNOTAVAIL;
+    }
+    return 0;
+}
+
 static int srv_workers_setup(void) {
     int maxfd = (int)srv_cfg.maxclients + 1024;
     srv_db_set_threads(srv_nworkers);
-    int probe = srv_listen_tcp(srv_cfg.bind, (int)srv_cfg.port, 1, 0);
-    if (probe < 0) {
-        cm_log(CM_LOG_WARNING, "net", "could not listen on %s:%lld: %s", srv_cfg.bind, srv_cfg.port,
-               strerror(-probe));
-        return probe;
-    }
-    close(probe);
+    int rc = srv_probe_binds();
+    if (rc < 0)
+        return rc;
     srv_workers = cm_calloc(srv_nworkers, sizeof(*srv_workers));
     for (unsigned i = 0; i < srv_nworkers; i++) {
         struct srv_worker *w = &srv_workers[i];
         w->id = i;
-        w->unix_fd = -1;
         w->loop = cm_ev_create(maxfd);
         if (!w->loop)
             return -errno;
-        w->tcp_fd = srv_listen_tcp(srv_cfg.bind, (int)srv_cfg.port, (int)srv_cfg.tcp_backlog, 1);
-        if (w->tcp_fd < 0) {
-            cm_log(CM_LOG_WARNING, "net", "could not listen on %s:%lld: %s", srv_cfg.bind,
-                   srv_cfg.port, strerror(-w->tcp_fd));
-            return w->tcp_fd;
+        for (int b = 0; b < srv_nbinds; b++) {
+            int fd = srv_listen_tcp(&srv_binds[b], (int)srv_cfg.port, (int)srv_cfg.tcp_backlog, 1);
+            if (fd < 0) {
+                cm_log(CM_LOG_WARNING, "net", "could not listen on %s:%lld: %s", srv_binds[b].text,
+                       srv_cfg.port, strerror(-fd));
+                return fd;
+            }
+            srv_worker_add_listener(w, fd, 0);
         }
-        cm_ev_set(w->loop, w->tcp_fd, CM_EV_READ, srv_accept_cb, w);
         cm_ev_set_before_sleep(w->loop, srv_before_sleep, w);
         cm_ev_set_cron(w->loop, (unsigned)(1000 / (srv_cfg.hz > 0 ? srv_cfg.hz : 10)), srv_cron, w);
         cm_ev_set_wake_hook(w->loop, srv_check_kills, w);
@@ -688,8 +797,7 @@ static int srv_workers_setup(void) {
                    srv_cfg.unixsocket, strerror(-fd));
             return fd;
         }
-        srv_workers[0].unix_fd = fd;
-        cm_ev_set(srv_workers[0].loop, fd, CM_EV_READ, srv_accept_cb, &srv_workers[0]);
+        srv_worker_add_listener(&srv_workers[0], fd, 1);
     }
     return 0;
 }
@@ -701,16 +809,29 @@ static void srv_workers_teardown(void) {
             continue;
         while (w->clients)
             srv_client_free(w->clients);
-        if (w->tcp_fd >= 0)
-            close(w->tcp_fd);
-        if (w->unix_fd >= 0) {
-            close(w->unix_fd);
-            unlink(srv_cfg.unixsocket);
+        for (int l = 0; l < w->nls; l++) {
+            close(w->ls[l].fd);
+            if (w->ls[l].is_unix)
+                unlink(srv_cfg.unixsocket);
         }
         cm_ev_destroy(w->loop);
     }
     cm_free(srv_workers);
     srv_workers = NULL;
+}
+
+/* The start-up line: every address listened on. */
+static void srv_log_ready(void) {
+    struct cm_buf b;
+    cm_buf_init(&b);
+    for (int i = 0; i < srv_nbinds; i++)
+        cm_buf_appendf(&b, "%s%s:%lld", i ? ", " : "", srv_binds[i].text, srv_cfg.port);
+    if (srv_cfg.unixsocket && *srv_cfg.unixsocket)
+        cm_buf_appendf(&b, "%sunix:%s", srv_nbinds ? ", " : "", srv_cfg.unixsocket);
+    cm_buf_append(&b, "", 1);
+    cm_log(CM_LOG_NOTICE, "net", "ready to accept connections on %s (%u threads)", b.data,
+           srv_nworkers);
+    cm_buf_fini(&b);
 }
 
 int srv_net_run(void) {
@@ -719,8 +840,7 @@ int srv_net_run(void) {
         srv_workers_teardown();
         return 1;
     }
-    cm_log(CM_LOG_NOTICE, "net", "ready to accept connections on %s:%lld (%u threads)",
-           srv_cfg.bind, srv_cfg.port, srv_nworkers);
+    srv_log_ready();
     for (unsigned i = 1; i < srv_nworkers; i++)
         pthread_create(&srv_workers[i].thread, NULL, srv_worker_main, &srv_workers[i]);
     srv_worker_main(&srv_workers[0]);
