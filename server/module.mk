@@ -7,4 +7,4 @@ BINS        += $(BUILD)/bin/crescent-master
 $(SERVER_OBJS): MOD_CFLAGS += $(MALLOC_CFLAGS)
 
 $(BUILD)/bin/crescent-master: $(SERVER_OBJS) $(BUILD)/lib/librc.a $(BUILD)/lib/libcm.a
-	$(LINK) $^ $(MALLOC_LIBS) -lm
+	$(LINK) $^ $(CM_EV_LIBS) $(MALLOC_LIBS) -lm

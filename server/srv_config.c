@@ -20,6 +20,8 @@ struct cm_config srv_config_table;
 static const char *const srv_loglevels[] = {"debug",   "verbose", "notice",
                                             "warning", "nothing", NULL};
 
+static const char *const srv_io_backends[] = {"auto", "epoll", "uring", NULL};
+
 static int srv_apply_eviction(const struct cm_cfg_entry *e, char *err, size_t errlen) {
     (void)e;
     (void)err;
@@ -108,6 +110,9 @@ static const struct cm_cfg_entry srv_entries[] = {
                "SSD tier (not available in this version)"),
     BOOL_ENTRY("offload_on_evict", "offload-on-evict", 0, offload_on_evict, "no",
                "queue evicted objects for the SSD tier"),
+    {"io-backend", "io_backend", CM_CFG_ENUM, CM_CFG_IMMUTABLE, &srv_cfg.io_backend, 0, 0, 0, 0,
+     "auto", srv_io_backends, NULL,
+     "network backend: auto (io_uring when the kernel allows it, else epoll), epoll or uring"},
     INT_ENTRY("metrics_port", "metrics-port", CM_CFG_IMMUTABLE, metrics_port, 0, 65535, "9003",
               "admin/metrics HTTP port (reserved)"),
 };

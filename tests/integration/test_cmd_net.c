@@ -81,8 +81,9 @@ Test(net, redis_cli_ipv6) {
     struct it_opts o = {.bind = "::1"};
     it_server_start(&it_srv, &o);
     char cmd[256];
-    snprintf(cmd, sizeof(cmd), "redis-cli -h ::1 -p %d set cli v6 && redis-cli -h ::1 -p %d get cli",
-             it_srv.port, it_srv.port);
+    snprintf(cmd, sizeof(cmd),
+             "redis-cli -h ::1 -p %d set cli v6 && redis-cli -h ::1 -p %d get cli", it_srv.port,
+             it_srv.port);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p);
     char out[256] = "";
@@ -150,4 +151,40 @@ Test(net, ready_line_names_unix_socket) {
     cr_assert_not_null(strstr(log, want), "start-up line lacks '%s':\n%s", want, log);
     free(log);
     unlink(path);
+}
+
+Test(net, info_io_backend) {
+    IT_CRESCENT_ONLY();
+    it_server_start(&it_srv, NULL);
+    it_c = it_connect(&it_srv);
+    redisReply *r = it_cmd(it_c, "INFO server");
+    IT_TYPE(r, REDIS_REPLY_STRING);
+    const char *want = getenv("CRESCENT_IO_BACKEND");
+    if (want != NULL && *want != '\0' && strcmp(want, "auto") != 0) {
+        char line[64];
+        snprintf(line, sizeof(line), "io_backend:%s\r\n", want);
+        cr_assert_not_null(strstr(r->str, line), "INFO server lacks %s: %s", line, r->str);
+    } else {
+        cr_assert(strstr(r->str, "io_backend:uring\r\n") || strstr(r->str, "io_backend:epoll\r\n"),
+                  "INFO server lacks io_backend: %s", r->str);
+    }
+    redisReply *g = it_cmd(it_c, "CONFIG GET io-backend");
+    IT_TYPE(g, REDIS_REPLY_ARRAY);
+    cr_assert_eq(g->elements, 2);
+    cr_assert_str_eq(g->element[1]->str, want != NULL && *want != '\0' ? want : "auto");
+    IT_ERR_PREFIX("ERR CONFIG SET failed", it_c, "CONFIG SET io-backend epoll");
+}
+
+Test(net, io_backend_bad_value_fails) {
+    IT_CRESCENT_ONLY();
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "%s/bin/crescent-master --port 1 --io-backend kqueue 2>&1",
+             getenv("CRESCENT_BUILD") ? getenv("CRESCENT_BUILD") : "build");
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    char out[2048] = "";
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    cr_assert_neq(pclose(p), 0, "server started with --io-backend kqueue: %s", out);
+    cr_assert_not_null(strstr(out, "io-backend"), "no reason given: %s", out);
 }
