@@ -59,7 +59,7 @@ static const struct cm_cfg_entry srv_entries[] = {
     INT_ENTRY("unixsocketperm", NULL, CM_CFG_IMMUTABLE, unixsocketperm, 0, 777, "0",
               "permissions of the Unix socket, octal digits like 700 (0 = umask)"),
     INT_ENTRY("threads", "io-threads", CM_CFG_IMMUTABLE, threads, 0, 256, "0",
-              "event-loop threads (0 = number of online cores)"),
+              "event-loop threads (0 = auto: 1 up to 2 cores, else half the cores, at most 8)"),
     MEM_ENTRY("memory", "maxmemory", CM_CFG_IMMUTABLE, memory, 1 << 20, LLONG_MAX, "1gb",
               "size of the embedded segment holding all values"),
     INT_ENTRY("maxclients", NULL, 0, maxclients, 1, 1000000, "10000",
