@@ -118,7 +118,9 @@ struct srv_client {
     /* io_uring backend (srv_net_uring.c): requests in flight and the reply being sent. */
     struct cm_ev_op recv_op, send_op;
     unsigned inflight; /* requests whose last completion has not arrived */
-    int recv_armed;    /* multishot recv active */
+    int recv_armed;    /* a recv is in flight (multishot, or straight into a big value) */
+    int recv_cancel;   /* the multishot recv is being cancelled (big value follows) */
+    int recv_oneshot;  /* sent a big value: read with one-shot recvs into qbuf (no ring copy) */
     int closing;       /* closed; memory goes when inflight drops to 0 */
     struct srv_tx *tx; /* NULL until the first send */
     size_t tx_bytes;   /* bytes of tx not yet sent */

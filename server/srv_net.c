@@ -561,6 +561,23 @@ static int srv_client_check_qbuf(struct srv_client *c) {
     return -1;
 }
 
+size_t srv_net__recv_want(struct srv_client *c) {
+    size_t want = SRV_READ_CHUNK;
+    if (c->parser.want > c->qbuf.len && c->parser.want - c->qbuf.len > want)
+        want = c->parser.want - c->qbuf.len; /* read a big bulk in as few calls as possible */
+    cm_buf_reserve(&c->qbuf, want);
+    return want;
+}
+
+int srv_net__received(struct srv_client *c, size_t n) {
+    c->qbuf.len += n;
+    c->last_ms = cm_ev_now_ms(c->worker->loop);
+    cm_pcounter_add(&srv_stats.net_input_bytes, (uint64_t)n);
+    if (srv_client_check_qbuf(c) < 0)
+        return -1;
+    return srv_client_process(c);
+}
+
 int srv_net__feed(struct srv_client *c, const char *p, size_t n) {
     c->last_ms = cm_ev_now_ms(c->worker->loop);
     cm_pcounter_add(&srv_stats.net_input_bytes, (uint64_t)n);
@@ -604,10 +621,7 @@ static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, 
         if (c->big.got < c->big.len)
             return;
     }
-    size_t want = SRV_READ_CHUNK;
-    if (c->parser.want > c->qbuf.len && c->parser.want - c->qbuf.len > want)
-        want = c->parser.want - c->qbuf.len; /* read a big bulk in as few calls as possible */
-    cm_buf_reserve(&c->qbuf, want);
+    size_t want = srv_net__recv_want(c);
     ssize_t n = read(fd, c->qbuf.data + c->qbuf.len, want);
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -615,12 +629,7 @@ static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, 
         srv_client_free(c);
         return;
     }
-    c->qbuf.len += (size_t)n;
-    c->last_ms = cm_ev_now_ms(c->worker->loop);
-    cm_pcounter_add(&srv_stats.net_input_bytes, (uint64_t)n);
-    if (srv_client_check_qbuf(c) < 0)
-        return;
-    srv_client_process(c);
+    srv_net__received(c, (size_t)n);
 }
 
 /* ---------------------------------------------------------------- accept */

@@ -72,6 +72,13 @@ struct srv_client *srv_net__accept_fd(struct srv_worker *w, int fd, int is_unix)
  * runs complete requests. Returns 0, or -1 when c was closed (do not touch it). */
 int srv_net__feed(struct srv_client *c, const char *p, size_t n);
 
+/* Reserves room at the end of c's query buffer for the next read; returns how much to read. */
+size_t srv_net__recv_want(struct srv_client *c);
+
+/* n bytes were read into the query buffer's spare room: counts them, runs complete requests.
+ * Returns 0, or -1 when c was closed (do not touch it). */
+int srv_net__received(struct srv_client *c, size_t n);
+
 /* Queues c for a flush in the before-sleep hook. */
 void srv_net__want_write(struct srv_client *c);
 

@@ -29,13 +29,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define SRV_PBUF_SIZE  (16u * 1024) /* bytes per provided receive buffer */
-#define SRV_PBUF_COUNT 512u         /* buffers per worker (power of two): 8 MiB */
-#define SRV_PBUF_GROUP 0            /* buffer group id (one ring per worker) */
-#define SRV_SEND_IOV   1024         /* iovecs per sendmsg (UIO_MAXIOV) */
-#define SRV_SEND_FLAGS (MSG_NOSIGNAL | MSG_WAITALL)
+#define SRV_PBUF_SIZE   (16u * 1024) /* bytes per provided receive buffer */
+#define SRV_PBUF_COUNT  512u         /* buffers per worker (power of two): 8 MiB */
+#define SRV_PBUF_GROUP  0            /* buffer group id (one ring per worker) */
+#define SRV_SEND_IOV    1024         /* iovecs per sendmsg (UIO_MAXIOV) */
+#define SRV_SEND_FLAGS  (MSG_NOSIGNAL | MSG_WAITALL)
+#define SRV_DIRECT_RECV (64u * 1024) /* big-value bytes still due that are read straight in */
 
-#define srv_container_of(p, type, member) ((type *)(void *)((char *)(p) - offsetof(type, member)))
+#define srv_container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
 
 /* A worker's provided-buffer ring. */
 struct srv_uring {
@@ -51,6 +52,11 @@ static void srv_uring_recv_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, int 
                               unsigned flags);
 static void srv_uring_send_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, int res,
                               unsigned flags);
+static void srv_uring_direct_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, int res,
+                                unsigned flags);
+static void srv_uring_qbuf_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, int res,
+                              unsigned flags);
+static void srv_uring_maybe_release(struct srv_client *c);
 
 /* ---------------------------------------------------------------- buffer ring */
 
@@ -85,9 +91,8 @@ int srv_uring__worker_init(struct srv_worker *w) {
     }
     u->br = br;
     u->bufs = bufs;
-    struct io_uring_buf_reg reg = {.ring_addr = (unsigned long)br,
-                                   .ring_entries = SRV_PBUF_COUNT,
-                                   .bgid = SRV_PBUF_GROUP};
+    struct io_uring_buf_reg reg = {
+        .ring_addr = (unsigned long)br, .ring_entries = SRV_PBUF_COUNT, .bgid = SRV_PBUF_GROUP};
     int rc = io_uring_register_buf_ring(cm_ev_ring(w->loop), &reg, 0);
     if (rc < 0)
         return rc;
@@ -135,6 +140,7 @@ static void srv_uring_accept_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, in
 }
 
 static void srv_uring_arm_recv(struct srv_client *c) {
+    c->recv_op.cb = srv_uring_recv_cb;
     struct io_uring_sqe *sqe = cm_ev_sqe(c->worker->loop, &c->recv_op);
     io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
     sqe->flags |= IOSQE_BUFFER_SELECT;
@@ -143,9 +149,89 @@ static void srv_uring_arm_recv(struct srv_client *c) {
     c->inflight++;
 }
 
+/*
+ * The rest of a big SET value is read straight into its segment block (as on epoll), not
+ * through the buffer ring: a plain recv into the block, repeated until the value is in.
+ */
+static void srv_uring_arm_direct(struct srv_client *c) {
+    c->recv_op.cb = srv_uring_direct_cb;
+    struct io_uring_sqe *sqe = cm_ev_sqe(c->worker->loop, &c->recv_op);
+    io_uring_prep_recv(sqe, c->fd, c->big.dst + c->big.got, c->big.len - c->big.got, 0);
+    c->recv_armed = 1;
+    c->inflight++;
+}
+
+static int srv_uring_want_direct(const struct srv_client *c) {
+    return c->big.obj && c->big.len - c->big.got >= SRV_DIRECT_RECV;
+}
+
+/*
+ * A client that sent a big value reads with one-shot recvs into its query buffer (the epoll
+ * path's reads, as requests): a multishot recv would have pulled up to half a MiB of the next
+ * value through the ring (copied again) before its cancellation took effect.
+ */
+static void srv_uring_arm_qbuf(struct srv_client *c) {
+    size_t want = srv_net__recv_want(c);
+    c->recv_op.cb = srv_uring_qbuf_cb;
+    struct io_uring_sqe *sqe = cm_ev_sqe(c->worker->loop, &c->recv_op);
+    io_uring_prep_recv(sqe, c->fd, c->qbuf.data + c->qbuf.len, want, 0);
+    c->recv_armed = 1;
+    c->inflight++;
+}
+
+/* Arms the next receive of c: into a big value, into the query buffer, or from the ring. */
+static void srv_uring_arm_input(struct srv_client *c) {
+    if (c->big.obj && c->big.got < c->big.len && (c->recv_oneshot || srv_uring_want_direct(c)))
+        srv_uring_arm_direct(c);
+    else if (c->recv_oneshot)
+        srv_uring_arm_qbuf(c);
+    else
+        srv_uring_arm_recv(c);
+}
+
+/* Completion of a one-shot recv into the query buffer or into a big value: 0 to go on, -1
+ * when c is gone or closing. */
+static int srv_uring_oneshot_done(struct srv_client *c, int res, int *retry) {
+    c->recv_armed = 0;
+    c->inflight--;
+    *retry = 0;
+    if (c->closing) {
+        srv_uring_maybe_release(c);
+        return -1;
+    }
+    if (res == -EAGAIN || res == -EINTR) {
+        *retry = 1;
+        return -1;
+    }
+    if (res <= 0) {
+        if (res < 0)
+            cm_log(CM_LOG_VERBOSE, "net", "read from client %s failed: %s", c->addr,
+                   strerror(-res));
+        srv_net__client_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+static void srv_uring_qbuf_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, int res,
+                              unsigned flags) {
+    struct srv_client *c = srv_container_of(op, struct srv_client, recv_op);
+    int retry;
+    (void)loop;
+    (void)flags;
+    if (srv_uring_oneshot_done(c, res, &retry) < 0) {
+        if (retry)
+            srv_uring_arm_qbuf(c);
+        return;
+    }
+    if (srv_net__received(c, (size_t)res) < 0)
+        return;
+    srv_uring_arm_input(c);
+}
+
 void srv_uring__start_client(struct srv_client *c) {
-    c->recv_op.cb = srv_uring_recv_cb;
     c->send_op.cb = srv_uring_send_cb;
+    c->recv_oneshot = 0;
     srv_uring_arm_recv(c);
 }
 
@@ -165,6 +251,7 @@ static void srv_uring_recv_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, int 
     (void)loop;
     if (!(flags & IORING_CQE_F_MORE)) {
         c->recv_armed = 0;
+        c->recv_cancel = 0;
         c->inflight--;
     }
     int has_buf = (flags & IORING_CQE_F_BUFFER) != 0;
@@ -183,7 +270,8 @@ static void srv_uring_recv_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, int 
     } else {
         if (has_buf)
             srv_uring_recycle(u, bid);
-        if (res == 0 || (res < 0 && res != -ENOBUFS && res != -EAGAIN && res != -EINTR)) {
+        if (res == 0 ||
+            (res < 0 && res != -ENOBUFS && res != -EAGAIN && res != -EINTR && res != -ECANCELED)) {
             if (res < 0)
                 cm_log(CM_LOG_VERBOSE, "net", "read from client %s failed: %s", c->addr,
                        strerror(-res));
@@ -191,8 +279,43 @@ static void srv_uring_recv_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, int 
             return;
         }
     }
+    if (srv_uring_want_direct(c) || c->recv_oneshot) { /* end the multishot recv first */
+        c->recv_oneshot = 1;
+        if (!c->recv_armed)
+            srv_uring_arm_input(c);
+        else if (!c->recv_cancel) {
+            c->recv_cancel = 1;
+            io_uring_prep_cancel64(cm_ev_sqe(c->worker->loop, NULL),
+                                   (uint64_t)(uintptr_t)&c->recv_op, 0);
+        }
+        return;
+    }
     if (!c->recv_armed)
         srv_uring_arm_recv(c);
+}
+
+static void srv_uring_direct_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, int res,
+                                unsigned flags) {
+    struct srv_client *c = srv_container_of(op, struct srv_client, recv_op);
+    int retry;
+    (void)loop;
+    (void)flags;
+    if (srv_uring_oneshot_done(c, res, &retry) < 0) {
+        if (retry)
+            srv_uring_arm_direct(c);
+        return;
+    }
+    c->big.got += (size_t)res;
+    c->last_ms = cm_ev_now_ms(c->worker->loop);
+    cm_pcounter_add(&srv_stats.net_input_bytes, (uint64_t)res);
+    if (c->big.got < c->big.len) {
+        srv_uring_arm_direct(c);
+        return;
+    }
+    c->recv_oneshot = 1;
+    if (srv_net__feed(c, "", 0) < 0) /* runs the SET once the CRLF is in */
+        return;
+    srv_uring_arm_input(c);
 }
 
 /* ---------------------------------------------------------------- send */

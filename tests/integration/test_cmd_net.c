@@ -188,3 +188,45 @@ Test(net, io_backend_bad_value_fails) {
     cr_assert_neq(pclose(p), 0, "server started with --io-backend kqueue: %s", out);
     cr_assert_not_null(strstr(out, "io-backend"), "no reason given: %s", out);
 }
+
+Test(net, kill_and_replies_across_threads) {
+    /* Four event loops: connections land on different workers, so CLIENT KILL crosses threads
+     * (the victim's own loop closes it) and big replies are written by several loops at once. */
+    struct it_opts o = {.conf = it_target_is_crescent() ? "threads 4\n" : NULL};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+    enum { N = 8 };
+    redisContext *v[N];
+    long long ids[N];
+    static char big[300000];
+    memset(big, 'q', sizeof(big));
+    IT_OK(it_c, "SET big %b", big, sizeof(big));
+    for (int i = 0; i < N; i++) {
+        v[i] = connect_host("127.0.0.1", it_srv.port);
+        redisReply *r = it_cmd(v[i], "CLIENT ID");
+        IT_TYPE(r, REDIS_REPLY_INTEGER);
+        ids[i] = r->integer;
+        redisAppendCommand(v[i], "GET big");
+        redisAppendCommand(v[i], "GET big");
+    }
+    for (int i = 0; i < N; i++) {
+        for (int k = 0; k < 2; k++) {
+            void *rv = NULL;
+            cr_assert_eq(redisGetReply(v[i], &rv), REDIS_OK, "GET big on connection %d", i);
+            redisReply *r = rv;
+            cr_assert(r->type == REDIS_REPLY_STRING && r->len == sizeof(big) &&
+                          memcmp(r->str, big, sizeof(big)) == 0,
+                      "connection %d got a wrong value", i);
+            freeReplyObject(r);
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        IT_INT(1, it_c, "CLIENT KILL ID %lld", ids[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        redisReply *r = redisCommand(v[i], "PING");
+        cr_assert(r == NULL, "killed connection %d still answered", i);
+        it_close(v[i]);
+    }
+    IT_STATUS("PONG", it_c, "PING");
+}
