@@ -20,7 +20,7 @@ struct cm_ev_loop;
  * so that cm_ev.o does not pull cm_ev_uring.o (and liburing) into binaries that never use it. */
 struct cm_ev_backend_ops {
     size_t size;
-    int (*run)(struct cm_ev_loop *loop);  /* cm_ev_run() */
+    int (*run)(struct cm_ev_loop *loop);   /* cm_ev_run() */
     void (*fini)(struct cm_ev_loop *loop); /* cm_ev_destroy(), before the common part */
 };
 

@@ -120,8 +120,8 @@ int cm_ev_uring_probe(char *why, size_t n) {
         struct io_uring_buf_ring *br = NULL;
         if (posix_memalign((void **)&br, 4096, 4096) != 0)
             br = NULL;
-        struct io_uring_buf_reg reg = {.ring_addr = (unsigned long)br, .ring_entries = 8,
-                                       .bgid = 0};
+        struct io_uring_buf_reg reg = {
+            .ring_addr = (unsigned long)br, .ring_entries = 8, .bgid = 0};
         int r = br ? io_uring_register_buf_ring(&ring, &reg, 0) : -ENOMEM;
         if (r < 0) {
             snprintf(why, n, "io_uring has no provided-buffer rings: %s", strerror(-r));
