@@ -34,7 +34,7 @@
 #define SRV_PBUF_GROUP  0            /* buffer group id (one ring per worker) */
 #define SRV_SEND_IOV    1024         /* iovecs per sendmsg (UIO_MAXIOV) */
 #define SRV_SEND_FLAGS  (MSG_NOSIGNAL | MSG_WAITALL)
-#define SRV_DIRECT_RECV (64u * 1024) /* big-value bytes still due that are read straight in */
+#define SRV_DIRECT_RECV SRV_PBUF_SIZE /* big-value bytes still due that are read straight in */
 
 #define srv_container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
 
