@@ -11,3 +11,6 @@ $(call objs,$(IT_HARNESS_SRCS) $(IT_CMD_SRCS)): MOD_CFLAGS += $(IT_CFLAGS)
 ALL_SRCS += $(IT_HARNESS_SRCS)
 
 $(foreach s,$(IT_CMD_SRCS),$(eval $(call unit_test,integration/$(basename $(notdir $(s))),$(s),$(call objs,$(IT_HARNESS_SRCS)),$(IT_LIBS))))
+
+# The io_uring start-up probe falling back to epoll (strace fault injection).
+TEST_SCRIPTS += tests/integration/io_backend_fallback.sh
