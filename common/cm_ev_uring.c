@@ -251,8 +251,7 @@ static int cm_ev_uring_run(struct cm_ev_loop *loop) {
         }
         int rc = io_uring_submit_and_wait_timeout(loop->ring, &cqe, 1, tsp, NULL);
         /* -EBUSY/-EBADR: completions overflowed the CQ; reaping below makes room. */
-        if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY &&
-            rc != -EBADR)
+        if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -EBADR)
             return rc;
         loop->now_ms = cm_mono_ms();
         cm_ev_reap(loop);
