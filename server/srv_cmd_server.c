@@ -248,14 +248,16 @@ static void srv_info_server(struct cm_buf *b) {
     cm_buf_appendf(
         b,
         "# Server\r\nredis_version:%s\r\ncrescent_version:%s\r\nredis_mode:standalone\r\n"
-        "os:%s %s %s\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:%d\r\n"
+        "os:%s %s %s\r\narch_bits:64\r\nmultiplexing_api:%s\r\nio_backend:%s\r\n"
+        "process_id:%d\r\n"
         "run_id:%s\r\ntcp_port:%lld\r\nserver_time_usec:%llu\r\nuptime_in_seconds:%llu\r\n"
         "uptime_in_days:%llu\r\nhz:%lld\r\nio_threads_active:%u\r\nexecutable:%s\r\n"
         "config_file:%s\r\n\r\n",
-        SRV_REDIS_VERSION, SRV_VERSION, u.sysname, u.release, u.machine, (int)getpid(), srv_run_id,
-        srv_cfg.port, (unsigned long long)cm_wall_us(), (unsigned long long)up,
-        (unsigned long long)(up / 86400), srv_cfg.hz, srv_nworkers, srv_executable,
-        srv_config_file);
+        SRV_REDIS_VERSION, SRV_VERSION, u.sysname, u.release, u.machine,
+        strcmp(srv_io_backend_name(), "uring") == 0 ? "io_uring" : "epoll", srv_io_backend_name(),
+        (int)getpid(), srv_run_id, srv_cfg.port, (unsigned long long)cm_wall_us(),
+        (unsigned long long)up, (unsigned long long)(up / 86400), srv_cfg.hz, srv_nworkers,
+        srv_executable, srv_config_file);
 }
 
 static void srv_info_clients(struct cm_buf *b) {

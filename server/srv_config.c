@@ -45,6 +45,8 @@ static struct {
 static const char *const srv_loglevels[] = {"debug",   "verbose", "notice",
                                             "warning", "nothing", NULL};
 
+static const char *const srv_io_backends[] = {"auto", "epoll", "uring", NULL};
+
 static int srv_apply_eviction(const struct cm_cfg_entry *e, char *err, size_t errlen) {
     (void)e;
     (void)err;
@@ -84,13 +86,14 @@ static int srv_apply_loglevel(const struct cm_cfg_entry *e, char *err, size_t er
 
 static const struct cm_cfg_entry srv_entries[] = {
     INT_ENTRY("port", NULL, CM_CFG_IMMUTABLE, port, 1, 65535, "50051", "RESP TCP port"),
-    STR_ENTRY("bind", NULL, CM_CFG_IMMUTABLE, bind, "0.0.0.0", "IPv4 address to listen on"),
+    STR_ENTRY("bind", NULL, CM_CFG_IMMUTABLE, bind, "0.0.0.0",
+              "addresses to listen on, space-separated (IPv4/IPv6, * = all IPv4, :: = all IPv6)"),
     STR_ENTRY("unixsocket", NULL, CM_CFG_IMMUTABLE, unixsocket, "",
               "also listen on this Unix socket path"),
     INT_ENTRY("unixsocketperm", NULL, CM_CFG_IMMUTABLE, unixsocketperm, 0, 777, "0",
               "permissions of the Unix socket, octal digits like 700 (0 = umask)"),
     INT_ENTRY("threads", "io-threads", CM_CFG_IMMUTABLE, threads, 0, 256, "0",
-              "event-loop threads (0 = number of online cores)"),
+              "event-loop threads (0 = auto: 1 up to 2 cores, else half the cores, at most 8)"),
     MEM_ENTRY("memory", "maxmemory", CM_CFG_IMMUTABLE, memory, 1 << 20, LLONG_MAX, "1gb",
               "size of the embedded segment holding all values"),
     INT_ENTRY("maxclients", NULL, 0, maxclients, 1, 1000000, "10000",
@@ -144,6 +147,9 @@ static const struct cm_cfg_entry srv_entries[] = {
                "planned: the SSD tier; refused in this version"),
     BOOL_ENTRY("offload_on_evict", "offload-on-evict", 0, offload_on_evict, "no",
                "planned, with enable_offload: queue evicted objects for the SSD tier"),
+    {"io-backend", "io_backend", CM_CFG_ENUM, CM_CFG_IMMUTABLE, &srv_cfg.io_backend, 0, 0, 0, 0,
+     "auto", srv_io_backends, NULL,
+     "network backend: auto (io_uring when the kernel allows it, else epoll), epoll or uring"},
     INT_ENTRY("metrics_port", "metrics-port", CM_CFG_IMMUTABLE, metrics_port, 0, 65535, "9003",
               "admin HTTP port: /metrics, /health, ... (0 = off; a busy port is logged and "
               "skipped)"),

@@ -3,12 +3,16 @@
 # Runs every test program and script given on the command line, each with a time limit,
 # and prints one closing line "N passed, N failed, N skipped". Exit status 77 means skipped.
 # On failure the test's output is printed; otherwise only its name and verdict.
+# CRESCENT_IO_BACKEND=epoll|uring is passed on to the servers the tests start.
 set -u
 : "${CRESCENT_BUILD:=$(pwd)/build}"
 export CRESCENT_BUILD
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 pass=0 fail=0 skip=0 failed=()
 logdir=$(mktemp -d /tmp/crescent-tests.XXXXXX)
+if [ -n "${CRESCENT_IO_BACKEND:-}" ]; then
+    echo "== crescent-master --io-backend $CRESCENT_IO_BACKEND"
+fi
 for t in "$@"; do
     name=${t#"$CRESCENT_BUILD"/}
     log="$logdir/$(echo "$name" | tr '/' '_').log"
