@@ -41,9 +41,8 @@ run: all
 test: all
 	@$(MAKE) --no-print-directory format-check
 	@CRESCENT_BUILD=$(abspath $(BUILD)) SANITIZER=$(SANITIZER) \
-	    tests/run-suite.sh $(TEST_PROGS) $(TEST_SCRIPTS)
-	@CRESCENT_BUILD=$(abspath $(BUILD)) SANITIZER=$(SANITIZER) CRESCENT_IO_BACKEND=epoll \
-	    tests/run-suite.sh $(NET_TEST_PROGS) $(NET_TEST_SCRIPTS)
+	    tests/run-suite.sh $(TEST_PROGS) $(TEST_SCRIPTS) \
+	    $(addprefix epoll:,$(NET_TEST_PROGS) $(NET_TEST_SCRIPTS))
 
 check: test
 
