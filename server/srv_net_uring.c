@@ -191,6 +191,20 @@ static void srv_uring_arm_input(struct srv_client *c) {
 
 /* Completion of a one-shot recv into the query buffer or into a big value: 0 to go on, -1
  * when c is gone or closing. */
+/*
+ * End of input while replies are still queued: a client that sent its last request and shut its
+ * write side (half-close) gets them, then the connection closes. The request and the EOF can
+ * come in one batch of completions, before the replies went out (on epoll the EOF comes with a
+ * later read, after the reply was written). Returns 1 when it took over, 0 to close now.
+ */
+static int srv_uring_eof_with_replies(struct srv_client *c) {
+    if (c->out.len == 0 && c->nrefs == 0 && !(c->tx && c->tx->busy))
+        return 0;
+    c->flags |= SRV_CLIENT_CLOSE_AFTER_REPLY;
+    srv_uring__flush(c);
+    return 1;
+}
+
 static int srv_uring_oneshot_done(struct srv_client *c, int res, int *retry) {
     c->recv_armed = 0;
     c->inflight--;
@@ -203,6 +217,8 @@ static int srv_uring_oneshot_done(struct srv_client *c, int res, int *retry) {
         *retry = 1;
         return -1;
     }
+    if (res == 0 && srv_uring_eof_with_replies(c))
+        return -1;
     if (res <= 0) {
         if (res < 0)
             cm_log(CM_LOG_VERBOSE, "net", "read from client %s failed: %s", c->addr,
@@ -270,6 +286,8 @@ static void srv_uring_recv_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, int 
     } else {
         if (has_buf)
             srv_uring_recycle(u, bid);
+        if (res == 0 && srv_uring_eof_with_replies(c))
+            return;
         if (res == 0 ||
             (res < 0 && res != -ENOBUFS && res != -EAGAIN && res != -EINTR && res != -ECANCELED)) {
             if (res < 0)
