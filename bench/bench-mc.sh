@@ -46,13 +46,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# start NAME CMD... -> sets PORT (the server's pid goes to PIDS)
+# start NAME CMD... -> sets PORT and PID (the pid also goes to PIDS)
 start() {
     local name=$1
     shift
     PORT=$(free_port)
     "$@" --port "$PORT" >"$TMP/$name.log" 2>&1 &
-    PIDS+=($!)
+    PID=$!
+    PIDS+=($PID)
     for _ in $(seq 100); do
         [ "$(redis-cli -p "$PORT" ping 2>/dev/null)" = PONG ] && return
         sleep 0.1
@@ -66,8 +67,10 @@ start() {
 start crescent "$BUILD/bin/crescent-master" --threads "$THREADS" --memory 64mb --metrics_port 0 \
     --bind 127.0.0.1 --client_live_ttl_sec 86400
 cport=$PORT
+cpid=$PID
 start redis redis-server --save '' --appendonly no --bind 127.0.0.1
 rport=$PORT
+rpid=$PID
 cli() { redis-cli -p "$1" "${@:2}"; }
 
 cli "$cport" MC.REGISTER $CID bench-host >/dev/null
@@ -76,30 +79,41 @@ cli "$cport" MC.PUTSTART $CID key 64 >/dev/null
 [ "$(cli "$cport" MC.PUTEND $CID key)" = OK ] || { echo "bench-mc: put failed" >&2; exit 1; }
 cli "$rport" SET key "$(printf 'v%.0s' $(seq 64))" >/dev/null
 
-rps() { # port command... -> requests per second
-    redis-benchmark -p "$1" -P "$PIPE" -c "$CLIENTS" -n "$REQS" -q "${@:2}" 2>/dev/null |
-        tr '\r' '\n' | awk '/requests per second/ { for (i = 2; i <= NF; i++) if ($i == "requests") v = $(i-1) } END { print v }'
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# rps PID PORT OUT command... -> appends requests/s to OUT and server CPU s per 1M requests to OUT.cpu
+rps() {
+    local t0 t1 hz
+    hz=$(getconf CLK_TCK)
+    t0=$(cpu_ticks "$1")
+    redis-benchmark -p "$2" -P "$PIPE" -c "$CLIENTS" -n "$REQS" -q "${@:4}" 2>/dev/null |
+        tr '\r' '\n' | awk '/requests per second/ { for (i = 2; i <= NF; i++) if ($i == "requests") v = $(i-1) } END { print v }' >>"$3"
+    t1=$(cpu_ticks "$1")
+    awk -v d=$((t1 - t0)) -v hz="$hz" -v n="$REQS" 'BEGIN { printf "%.3f\n", d / hz / n * 1e6 }' >>"$3.cpu"
 }
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2 }'; }
 
 echo "pipelined reads: redis-benchmark -P $PIPE -c $CLIENTS -n $REQS, $ROUNDS alternating rounds," \
     "crescent-master --threads $THREADS" >&2
-: >"$TMP/c" && : >"$TMP/r"
+: >"$TMP/c" && : >"$TMP/r" && : >"$TMP/c.cpu" && : >"$TMP/r.cpu"
 for i in $(seq "$ROUNDS"); do
     if [ $((i % 2)) -eq 1 ]; then
-        rps "$cport" MC.GETREPLICAS key >>"$TMP/c"
-        rps "$rport" GET key >>"$TMP/r"
+        rps "$cpid" "$cport" "$TMP/c" MC.GETREPLICAS key
+        rps "$rpid" "$rport" "$TMP/r" GET key
     else
-        rps "$rport" GET key >>"$TMP/r"
-        rps "$cport" MC.GETREPLICAS key >>"$TMP/c"
+        rps "$rpid" "$rport" "$TMP/r" GET key
+        rps "$cpid" "$cport" "$TMP/c" MC.GETREPLICAS key
     fi
-    echo "  round $i: MC.GETREPLICAS $(tail -1 "$TMP/c")/s, redis GET $(tail -1 "$TMP/r")/s" >&2
+    echo "  round $i: MC.GETREPLICAS $(tail -1 "$TMP/c")/s ($(tail -1 "$TMP/c.cpu") CPU s/M)," \
+        "redis GET $(tail -1 "$TMP/r")/s ($(tail -1 "$TMP/r.cpu") CPU s/M)" >&2
 done
 c=$(median <"$TMP/c")
 r=$(median <"$TMP/r")
-printf '%-40s %14s\n' "median MC.GETREPLICAS (crescent)" "$c"
-printf '%-40s %14s\n' "median GET 64 B (redis-server)" "$r"
-awk -v c="$c" -v r="$r" 'BEGIN { printf "%-40s %14.2f  (target >= 0.80)\n", "ratio", c / r }'
+cc=$(median <"$TMP/c.cpu")
+rc=$(median <"$TMP/r.cpu")
+printf '%-40s %14s req/s %8s server CPU s per 1M\n' "median MC.GETREPLICAS (crescent)" "$c" "$cc"
+printf '%-40s %14s req/s %8s server CPU s per 1M\n' "median GET 64 B (redis-server)" "$r" "$rc"
+awk -v c="$c" -v r="$r" 'BEGIN { printf "%-40s %14.2f  (target >= 0.80)\n", "throughput ratio", c / r }'
+awk -v c="$cc" -v r="$rc" 'BEGIN { printf "%-40s %14.2f  (redis CPU / crescent CPU per request)\n", "server CPU ratio", r / c }'
 
 # ---- metadata memory per object ----------------------------------------------------------
 used_memory() { cli "$1" info memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }'; }

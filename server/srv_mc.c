@@ -26,7 +26,8 @@
 
 struct pool *srv_mc_pool;
 
-static pthread_mutex_t srv_mc_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Adaptive: spins briefly before sleeping, as pool calls are short (about a microsecond). */
+static pthread_mutex_t srv_mc_mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static pthread_mutex_t srv_mc_stop_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t srv_mc_stop_cv;
 static int srv_mc_stopping;
