@@ -29,3 +29,8 @@ bench-metrics: $(BINS)
 .PHONY: bench-mc
 bench-mc: $(BINS)
 	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-mc.sh
+BENCH_MC_LOAD_SRCS := bench/bench_mc_load.c
+ALL_SRCS += $(BENCH_MC_LOAD_SRCS)
+$(BUILD)/bench/bench_mc_load: $(call objs,$(BENCH_MC_LOAD_SRCS))
+	$(LINK) $^
+bench-mc: $(BUILD)/bench/bench_mc_load
