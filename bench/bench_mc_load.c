@@ -72,7 +72,8 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
     if (argc < 6) {
-        fprintf(stderr, "usage: %s PORT CONNECTIONS PIPELINE REQUESTS COMMAND [ARG ...]\n", argv[0]);
+        fprintf(stderr, "usage: %s PORT CONNECTIONS PIPELINE REQUESTS COMMAND [ARG ...]\n",
+                argv[0]);
         return 2;
     }
     int port = atoi(argv[1]), nconn = atoi(argv[2]), pipe = atoi(argv[3]);
