@@ -33,3 +33,13 @@ bench-common: $(BUILD)/bench/bench_common
 .PHONY: bench-metrics
 bench-metrics: $(BINS)
 	@bench/bench-metrics.sh $(abspath $(BUILD))
+
+# Distributed-store metadata: pipelined MC.GETREPLICAS vs redis GET, metadata bytes per object.
+.PHONY: bench-mc
+bench-mc: $(BINS)
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-mc.sh
+BENCH_MC_LOAD_SRCS := bench/bench_mc_load.c
+ALL_SRCS += $(BENCH_MC_LOAD_SRCS)
+$(BUILD)/bench/bench_mc_load: $(call objs,$(BENCH_MC_LOAD_SRCS))
+	$(LINK) $^
+bench-mc: $(BUILD)/bench/bench_mc_load
