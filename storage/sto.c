@@ -197,8 +197,7 @@ static int check_path(const char *path, char *err, size_t errlen) {
             return sto__err(err, errlen, "storage path \"%s\" contains a symlink (%s)", path, buf),
                    -EINVAL;
         if (save == '\0' && !S_ISDIR(st.st_mode))
-            return sto__err(err, errlen, "storage path \"%s\" is not a directory", path),
-                   -EINVAL;
+            return sto__err(err, errlen, "storage path \"%s\" is not a directory", path), -EINVAL;
         buf[i] = save;
     }
     return 0;
@@ -208,8 +207,7 @@ static int check_path(const char *path, char *err, size_t errlen) {
 static void probe_direct(struct sto *s) {
     s->direct = false;
     s->align = 4096;
-    int fd = openat(s->dirfd, "sto.probe", O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC,
-                    0644);
+    int fd = openat(s->dirfd, "sto.probe", O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
     if (fd < 0) {
         unlinkat(s->dirfd, "sto.probe", 0);
         return;
@@ -373,9 +371,8 @@ static int make_room(struct sto *s, uint64_t len) {
     if (s->bytes + len <= high && s->keys + 1 <= kq)
         return 0;
     if (s->policy != STO_EVICT_NONE) {
-        uint64_t target = s->cfg.watermark_eviction
-                              ? (uint64_t)((double)q * s->cfg.low_watermark)
-                              : q;
+        uint64_t target =
+            s->cfg.watermark_eviction ? (uint64_t)((double)q * s->cfg.low_watermark) : q;
         if (target < len)
             target = len;
         bool any = false;
@@ -446,11 +443,15 @@ static void fill(struct sto_wr *w, const uint8_t *hdr, size_t hlen, const struct
 static int write_record(struct sto *s, struct sto_slot *sl, struct sto_wr *w, const uint8_t *hdr,
                         size_t hlen, const struct iovec *iov, int iovcnt) {
     for (uint64_t pos = 0; pos < w->rec.rec_len;) {
-        size_t n = (size_t)(w->rec.rec_len - pos < sl->stage_len ? w->rec.rec_len - pos
-                                                                  : sl->stage_len);
+        size_t n =
+            (size_t)(w->rec.rec_len - pos < sl->stage_len ? w->rec.rec_len - pos : sl->stage_len);
         fill(w, hdr, hlen, iov, iovcnt, pos, sl->stage, n);
-        struct sto_iov v = {.fd = w->fd, .write = true, .buf = sl->stage, .len = n,
-                            .off = w->off + pos, .fixed = true};
+        struct sto_iov v = {.fd = w->fd,
+                            .write = true,
+                            .buf = sl->stage,
+                            .len = n,
+                            .off = w->off + pos,
+                            .fixed = true};
         int rc = sto__io_run(s, sl, &v, 1);
         if (rc)
             return rc;
@@ -558,9 +559,13 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
             continue;
         size_t hlen = sto_rec_encode(&w[i].rec, hdr);
         fill(&w[i], hdr, hlen, &iov, 1, 0, sl->stage + pos, (size_t)w[i].rec.rec_len);
-        v[nv++] = (struct sto_iov){.fd = w[i].fd, .write = true, .buf = sl->stage + pos,
-                                   .len = (size_t)w[i].rec.rec_len, .off = w[i].off,
-                                   .fixed = true, .res = (int)i};
+        v[nv++] = (struct sto_iov){.fd = w[i].fd,
+                                   .write = true,
+                                   .buf = sl->stage + pos,
+                                   .len = (size_t)w[i].rec.rec_len,
+                                   .off = w[i].off,
+                                   .fixed = true,
+                                   .res = (int)i};
         pos += (size_t)w[i].rec.rec_len;
     }
     pthread_rwlock_unlock(&s->rw);
@@ -603,8 +608,8 @@ int sto_batch_put(struct sto *s, struct sto_put_item *items, size_t n) {
         if (j == i) { /* too large for staging, or a bad key: the single path */
             sto__slot_put(sl);
             pthread_mutex_unlock(&s->put_mu);
-            items[i].result = sto_put_buf(s, items[i].key, items[i].klen, items[i].value,
-                                          items[i].len);
+            items[i].result =
+                sto_put_buf(s, items[i].key, items[i].klen, items[i].value, items[i].len);
             pthread_mutex_lock(&s->put_mu);
             sl = sto__slot_get(s);
             i++;
@@ -756,8 +761,11 @@ int sto_batch_get(struct sto *s, struct sto_get_item *items, size_t n) {
                 used += (size_t)(b - a);
                 room -= (size_t)(b - a);
             }
-            v[nv] = (struct sto_iov){.fd = p[i].fd, .buf = dst, .len = (size_t)(b - a),
-                                     .off = a, .fixed = !p[i].direct_to_user};
+            v[nv] = (struct sto_iov){.fd = p[i].fd,
+                                     .buf = dst,
+                                     .len = (size_t)(b - a),
+                                     .off = a,
+                                     .fixed = !p[i].direct_to_user};
             vi[nv++] = (unsigned)i;
         }
         sto__io_run(s, sl, v, nv);

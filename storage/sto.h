@@ -47,47 +47,47 @@ enum sto_evict_policy {
 
 /* Every setting, one field per environment variable (docs/storage.md lists them). */
 struct sto_config {
-    char path[4096];                  /* MOONCAKE_OFFLOAD_FILE_STORAGE_PATH */
-    enum sto_backend_kind backend;    /* MOONCAKE_OFFLOAD_STORAGE_BACKEND_DESCRIPTOR */
-    uint64_t local_buffer_size;       /* MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES */
-    uint64_t scanmeta_keys_limit;     /* MOONCAKE_OFFLOAD_SCANMETA_ITERATOR_KEYS_LIMIT */
-    uint64_t total_size_limit;        /* MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES */
-    uint64_t total_keys_limit;        /* MOONCAKE_OFFLOAD_TOTAL_KEYS_LIMIT */
-    uint64_t heartbeat_interval_s;    /* MOONCAKE_OFFLOAD_HEARTBEAT_INTERVAL_SECONDS (planned) */
-    uint64_t buffer_gc_interval_s;    /* MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_INTERVAL_SECONDS */
-    uint64_t buffer_gc_ttl_ms;        /* MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS */
-    int use_uring;                    /* MOONCAKE_OFFLOAD_USE_URING */
-    int watermark_eviction;           /* MOONCAKE_OFFLOAD_ENABLE_DISK_WATERMARK_EVICTION */
-    double high_watermark;            /* MOONCAKE_OFFLOAD_DISK_EVICTION_HIGH_WATERMARK_RATIO */
-    double low_watermark;             /* MOONCAKE_OFFLOAD_DISK_EVICTION_LOW_WATERMARK_RATIO */
-    uint64_t bucket_size_limit;       /* MOONCAKE_OFFLOAD_BUCKET_SIZE_LIMIT_BYTES */
-    uint64_t bucket_keys_limit;       /* MOONCAKE_OFFLOAD_BUCKET_KEYS_LIMIT */
-    uint64_t bucket_max_total_size;   /* MOONCAKE_OFFLOAD_BUCKET_MAX_TOTAL_SIZE (0: 90% disk) */
-    uint64_t bucket_max_physical;     /* MOONCAKE_OFFLOAD_BUCKET_MAX_PHYSICAL_BYTES (planned) */
-    uint64_t disk_scan_cache_ms;      /* MOONCAKE_OFFLOAD_DISK_SCAN_CACHE_MS (planned) */
+    char path[4096];                    /* MOONCAKE_OFFLOAD_FILE_STORAGE_PATH */
+    enum sto_backend_kind backend;      /* MOONCAKE_OFFLOAD_STORAGE_BACKEND_DESCRIPTOR */
+    uint64_t local_buffer_size;         /* MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES */
+    uint64_t scanmeta_keys_limit;       /* MOONCAKE_OFFLOAD_SCANMETA_ITERATOR_KEYS_LIMIT */
+    uint64_t total_size_limit;          /* MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES */
+    uint64_t total_keys_limit;          /* MOONCAKE_OFFLOAD_TOTAL_KEYS_LIMIT */
+    uint64_t heartbeat_interval_s;      /* MOONCAKE_OFFLOAD_HEARTBEAT_INTERVAL_SECONDS (planned) */
+    uint64_t buffer_gc_interval_s;      /* MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_INTERVAL_SECONDS */
+    uint64_t buffer_gc_ttl_ms;          /* MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS */
+    int use_uring;                      /* MOONCAKE_OFFLOAD_USE_URING */
+    int watermark_eviction;             /* MOONCAKE_OFFLOAD_ENABLE_DISK_WATERMARK_EVICTION */
+    double high_watermark;              /* MOONCAKE_OFFLOAD_DISK_EVICTION_HIGH_WATERMARK_RATIO */
+    double low_watermark;               /* MOONCAKE_OFFLOAD_DISK_EVICTION_LOW_WATERMARK_RATIO */
+    uint64_t bucket_size_limit;         /* MOONCAKE_OFFLOAD_BUCKET_SIZE_LIMIT_BYTES */
+    uint64_t bucket_keys_limit;         /* MOONCAKE_OFFLOAD_BUCKET_KEYS_LIMIT */
+    uint64_t bucket_max_total_size;     /* MOONCAKE_OFFLOAD_BUCKET_MAX_TOTAL_SIZE (0: 90% disk) */
+    uint64_t bucket_max_physical;       /* MOONCAKE_OFFLOAD_BUCKET_MAX_PHYSICAL_BYTES (planned) */
+    uint64_t disk_scan_cache_ms;        /* MOONCAKE_OFFLOAD_DISK_SCAN_CACHE_MS (planned) */
     enum sto_evict_policy bucket_evict; /* MOONCAKE_OFFLOAD_BUCKET_EVICTION_POLICY */
-    int fpk_eviction;                 /* MOONCAKE_OFFLOAD_ENABLE_EVICTION (file-per-key: fifo) */
-    char fsdir[256];                  /* MOONCAKE_OFFLOAD_FSDIR */
+    int fpk_eviction;                   /* MOONCAKE_OFFLOAD_ENABLE_EVICTION (file-per-key: fifo) */
+    char fsdir[256];                    /* MOONCAKE_OFFLOAD_FSDIR */
     enum sto_evict_policy offset_evict; /* MOONCAKE_OFFSET_EVICTION_POLICY */
-    int record_crc;                   /* MOONCAKE_OFFSET_RECORD_CRC (checked on get) */
+    int record_crc;                     /* MOONCAKE_OFFSET_RECORD_CRC (checked on get) */
 };
 
 /* Counters and gauges, a snapshot (sto_stats()). */
 struct sto_stats {
-    uint64_t bytes;          /* value bytes of live objects */
-    uint64_t keys;           /* live objects */
-    uint64_t quota_bytes;    /* effective byte quota (limits and 90 %-of-disk rule applied) */
-    uint64_t disk_bytes;     /* bytes the layout occupies on disk (records, padding, metadata) */
+    uint64_t bytes;       /* value bytes of live objects */
+    uint64_t keys;        /* live objects */
+    uint64_t quota_bytes; /* effective byte quota (limits and 90 %-of-disk rule applied) */
+    uint64_t disk_bytes;  /* bytes the layout occupies on disk (records, padding, metadata) */
     uint64_t puts, gets, removes;
-    uint64_t evictions;      /* objects removed by eviction */
-    uint64_t recovered;      /* objects found by the restart scan */
-    uint64_t torn;           /* incomplete records found by the restart scan (skipped) */
-    uint64_t corrupt;        /* records failing a CRC or a sanity check (scan and get) */
-    const char *backend;     /* descriptor name, static */
-    const char *io;          /* "io_uring" or "psync", static */
-    const char *io_note;     /* why io_uring is not in use ("" when it is), static */
-    int direct_io;           /* 1 when files are opened with O_DIRECT */
-    int registered_buffers;  /* 1 when the staging buffers are registered with io_uring */
+    uint64_t evictions;     /* objects removed by eviction */
+    uint64_t recovered;     /* objects found by the restart scan */
+    uint64_t torn;          /* incomplete records found by the restart scan (skipped) */
+    uint64_t corrupt;       /* records failing a CRC or a sanity check (scan and get) */
+    const char *backend;    /* descriptor name, static */
+    const char *io;         /* "io_uring" or "psync", static */
+    const char *io_note;    /* why io_uring is not in use ("" when it is), static */
+    int direct_io;          /* 1 when files are opened with O_DIRECT */
+    int registered_buffers; /* 1 when the staging buffers are registered with io_uring */
 };
 
 /* One object of a batch put. */

@@ -28,13 +28,13 @@ struct bucket {
     int fd;
     bool sealed;
     bool dirty;
-    uint32_t nrec;     /* records written (live or not) */
-    uint32_t nlive;    /* live entries (list below) */
-    uint32_t pending;  /* reservations not yet committed or aborted */
-    uint64_t size;     /* append position */
+    uint32_t nrec;    /* records written (live or not) */
+    uint32_t nlive;   /* live entries (list below) */
+    uint32_t pending; /* reservations not yet committed or aborted */
+    uint64_t size;    /* append position */
     struct sto_ent *head;
-    struct bucket *prev, *next;   /* all buckets */
-    struct bucket *dnext;         /* dirty list */
+    struct bucket *prev, *next; /* all buckets */
+    struct bucket *dnext;       /* dirty list */
 };
 
 struct bk {
@@ -95,9 +95,15 @@ static int write_meta(struct sto *s, struct bucket *b) {
         len += (STO_ENT_HDR + e->klen + 7) & ~(size_t)7;
     uint8_t *buf = cm_malloc(len ? len : 1), *p = buf;
     for (struct sto_ent *e = b->head; e; e = e->bnext) {
-        struct sto_rec r = {.flags = STO_REC_PUT, .key_len = e->klen, .value_off = e->value_off,
-                            .value_len = e->value_len, .rec_len = e->rec_len, .seq = e->seq,
-                            .value_crc = e->value_crc, .rec_off = e->rec_off, .key = e->key};
+        struct sto_rec r = {.flags = STO_REC_PUT,
+                            .key_len = e->klen,
+                            .value_off = e->value_off,
+                            .value_len = e->value_len,
+                            .rec_len = e->rec_len,
+                            .seq = e->seq,
+                            .value_crc = e->value_crc,
+                            .rec_off = e->rec_off,
+                            .key = e->key};
         p += sto_ent_encode(&r, p);
     }
     char name[64];
@@ -390,8 +396,8 @@ static int bk_commit(struct sto *s, struct sto_wr *w, struct sto_ent *e) {
     bucket_link_ent(b, e);
     if (b->sealed) /* sealed while this record was in flight: its meta must list it */
         return write_meta(s, b);
-    if (b->pending == 0 && (b->nrec >= s->cfg.bucket_keys_limit ||
-                            b->size >= s->cfg.bucket_size_limit)) {
+    if (b->pending == 0 &&
+        (b->nrec >= s->cfg.bucket_keys_limit || b->size >= s->cfg.bucket_size_limit)) {
         int rc = write_meta(s, b);
         if (rc == 0 && k->open == b)
             k->open = NULL;

@@ -33,31 +33,31 @@ struct cfg_var {
 static const struct cfg_var vars[] = {
     {"MOONCAKE_OFFLOAD_FILE_STORAGE_PATH", NULL, T_STR, 0, 0, F(path), 4096},
     {"MOONCAKE_OFFLOAD_STORAGE_BACKEND_DESCRIPTOR", NULL, T_BACKEND, 0, 0, F(backend), 0},
-    {"MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES", NULL, T_U64, 1 << 20, U64MAX,
-     F(local_buffer_size), 0},
+    {"MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES", NULL, T_U64, 1 << 20, U64MAX, F(local_buffer_size),
+     0},
     {"MOONCAKE_OFFLOAD_SCANMETA_ITERATOR_KEYS_LIMIT", "MOONCAKE_SCANMETA_ITERATOR_KEYS_LIMIT",
      T_U64, 1, U64MAX, F(scanmeta_keys_limit), 0},
     {"MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES", NULL, T_U64, 1, U64MAX, F(total_size_limit), 0},
     {"MOONCAKE_OFFLOAD_TOTAL_KEYS_LIMIT", NULL, T_U64, 1, U64MAX, F(total_keys_limit), 0},
-    {"MOONCAKE_OFFLOAD_HEARTBEAT_INTERVAL_SECONDS", NULL, T_U64, 1, 86400,
-     F(heartbeat_interval_s), 0},
+    {"MOONCAKE_OFFLOAD_HEARTBEAT_INTERVAL_SECONDS", NULL, T_U64, 1, 86400, F(heartbeat_interval_s),
+     0},
     {"MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_INTERVAL_SECONDS", NULL, T_U64, 1, 86400,
      F(buffer_gc_interval_s), 0},
     {"MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS", NULL, T_U64, 1, U64MAX, F(buffer_gc_ttl_ms), 0},
     {"MOONCAKE_OFFLOAD_USE_URING", "MOONCAKE_USE_URING", T_BOOL, 0, 0, F(use_uring), 0},
-    {"MOONCAKE_OFFLOAD_ENABLE_DISK_WATERMARK_EVICTION", NULL, T_BOOL, 0, 0,
-     F(watermark_eviction), 0},
+    {"MOONCAKE_OFFLOAD_ENABLE_DISK_WATERMARK_EVICTION", NULL, T_BOOL, 0, 0, F(watermark_eviction),
+     0},
     {"MOONCAKE_OFFLOAD_DISK_EVICTION_HIGH_WATERMARK_RATIO",
      "MOONCAKE_DISK_EVICTION_HIGH_WATERMARK_RATIO", T_RATIO, 0, 0, F(high_watermark), 0},
     {"MOONCAKE_OFFLOAD_DISK_EVICTION_LOW_WATERMARK_RATIO",
      "MOONCAKE_DISK_EVICTION_LOW_WATERMARK_RATIO", T_RATIO, 0, 0, F(low_watermark), 0},
-    {"MOONCAKE_OFFLOAD_BUCKET_SIZE_LIMIT_BYTES", NULL, T_U64, 4096, U64MAX,
-     F(bucket_size_limit), 0},
+    {"MOONCAKE_OFFLOAD_BUCKET_SIZE_LIMIT_BYTES", NULL, T_U64, 4096, U64MAX, F(bucket_size_limit),
+     0},
     {"MOONCAKE_OFFLOAD_BUCKET_KEYS_LIMIT", NULL, T_U64, 1, 1000000, F(bucket_keys_limit), 0},
     {"MOONCAKE_OFFLOAD_BUCKET_MAX_TOTAL_SIZE", "MOONCAKE_BUCKET_MAX_TOTAL_SIZE", T_U64, 0, U64MAX,
      F(bucket_max_total_size), 0},
-    {"MOONCAKE_OFFLOAD_BUCKET_MAX_PHYSICAL_BYTES", NULL, T_U64, 0, U64MAX,
-     F(bucket_max_physical), 0},
+    {"MOONCAKE_OFFLOAD_BUCKET_MAX_PHYSICAL_BYTES", NULL, T_U64, 0, U64MAX, F(bucket_max_physical),
+     0},
     {"MOONCAKE_OFFLOAD_DISK_SCAN_CACHE_MS", NULL, T_U64, 0, U64MAX, F(disk_scan_cache_ms), 0},
     {"MOONCAKE_OFFLOAD_BUCKET_EVICTION_POLICY", "MOONCAKE_BUCKET_EVICTION_POLICY", T_POLICY, 0, 0,
      F(bucket_evict), 0},
@@ -152,8 +152,8 @@ static int parse_policy(const char *s, enum sto_evict_policy *out) {
 }
 
 /* Applies one variable's value; on error writes the message. */
-static int apply(struct sto_config *cfg, const struct cfg_var *v, const char *name,
-                 const char *val, char *err, size_t errlen) {
+static int apply(struct sto_config *cfg, const struct cfg_var *v, const char *name, const char *val,
+                 char *err, size_t errlen) {
     char *field = (char *)cfg + v->off;
     switch (v->type) {
     case T_U64:
@@ -165,8 +165,7 @@ static int apply(struct sto_config *cfg, const struct cfg_var *v, const char *na
     case T_BOOL:
         if (parse_bool(val, (int *)field) == 0)
             return 0;
-        sto__err(err, errlen, "%s: invalid value \"%s\" (expected true, false, 1 or 0)", name,
-                 val);
+        sto__err(err, errlen, "%s: invalid value \"%s\" (expected true, false, 1 or 0)", name, val);
         return -EINVAL;
     case T_RATIO: {
         char *end;
@@ -176,8 +175,7 @@ static int apply(struct sto_config *cfg, const struct cfg_var *v, const char *na
             *(double *)field = d;
             return 0;
         }
-        sto__err(err, errlen, "%s: invalid value \"%s\" (expected a ratio in (0, 1])", name,
-                 val);
+        sto__err(err, errlen, "%s: invalid value \"%s\" (expected a ratio in (0, 1])", name, val);
         return -EINVAL;
     }
     case T_STR:
@@ -185,8 +183,8 @@ static int apply(struct sto_config *cfg, const struct cfg_var *v, const char *na
             snprintf(field, v->cap, "%s", val);
             return 0;
         }
-        sto__err(err, errlen, "%s: invalid value \"%s\" (expected 1 to %zu characters)", name,
-                 val, v->cap - 1);
+        sto__err(err, errlen, "%s: invalid value \"%s\" (expected 1 to %zu characters)", name, val,
+                 v->cap - 1);
         return -EINVAL;
     case T_BACKEND:
         for (int k = 0; k < 3; k++) {

@@ -25,8 +25,7 @@
 #define FPK_SEED 0x46504b2d4e414d45ull
 
 /* Relative path of key's file: "<fsdir>/<2 hex>/<24 hex>". */
-static void fpk_name(const struct sto *s, const uint8_t *key, size_t klen, char *out,
-                     size_t cap) {
+static void fpk_name(const struct sto *s, const uint8_t *key, size_t klen, char *out, size_t cap) {
     uint64_t h = cm_hash64(key, klen, FPK_SEED);
     uint32_t c = sto_crc32c(0, key, klen);
     snprintf(out, cap, "%s/%02x/%016llx%08x", s->cfg.fsdir, (unsigned)(h >> 56),
@@ -34,8 +33,7 @@ static void fpk_name(const struct sto *s, const uint8_t *key, size_t klen, char 
 }
 
 /* Checks one file found at open; indexes it or counts and deletes it. */
-static void fpk_check(struct sto *s, int dfd, const char *dname, const char *fname,
-                      uint8_t *buf) {
+static void fpk_check(struct sto *s, int dfd, const char *dname, const char *fname, uint8_t *buf) {
     size_t fl = strlen(fname);
     char rel[512];
     snprintf(rel, sizeof(rel), "%s/%s", dname, fname);
@@ -73,8 +71,7 @@ static void fpk_check(struct sto *s, int dfd, const char *dname, const char *fna
 static int fpk_open(struct sto *s, char *err, size_t errlen) {
     if (mkdirat(s->dirfd, s->cfg.fsdir, 0755) < 0 && errno != EEXIST) {
         int e = errno;
-        return sto__err(err, errlen, "cannot create %s/%s: %s", s->dir, s->cfg.fsdir,
-                        strerror(e)),
+        return sto__err(err, errlen, "cannot create %s/%s: %s", s->dir, s->cfg.fsdir, strerror(e)),
                -e;
     }
     uint8_t *buf = cm_malloc(STO_REC_HDR + STO_KEY_MAX);

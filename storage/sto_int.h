@@ -34,7 +34,7 @@ struct sto_ent {
     uint64_t value_len;
     uint32_t value_off;
     uint32_t value_crc;
-    uint64_t loc;     /* backend-specific: bucket id, tlsf handle */
+    uint64_t loc; /* backend-specific: bucket id, tlsf handle */
     uint16_t klen;
     uint8_t key[];
 };
@@ -42,10 +42,10 @@ struct sto_ent {
 /* A record being written: filled by sto.c, placed by backend alloc(). */
 struct sto_wr {
     struct sto_rec rec;
-    int fd;          /* where to write (backend alloc) */
-    uint64_t off;    /* at which offset */
-    uint64_t loc;    /* backend-specific (bucket id, tlsf handle, tmp-file slot) */
-    char tmp[64];    /* file-per-key: the temporary name */
+    int fd;       /* where to write (backend alloc) */
+    uint64_t off; /* at which offset */
+    uint64_t loc; /* backend-specific (bucket id, tlsf handle, tmp-file slot) */
+    char tmp[64]; /* file-per-key: the temporary name */
 };
 
 struct sto;
@@ -90,8 +90,8 @@ struct sto_iov {
     uint8_t *buf;
     size_t len;
     uint64_t off;
-    bool fixed; /* buf lies in the slot's registered staging buffer */
-    int res;    /* out: 0 or -errno */
+    bool fixed;  /* buf lies in the slot's registered staging buffer */
+    int res;     /* out: 0 or -errno */
     size_t done; /* internal: bytes moved so far */
 };
 

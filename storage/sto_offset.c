@@ -40,9 +40,15 @@ static int ext_cmp(const void *a, const void *b) {
 }
 
 static void ent_to_rec(const struct sto_ent *e, struct sto_rec *r) {
-    *r = (struct sto_rec){.flags = STO_REC_PUT, .key_len = e->klen, .value_off = e->value_off,
-                          .value_len = e->value_len, .rec_len = e->rec_len, .seq = e->seq,
-                          .value_crc = e->value_crc, .rec_off = e->rec_off, .key = e->key};
+    *r = (struct sto_rec){.flags = STO_REC_PUT,
+                          .key_len = e->klen,
+                          .value_off = e->value_off,
+                          .value_len = e->value_len,
+                          .rec_len = e->rec_len,
+                          .seq = e->seq,
+                          .value_crc = e->value_crc,
+                          .rec_off = e->rec_off,
+                          .key = e->key};
 }
 
 /* Rewrites the journal with one PUT entry per live object and reopens it. */
@@ -134,8 +140,7 @@ static int ob_open(struct sto *s, char *err, size_t errlen) {
     s->be = o;
     o->fd = sto__open_file(s, DATA_NAME, O_RDWR | O_CREAT, true);
     if (o->fd < 0)
-        return sto__err(err, errlen, "cannot open %s/%s: %s", s->dir, DATA_NAME,
-                        strerror(-o->fd)),
+        return sto__err(err, errlen, "cannot open %s/%s: %s", s->dir, DATA_NAME, strerror(-o->fd)),
                o->fd;
     struct stat st;
     fstat(o->fd, &st);
@@ -169,8 +174,7 @@ static int ob_open(struct sto *s, char *err, size_t errlen) {
     rebuild(s);
     int rc = compact(s);
     if (rc)
-        return sto__err(err, errlen, "cannot write %s/%s: %s", s->dir, JOURNAL_NAME,
-                        strerror(-rc)),
+        return sto__err(err, errlen, "cannot write %s/%s: %s", s->dir, JOURNAL_NAME, strerror(-rc)),
                rc;
     return 0;
 }
@@ -245,8 +249,8 @@ static void ob_release(struct sto *s, struct sto_ent *e, bool replaced) {
     cm_tlsf_free(o->tlsf, (uint32_t)e->loc);
     if (replaced) /* the newer PUT entry supersedes it on replay */
         return;
-    struct sto_rec r = {.flags = STO_REC_DEL, .key_len = e->klen, .seq = sto__next_seq(s),
-                        .key = e->key};
+    struct sto_rec r = {
+        .flags = STO_REC_DEL, .key_len = e->klen, .seq = sto__next_seq(s), .key = e->key};
     pend(o, &r);
 }
 

@@ -40,7 +40,7 @@ struct sto_rec {
     uint64_t rec_len; /* whole record, padding included */
     uint64_t seq;     /* store-wide put sequence; the newest wins on recovery */
     uint32_t value_crc;
-    uint64_t rec_off; /* index entries: the record's offset in its file */
+    uint64_t rec_off;   /* index entries: the record's offset in its file */
     const uint8_t *key; /* points into the decoded buffer */
 };
 

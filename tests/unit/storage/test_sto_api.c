@@ -53,8 +53,7 @@ static void check(struct sto *s, const char *key, size_t len, uint64_t seed) {
     free(back);
 }
 
-static const size_t sizes[] = {1, 7, 511, 512, 4096, 4097, 65536, 1048576 + 3, 3 * MIB,
-                               64 * MIB};
+static const size_t sizes[] = {1, 7, 511, 512, 4096, 4097, 65536, 1048576 + 3, 3 * MIB, 64 * MIB};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 ParameterizedTest(struct mode *m, sto, round_trip, .timeout = 60) {
@@ -145,13 +144,13 @@ ParameterizedTest(struct mode *m, sto, batch, .timeout = 60) {
         vals[i] = malloc(len);
         outs[i] = malloc(len);
         sto_test_fill(vals[i], len, (uint64_t)i);
-        pi[i] = (struct sto_put_item){.key = keys[i], .klen = strlen(keys[i]), .value = vals[i],
-                                      .len = len};
+        pi[i] = (struct sto_put_item){
+            .key = keys[i], .klen = strlen(keys[i]), .value = vals[i], .len = len};
     }
     cr_assert_eq(sto_batch_put(s, pi, N), N);
     for (int i = 0; i < N; i++)
-        gi[i] = (struct sto_get_item){.key = keys[i], .klen = strlen(keys[i]), .buf = outs[i],
-                                      .cap = pi[i].len};
+        gi[i] = (struct sto_get_item){
+            .key = keys[i], .klen = strlen(keys[i]), .buf = outs[i], .cap = pi[i].len};
     gi[N] = (struct sto_get_item){.key = "missing", .klen = 7, .buf = outs[0], .cap = 1};
     cr_assert_eq(sto_batch_get(s, gi, N + 1), N);
     for (int i = 0; i < N; i++) {

@@ -185,8 +185,12 @@ Test(sto_record, crc32c_and_codec) {
     cr_assert_eq(sto_crc32c(0, "123456789", 9), 0xe3069283u);
     cr_assert_eq(sto_crc32c(sto_crc32c(0, "1234", 4), "56789", 5), 0xe3069283u);
     uint8_t buf[STO_REC_HDR + 16];
-    struct sto_rec r = {.flags = STO_REC_PUT, .key_len = 5, .key = (const uint8_t *)"hello",
-                        .value_len = 5000, .seq = 42, .value_crc = 7};
+    struct sto_rec r = {.flags = STO_REC_PUT,
+                        .key_len = 5,
+                        .key = (const uint8_t *)"hello",
+                        .value_len = 5000,
+                        .seq = 42,
+                        .value_crc = 7};
     cr_assert_eq(sto_rec_layout(&r, 512), 0);
     cr_assert_eq(r.value_off, 512);
     cr_assert_eq(r.rec_len, 512 + 5120);

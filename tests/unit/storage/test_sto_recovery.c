@@ -230,8 +230,7 @@ ParameterizedTest(enum sto_backend_kind *kind, sto_recovery, corrupt_key, .timeo
     populate(&cfg, 8);
     /* The bucket and offset layouts keep the key in the metadata too: flip it there first. */
     if (*kind != STO_BACKEND_FILE_PER_KEY) {
-        const char *meta =
-            *kind == STO_BACKEND_BUCKET ? "000000000000.meta" : "kv_cache.journal";
+        const char *meta = *kind == STO_BACKEND_BUCKET ? "000000000000.meta" : "kv_cache.journal";
         char p[1024];
         snprintf(p, sizeof(p), "%s/%s", dir, meta);
         char sub[1024];
@@ -310,10 +309,8 @@ struct pol {
 };
 
 static struct pol pols[] = {
-    {STO_BACKEND_BUCKET, STO_EVICT_FIFO},
-    {STO_BACKEND_BUCKET, STO_EVICT_LRU},
-    {STO_BACKEND_FILE_PER_KEY, STO_EVICT_FIFO},
-    {STO_BACKEND_OFFSET, STO_EVICT_FIFO},
+    {STO_BACKEND_BUCKET, STO_EVICT_FIFO},       {STO_BACKEND_BUCKET, STO_EVICT_LRU},
+    {STO_BACKEND_FILE_PER_KEY, STO_EVICT_FIFO}, {STO_BACKEND_OFFSET, STO_EVICT_FIFO},
     {STO_BACKEND_OFFSET, STO_EVICT_LRU},
 };
 
