@@ -4,3 +4,13 @@ STO_TEST_HELPERS := tests/unit/storage/sto_test.c
 $(eval $(call unit_test,unit/storage/test_sto_api,tests/unit/storage/test_sto_api.c $(STO_TEST_HELPERS),$(STO_LIBS),$(STO_LDLIBS)))
 $(eval $(call unit_test,unit/storage/test_sto_config,tests/unit/storage/test_sto_config.c $(STO_TEST_HELPERS),$(STO_LIBS),$(STO_LDLIBS)))
 $(eval $(call unit_test,unit/storage/test_sto_recovery,tests/unit/storage/test_sto_recovery.c $(STO_TEST_HELPERS),$(STO_LIBS),$(STO_LDLIBS)))
+
+# libFuzzer target for the on-disk record and index-entry decoders (make fuzz).
+ifneq ($(shell command -v clang),)
+FUZZ_STO_SRCS := tests/fuzz/fuzz_sto_record.c storage/sto_record.c common/cm_errno.c
+$(BUILD)/fuzz/fuzz_sto_record: $(FUZZ_STO_SRCS) storage/sto_record.h
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)clang -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined \
+	    -o $@ $(FUZZ_STO_SRCS) -pthread
+FUZZ_TARGETS += $(BUILD)/fuzz/fuzz_sto_record
+endif
