@@ -203,7 +203,11 @@ static int check_path(const char *path, char *err, size_t errlen) {
     return 0;
 }
 
-/* Finds whether O_DIRECT works in the directory and with which alignment (512 or 4096). */
+/*
+ * Finds whether O_DIRECT works in the directory and picks the record alignment: the larger of
+ * the direct-I/O alignment and the file system's block size, since a direct write that is not
+ * block-aligned is serialized (and partly zeroed) by ext4 and xfs.
+ */
 static void probe_direct(struct sto *s) {
     s->direct = false;
     s->align = 4096;
@@ -224,6 +228,10 @@ static void probe_direct(struct sto *s) {
     }
     close(fd);
     unlinkat(s->dirfd, "sto.probe", 0);
+    struct statvfs vf;
+    if (fstatvfs(s->dirfd, &vf) == 0 && vf.f_bsize > s->align && vf.f_bsize <= 65536 &&
+        (vf.f_bsize & (vf.f_bsize - 1)) == 0)
+        s->align = (uint32_t)vf.f_bsize;
 }
 
 /* Effective quota and eviction policy. */
@@ -537,43 +545,66 @@ int sto_put_buf(struct sto *s, const void *key, size_t klen, const void *value, 
     return sto_put(s, key, klen, &iov, 1);
 }
 
-/* Puts items[0..n) whose records all fit in the staging buffer, with one submission. */
+/* Copies a value into staging while computing its CRC, in cache-sized steps. */
+static uint32_t copy_crc(uint8_t *dst, const uint8_t *src, size_t len) {
+    uint32_t crc = 0;
+    for (size_t off = 0; off < len; off += 65536) {
+        size_t n = len - off < 65536 ? len - off : 65536;
+        memcpy(dst + off, src + off, n);
+        crc = sto_crc32c(crc, dst + off, n);
+    }
+    return crc;
+}
+
+/*
+ * Puts items[0..n) (n <= STO_IO_DEPTH) whose records all fit in the staging buffer: space is
+ * reserved under the lock, then each record is copied (with its CRC) and its write started at
+ * once, so copying overlaps the writes before it; all are published together.
+ */
 static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *items, size_t n) {
     struct sto_wr *w = cm_malloc(sizeof(*w) * n);
     struct sto_iov *v = cm_malloc(sizeof(*v) * n);
-    uint8_t *hdr = cm_malloc(STO_REC_HDR + STO_KEY_MAX);
-    size_t pos = 0;
+    size_t *idx = cm_malloc(sizeof(*idx) * n);
     unsigned nv = 0;
     pthread_rwlock_wrlock(&s->rw);
     for (size_t i = 0; i < n; i++) {
-        struct iovec iov = {.iov_base = (void *)items[i].value, .iov_len = items[i].len};
-        items[i].result = prepare(s, &w[i], items[i].key, items[i].klen, &iov, 1);
-        if (items[i].result)
-            continue;
-        w[i].rec.seq = s->next_seq++;
-        int rc = make_room(s, w[i].rec.value_len);
+        memset(&w[i], 0, sizeof(w[i]));
+        w[i].rec = (struct sto_rec){.flags = STO_REC_PUT,
+                                    .key_len = (uint16_t)items[i].klen,
+                                    .key = items[i].key,
+                                    .value_len = items[i].len};
+        int rc = sto_rec_layout(&w[i].rec, s->align);
+        if (rc == 0) {
+            w[i].rec.seq = s->next_seq++;
+            rc = make_room(s, w[i].rec.value_len);
+        }
         if (rc == 0)
             rc = alloc_evicting(s, &w[i]);
         items[i].result = rc;
-        if (rc)
-            continue;
-        size_t hlen = sto_rec_encode(&w[i].rec, hdr);
-        fill(&w[i], hdr, hlen, &iov, 1, 0, sl->stage + pos, (size_t)w[i].rec.rec_len);
-        v[nv++] = (struct sto_iov){.fd = w[i].fd,
-                                   .write = true,
-                                   .buf = sl->stage + pos,
-                                   .len = (size_t)w[i].rec.rec_len,
-                                   .off = w[i].off,
-                                   .fixed = true,
-                                   .res = (int)i};
-        pos += (size_t)w[i].rec.rec_len;
+        if (rc == 0)
+            idx[nv++] = i;
     }
     pthread_rwlock_unlock(&s->rw);
-    /* res carries the item index until the I/O runs. */
-    size_t *idx = cm_malloc(sizeof(*idx) * (nv ? nv : 1));
-    for (unsigned k = 0; k < nv; k++)
-        idx[k] = (size_t)v[k].res;
-    sto__io_run(s, sl, v, nv);
+    size_t pos = 0;
+    for (unsigned k = 0; k < nv; k++) {
+        struct sto_wr *x = &w[idx[k]];
+        uint8_t *rec = sl->stage + pos;
+        size_t vend = x->rec.value_off + (size_t)x->rec.value_len;
+        x->rec.value_crc =
+            copy_crc(rec + x->rec.value_off, items[idx[k]].value, (size_t)x->rec.value_len);
+        memset(rec + vend, 0, (size_t)x->rec.rec_len - vend);
+        size_t hlen = sto_rec_encode(&x->rec, rec);
+        memset(rec + hlen, 0, x->rec.value_off - hlen);
+        v[k] = (struct sto_iov){.fd = x->fd,
+                                .write = true,
+                                .buf = rec,
+                                .len = (size_t)x->rec.rec_len,
+                                .off = x->off,
+                                .fixed = true};
+        sto__io_start(s, sl, v, k);
+        pos += (size_t)x->rec.rec_len;
+    }
+    sto__io_finish(s, sl, v, nv);
     pthread_rwlock_wrlock(&s->rw);
     for (unsigned k = 0; k < nv; k++) {
         size_t i = idx[k];
@@ -586,7 +617,6 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
     }
     pthread_rwlock_unlock(&s->rw);
     cm_free(idx);
-    cm_free(hdr);
     cm_free(v);
     cm_free(w);
 }
@@ -597,7 +627,7 @@ int sto_batch_put(struct sto *s, struct sto_put_item *items, size_t n) {
     struct sto_slot *sl = sto__slot_get(s);
     while (i < n) {
         size_t j = i, room = sl->stage_len;
-        while (j < n) {
+        while (j < n && j - i < STO_IO_DEPTH) {
             struct sto_rec r = {.key_len = (uint16_t)items[j].klen, .value_len = items[j].len};
             if (!key_ok(items[j].key, items[j].klen) || sto_rec_layout(&r, s->align) ||
                 r.rec_len > room)

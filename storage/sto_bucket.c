@@ -31,6 +31,7 @@ struct bucket {
     uint32_t nrec;    /* records written (live or not) */
     uint32_t nlive;   /* live entries (list below) */
     uint32_t pending; /* reservations not yet committed or aborted */
+    bool prealloc;    /* preallocated to the bucket size limit: cut to size when sealed */
     uint64_t size;    /* append position */
     struct sto_ent *head;
     struct bucket *prev, *next; /* all buckets */
@@ -90,6 +91,8 @@ static void mark_dirty(struct bk *k, struct bucket *b) {
 
 /* Writes b's meta file from its live entries; b is sealed afterwards. */
 static int write_meta(struct sto *s, struct bucket *b) {
+    if (b->prealloc && ftruncate(b->fd, (off_t)b->size) == 0)
+        b->prealloc = false;
     size_t len = 0;
     for (struct sto_ent *e = b->head; e; e = e->bnext)
         len += (STO_ENT_HDR + e->klen + 7) & ~(size_t)7;
@@ -178,6 +181,13 @@ static int load_meta(struct sto *s, struct bucket *b, const uint8_t *m, size_t l
     return 0;
 }
 
+static bool zeros(const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return false;
+    return true;
+}
+
 /* Scans b's records from the start; cuts the file at the first torn or corrupt one. */
 static void scan_records(struct sto *s, struct bucket *b, int fd) {
     struct bk *k = s->be;
@@ -188,6 +198,11 @@ static void scan_records(struct sto *s, struct bucket *b, int fd) {
         ssize_t got = pread(fd, buf, STO_REC_HDR + STO_KEY_MAX, (off_t)pos);
         struct sto_rec r;
         int n = got > 0 ? sto_rec_decode(buf, (size_t)got, &r) : 0;
+        if (n <= 0 && got >= STO_REC_HDR && zeros(buf, STO_REC_HDR)) { /* preallocated tail */
+            if (ftruncate(fd, (off_t)pos) == 0)
+                b->size = pos;
+            break;
+        }
         bool ok = n > 0 && pos + r.rec_len <= b->size;
         if (ok) { /* the value's CRC */
             uint32_t crc = 0;
@@ -364,6 +379,9 @@ static int bk_alloc(struct sto *s, struct sto_wr *w) {
         if (fd < 0)
             return fd;
         b = k->open = bucket_new(k, id, fd);
+        /* Writes inside the file's size are not size-extending: ext4 runs them asynchronously. */
+        if (fallocate(fd, 0, 0, (off_t)s->cfg.bucket_size_limit) == 0)
+            b->prealloc = true;
     }
     w->fd = b->fd;
     w->off = b->size;

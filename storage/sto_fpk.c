@@ -117,6 +117,9 @@ static int fpk_alloc(struct sto *s, struct sto_wr *w) {
     int fd = sto__open_file(s, rel, O_WRONLY | O_CREAT | O_TRUNC, true);
     if (fd < 0)
         return fd;
+    if (fallocate(fd, 0, 0, (off_t)w->rec.rec_len) < 0) {
+        /* optional: the write extends the file instead */
+    }
     w->fd = fd;
     w->off = 0;
     return 0;

@@ -163,13 +163,16 @@ static void prep(struct sto_slot *sl, struct io_uring_sqe *sqe, struct sto_iov *
     io_uring_sqe_set_data64(sqe, i);
 }
 
-/* io_uring path: submit everything the ring takes, reap, continue short transfers. */
-static int io_uring_run(struct sto_slot *sl, struct sto_iov *v, unsigned n) {
-    unsigned next = 0, inflight = 0, left = n;
+/*
+ * io_uring path: submit what the ring takes, reap, continue short transfers. v[0..started)
+ * are already in flight (sto__io_start).
+ */
+static int io_uring_run(struct sto_slot *sl, struct sto_iov *v, unsigned n, unsigned started) {
+    unsigned next = started, inflight = started, left = n;
     int first = 0;
     unsigned *redo = NULL, nredo = 0;
     redo = cm_malloc(sizeof(*redo) * (n ? n : 1));
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = started; i < n; i++)
         v[i].res = 0, v[i].done = 0;
     while (left > 0) {
         while (inflight < STO_IO_DEPTH && (nredo > 0 || next < n)) {
@@ -181,7 +184,7 @@ static int io_uring_run(struct sto_slot *sl, struct sto_iov *v, unsigned n) {
             inflight++;
         }
         int rc = io_uring_submit_and_wait(&sl->ring, 1);
-        if (rc < 0 && rc != -EINTR && rc != -EAGAIN) {
+        if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
             first = first ? first : rc;
             break;
         }
@@ -212,11 +215,33 @@ static int io_uring_run(struct sto_slot *sl, struct sto_iov *v, unsigned n) {
     return first;
 }
 
+void sto__io_start(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned i) {
+    v[i].res = 0;
+    v[i].done = 0;
+    if (!(s->uring && sl->ring_ok)) {
+        io_psync(&v[i], 1);
+        return;
+    }
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&sl->ring);
+    prep(sl, sqe, &v[i], i);
+    io_uring_submit(&sl->ring);
+}
+
+int sto__io_finish(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n) {
+    if (!(s->uring && sl->ring_ok)) {
+        for (unsigned i = 0; i < n; i++)
+            if (v[i].res)
+                return v[i].res;
+        return 0;
+    }
+    return io_uring_run(sl, v, n, n);
+}
+
 int sto__io_run(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n) {
     if (n == 0)
         return 0;
     if (s->uring && sl->ring_ok)
-        return io_uring_run(sl, v, n);
+        return io_uring_run(sl, v, n, 0);
     return io_psync(v, n);
 }
 

@@ -14,3 +14,12 @@ $(BUILD)/fuzz/fuzz_sto_record: $(FUZZ_STO_SRCS) storage/sto_record.h
 	    -o $@ $(FUZZ_STO_SRCS) -pthread
 FUZZ_TARGETS += $(BUILD)/fuzz/fuzz_sto_record
 endif
+
+# make bench-storage: storage/ beside fio on the same file system (bench/bench-storage.sh).
+.PHONY: bench-storage
+ALL_SRCS += bench/bench_storage.c
+$(BUILD)/bench/sto-bench: $(call objs,bench/bench_storage.c) $(STO_LIBS)
+	$(LINK) $^ $(STO_LDLIBS)
+
+bench-storage: $(BUILD)/bench/sto-bench
+	@bench/bench-storage.sh $(abspath $(BUILD))
