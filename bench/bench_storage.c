@@ -42,8 +42,8 @@ static void do_write(struct sto *s, long count, size_t size, int qd) {
         int n = (int)(count - i < qd ? count - i : qd);
         for (int j = 0; j < n; j++) {
             keyname(keys[j], 32, i + j);
-            it[j] = (struct sto_put_item){.key = keys[j], .klen = strlen(keys[j]), .value = v,
-                                          .len = size};
+            it[j] = (struct sto_put_item){
+                .key = keys[j], .klen = strlen(keys[j]), .value = v, .len = size};
         }
         if (sto_batch_put(s, it, (size_t)n) != n) {
             fprintf(stderr, "sto-bench: put failed: %d\n", it[0].result);
@@ -76,8 +76,8 @@ static void do_read(struct sto *s, long count, size_t size, int qd, long ops) {
                 k = (long)(x % (uint64_t)count);
             }
             keyname(keys[j], 32, k);
-            it[j] = (struct sto_get_item){.key = keys[j], .klen = strlen(keys[j]),
-                                          .buf = buf + cap * (size_t)j, .cap = cap};
+            it[j] = (struct sto_get_item){
+                .key = keys[j], .klen = strlen(keys[j]), .buf = buf + cap * (size_t)j, .cap = cap};
         }
         if (sto_batch_get(s, it, (size_t)n) != n) {
             fprintf(stderr, "sto-bench: get failed: %zd\n", it[0].result);

@@ -585,7 +585,11 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
             idx[nv++] = i;
     }
     pthread_rwlock_unlock(&s->rw);
+    /* Records that follow each other in one file go out as one write of up to 1 MiB. */
     size_t pos = 0;
+    unsigned nrun = 0;
+    unsigned *run_of = cm_malloc(sizeof(*run_of) * (nv ? nv : 1));
+    bool open_run = false;
     for (unsigned k = 0; k < nv; k++) {
         struct sto_wr *x = &w[idx[k]];
         uint8_t *rec = sl->stage + pos;
@@ -595,20 +599,36 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
         memset(rec + vend, 0, (size_t)x->rec.rec_len - vend);
         size_t hlen = sto_rec_encode(&x->rec, rec);
         memset(rec + hlen, 0, x->rec.value_off - hlen);
-        v[k] = (struct sto_iov){.fd = x->fd,
-                                .write = true,
-                                .buf = rec,
-                                .len = (size_t)x->rec.rec_len,
-                                .off = x->off,
-                                .fixed = true};
-        sto__io_start(s, sl, v, k);
+        struct sto_iov *r = open_run ? &v[nrun - 1] : NULL;
+        if (r && r->fd == x->fd && r->off + r->len == x->off && r->buf + r->len == rec) {
+            r->len += (size_t)x->rec.rec_len;
+        } else {
+            if (r && nrun - 1 < STO_IO_DEPTH)
+                sto__io_start(s, sl, v, nrun - 1);
+            v[nrun++] = (struct sto_iov){.fd = x->fd,
+                                         .write = true,
+                                         .buf = rec,
+                                         .len = (size_t)x->rec.rec_len,
+                                         .off = x->off,
+                                         .fixed = true};
+            open_run = true;
+        }
+        run_of[k] = nrun - 1;
+        if (v[nrun - 1].len >= (1u << 20)) {
+            if (nrun - 1 < STO_IO_DEPTH)
+                sto__io_start(s, sl, v, nrun - 1);
+            open_run = false;
+        }
         pos += (size_t)x->rec.rec_len;
     }
-    sto__io_finish(s, sl, v, nv);
+    if (open_run && nrun - 1 < STO_IO_DEPTH)
+        sto__io_start(s, sl, v, nrun - 1);
+    /* at most STO_IO_DEPTH were started; the rest go through the ring's own queueing */
+    sto__io_finish(s, sl, v, nrun, nrun < STO_IO_DEPTH ? nrun : STO_IO_DEPTH);
     pthread_rwlock_wrlock(&s->rw);
     for (unsigned k = 0; k < nv; k++) {
         size_t i = idx[k];
-        int rc = v[k].res;
+        int rc = v[run_of[k]].res;
         if (rc == 0)
             rc = publish(s, &w[i]);
         if (rc)
@@ -616,6 +636,7 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
         items[i].result = rc;
     }
     pthread_rwlock_unlock(&s->rw);
+    cm_free(run_of);
     cm_free(idx);
     cm_free(v);
     cm_free(w);
@@ -627,7 +648,7 @@ int sto_batch_put(struct sto *s, struct sto_put_item *items, size_t n) {
     struct sto_slot *sl = sto__slot_get(s);
     while (i < n) {
         size_t j = i, room = sl->stage_len;
-        while (j < n && j - i < STO_IO_DEPTH) {
+        while (j < n && j - i < STO_IO_DEPTH * 4) {
             struct sto_rec r = {.key_len = (uint16_t)items[j].klen, .value_len = items[j].len};
             if (!key_ok(items[j].key, items[j].klen) || sto_rec_layout(&r, s->align) ||
                 r.rec_len > room)

@@ -28,11 +28,12 @@ struct bucket {
     int fd;
     bool sealed;
     bool dirty;
-    uint32_t nrec;    /* records written (live or not) */
-    uint32_t nlive;   /* live entries (list below) */
-    uint32_t pending; /* reservations not yet committed or aborted */
-    bool prealloc;    /* preallocated to the bucket size limit: cut to size when sealed */
-    uint64_t size;    /* append position */
+    uint32_t nrec;      /* records written (live or not) */
+    uint32_t nlive;     /* live entries (list below) */
+    uint32_t pending;   /* reservations not yet committed or aborted */
+    uint64_t alloc_end; /* preallocated bytes */
+    bool prealloc;      /* preallocated to the bucket size limit: cut to size when sealed */
+    uint64_t size;      /* append position */
     struct sto_ent *head;
     struct bucket *prev, *next; /* all buckets */
     struct bucket *dnext;       /* dirty list */
@@ -379,9 +380,22 @@ static int bk_alloc(struct sto *s, struct sto_wr *w) {
         if (fd < 0)
             return fd;
         b = k->open = bucket_new(k, id, fd);
-        /* Writes inside the file's size are not size-extending: ext4 runs them asynchronously. */
-        if (fallocate(fd, 0, 0, (off_t)s->cfg.bucket_size_limit) == 0)
+    }
+    /*
+     * Writes inside the file's size do not extend it, and ext4 runs those asynchronously:
+     * preallocate ahead in steps of up to 32 MiB (cut back when the bucket is sealed).
+     */
+    if (b->size + w->rec.rec_len > b->alloc_end) {
+        uint64_t step = 32u << 20;
+        if (step < w->rec.rec_len)
+            step = w->rec.rec_len;
+        if (b->alloc_end + step > s->cfg.bucket_size_limit &&
+            b->size + w->rec.rec_len <= s->cfg.bucket_size_limit)
+            step = s->cfg.bucket_size_limit - b->alloc_end;
+        if (fallocate(b->fd, 0, (off_t)b->alloc_end, (off_t)step) == 0) {
+            b->alloc_end += step;
             b->prealloc = true;
+        }
     }
     w->fd = b->fd;
     w->off = b->size;

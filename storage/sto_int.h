@@ -174,12 +174,13 @@ void sto__slot_put(struct sto_slot *sl);
  */
 int sto__io_run(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n);
 /*
- * Starts v[i] at once (io_uring: queued and submitted; psync: done before returning). At most
- * STO_IO_DEPTH may be started before sto__io_finish(s, sl, v, n), which waits for v[0..n), all
- * started, and returns 0 or the first error.
+ * Starts v[i] at once (io_uring: queued and submitted; psync: done before returning). Only
+ * v[0..started) may be started, in order, with started <= STO_IO_DEPTH; sto__io_finish(s, sl,
+ * v, n, started) runs v[started..n) and waits for all, returning 0 or the first error.
  */
 void sto__io_start(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned i);
-int sto__io_finish(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n);
+int sto__io_finish(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n,
+                   unsigned started);
 /*
  * Opens name relative to the store directory with flags plus O_CLOEXEC, and O_DIRECT when
  * direct is set and the file system supports it. Returns the fd or -errno.

@@ -227,14 +227,16 @@ void sto__io_start(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsign
     io_uring_submit(&sl->ring);
 }
 
-int sto__io_finish(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n) {
+int sto__io_finish(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n,
+                   unsigned started) {
     if (!(s->uring && sl->ring_ok)) {
-        for (unsigned i = 0; i < n; i++)
+        int first = started < n ? io_psync(v + started, n - started) : 0;
+        for (unsigned i = 0; i < started; i++)
             if (v[i].res)
                 return v[i].res;
-        return 0;
+        return first;
     }
-    return io_uring_run(sl, v, n, n);
+    return io_uring_run(sl, v, n, started);
 }
 
 int sto__io_run(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n) {

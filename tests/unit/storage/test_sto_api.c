@@ -133,7 +133,7 @@ ParameterizedTest(struct mode *m, sto, batch, .timeout = 60) {
     sto_test_config(&cfg, dir, m->kind, m->uring);
     cfg.scanmeta_keys_limit = 7;
     struct sto *s = sto_test_open(&cfg);
-    enum { N = 40 };
+    enum { N = 100 };
     struct sto_put_item pi[N];
     struct sto_get_item gi[N + 1];
     char keys[N][16];
