@@ -10,7 +10,7 @@ PKGS=(
     liburing-dev libjemalloc-dev libcurl4-openssl-dev libjansson-dev libyaml-dev
     libcriterion-dev openssl libmicrohttpd-dev
     redis-server redis-tools etcd-server etcd-client python3 python3-redis iperf3
-    procps iproute2 curl prometheus man-db
+    procps iproute2 curl prometheus man-db fio
 ) # EOL
 
 missing=()

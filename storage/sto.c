@@ -913,5 +913,6 @@ void sto_stats(struct sto *s, struct sto_stats *st) {
     st->io = s->uring ? "io_uring" : "psync";
     st->io_note = s->io_note ? s->io_note : "";
     st->direct_io = s->direct;
-    st->registered_buffers = s->uring && s->slots[0].registered;
+    for (unsigned i = 0; i < STO_IO_SLOTS; i++)
+        st->registered_buffers |= s->uring && s->slots[i].registered;
 }

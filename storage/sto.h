@@ -87,7 +87,7 @@ struct sto_stats {
     const char *io;         /* "io_uring" or "psync", static */
     const char *io_note;    /* why io_uring is not in use ("" when it is), static */
     int direct_io;          /* 1 when files are opened with O_DIRECT */
-    int registered_buffers; /* 1 when the staging buffers are registered with io_uring */
+    int registered_buffers; /* 1 once a staging buffer is registered (on first I/O) */
 };
 
 /* One object of a batch put. */

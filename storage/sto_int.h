@@ -79,6 +79,7 @@ struct sto_slot {
     struct io_uring ring;
     bool ring_ok;
     bool registered;
+    bool reg_tried; /* registration is attempted on first use */
     uint8_t *stage; /* aligned, stage_len bytes */
     size_t stage_len;
 };

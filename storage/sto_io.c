@@ -36,9 +36,6 @@ static int slot_ring(struct sto *s, struct sto_slot *sl) {
     if (rc < 0)
         return rc;
     sl->ring_ok = true;
-    struct iovec iov = {.iov_base = sl->stage, .iov_len = sl->stage_len};
-    if (io_uring_register_buffers(&sl->ring, &iov, 1) == 0)
-        sl->registered = true;
     (void)s;
     return 0;
 }
@@ -105,16 +102,29 @@ void sto__io_fini(struct sto *s) {
     }
 }
 
+/*
+ * Registers the slot's staging buffer with its ring on first use: registration pins (and so
+ * touches) every page, which is best kept out of sto_open() and away from unused slots.
+ */
+static struct sto_slot *slot_ready(struct sto *s, struct sto_slot *sl) {
+    if (s->uring && sl->ring_ok && !sl->reg_tried) {
+        sl->reg_tried = true;
+        struct iovec iov = {.iov_base = sl->stage, .iov_len = sl->stage_len};
+        sl->registered = io_uring_register_buffers(&sl->ring, &iov, 1) == 0;
+    }
+    return sl;
+}
+
 struct sto_slot *sto__slot_get(struct sto *s) {
     unsigned start = __atomic_fetch_add(&s->slot_rr, 1, __ATOMIC_RELAXED);
     for (unsigned i = 0; i < STO_IO_SLOTS; i++) {
         struct sto_slot *sl = &s->slots[(start + i) % STO_IO_SLOTS];
         if (pthread_mutex_trylock(&sl->mu) == 0)
-            return sl;
+            return slot_ready(s, sl);
     }
     struct sto_slot *sl = &s->slots[start % STO_IO_SLOTS];
     pthread_mutex_lock(&sl->mu);
-    return sl;
+    return slot_ready(s, sl);
 }
 
 void sto__slot_put(struct sto_slot *sl) {

@@ -285,6 +285,9 @@ Test(sto_io, each_path_on_request) {
         cr_skip_test("io_uring unavailable here: %s", st.io_note);
     }
     cr_assert_str_eq(st.io_note, "");
+    cr_assert_eq(st.registered_buffers, 0, "registered on first use only");
+    cr_assert_eq(sto_put_buf(s, "k", 1, "v", 1), 0);
+    sto_stats(s, &st);
     cr_assert_eq(st.registered_buffers, 1);
     sto_close(s);
     sto_test_rmdir(dir);
