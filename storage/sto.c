@@ -771,6 +771,24 @@ static ssize_t finish_item(struct sto *s, struct sto_get_item *it, struct get_pl
     return rc ? rc : (ssize_t)e->value_len;
 }
 
+/* A batch get's state for get_done(). */
+struct get_ctx {
+    struct sto *s;
+    struct sto_get_item *items;
+    struct get_plan *p;
+    struct sto_iov *v;
+    unsigned *vi;
+};
+
+/* Finishes one read as it completes (CRC and copy overlap the reads still in flight). */
+static void get_done(void *arg, unsigned k) {
+    struct get_ctx *c = arg;
+    unsigned i = c->vi[k];
+    struct get_plan *q = &c->p[i];
+    c->items[i].result = c->v[k].res ? c->v[k].res : finish_item(c->s, &c->items[i], q);
+    c->s->ops->put_fd(c->s, q->e, q->fd);
+}
+
 int sto_batch_get(struct sto *s, struct sto_get_item *items, size_t n) {
     struct get_plan *p = cm_calloc(n ? n : 1, sizeof(*p));
     struct sto_iov *v = cm_calloc(n ? n : 1, sizeof(*v));
@@ -819,12 +837,8 @@ int sto_batch_get(struct sto *s, struct sto_get_item *items, size_t n) {
                                      .fixed = !p[i].direct_to_user};
             vi[nv++] = (unsigned)i;
         }
-        sto__io_run(s, sl, v, nv);
-        for (unsigned k = 0; k < nv; k++) {
-            struct get_plan *q = &p[vi[k]];
-            items[vi[k]].result = v[k].res ? v[k].res : finish_item(s, &items[vi[k]], q);
-            s->ops->put_fd(s, q->e, q->fd);
-        }
+        struct get_ctx gc = {.s = s, .items = items, .p = p, .v = v, .vi = vi};
+        sto__io_run_cb(s, sl, v, nv, get_done, &gc);
     }
     pthread_rwlock_unlock(&s->rw);
     sto__slot_put(sl);

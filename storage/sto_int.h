@@ -174,6 +174,11 @@ void sto__slot_put(struct sto_slot *sl);
  * v[i].res holds its own status.
  */
 int sto__io_run(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n);
+/* Called as each I/O of a run ends (v[i].res set), so callers overlap work with the rest. */
+typedef void sto_io_done_cb(void *arg, unsigned i);
+/* sto__io_run() calling cb(arg, i) as each v[i] completes. */
+int sto__io_run_cb(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n,
+                   sto_io_done_cb *cb, void *arg);
 /*
  * Starts v[i] at once (io_uring: queued and submitted; psync: done before returning). Only
  * v[0..started) may be started, in order, with started <= STO_IO_DEPTH; sto__io_finish(s, sl,

@@ -116,12 +116,13 @@ static struct sto_slot *slot_ready(struct sto *s, struct sto_slot *sl) {
 }
 
 struct sto_slot *sto__slot_get(struct sto *s) {
-    unsigned start = __atomic_fetch_add(&s->slot_rr, 1, __ATOMIC_RELAXED);
+    /* The lowest free slot: a single thread keeps using one ring and one registered buffer. */
     for (unsigned i = 0; i < STO_IO_SLOTS; i++) {
-        struct sto_slot *sl = &s->slots[(start + i) % STO_IO_SLOTS];
+        struct sto_slot *sl = &s->slots[i];
         if (pthread_mutex_trylock(&sl->mu) == 0)
             return slot_ready(s, sl);
     }
+    unsigned start = __atomic_fetch_add(&s->slot_rr, 1, __ATOMIC_RELAXED);
     struct sto_slot *sl = &s->slots[start % STO_IO_SLOTS];
     pthread_mutex_lock(&sl->mu);
     return slot_ready(s, sl);
@@ -132,7 +133,14 @@ void sto__slot_put(struct sto_slot *sl) {
 }
 
 /* pread/pwrite path: each I/O to completion in turn. */
+static int io_psync_cb(struct sto_iov *v, unsigned n, sto_io_done_cb *cb, void *arg);
+
 static int io_psync(struct sto_iov *v, unsigned n) {
+    return io_psync_cb(v, n, NULL, NULL);
+}
+
+/* pread/pwrite path; cb(arg, i) runs after each I/O. */
+static int io_psync_cb(struct sto_iov *v, unsigned n, sto_io_done_cb *cb, void *arg) {
     int first = 0;
     for (unsigned i = 0; i < n; i++) {
         v[i].res = 0;
@@ -151,6 +159,8 @@ static int io_psync(struct sto_iov *v, unsigned n) {
         }
         if (v[i].res && !first)
             first = v[i].res;
+        if (cb)
+            cb(arg, i);
     }
     return first;
 }
@@ -177,7 +187,8 @@ static void prep(struct sto_slot *sl, struct io_uring_sqe *sqe, struct sto_iov *
  * io_uring path: submit what the ring takes, reap, continue short transfers. v[0..started)
  * are already in flight (sto__io_start).
  */
-static int io_uring_run(struct sto_slot *sl, struct sto_iov *v, unsigned n, unsigned started) {
+static int io_uring_run(struct sto_slot *sl, struct sto_iov *v, unsigned n, unsigned started,
+                        sto_io_done_cb *cb, void *arg) {
     unsigned next = started, inflight = started, left = n;
     int first = 0;
     unsigned *redo = NULL, nredo = 0;
@@ -211,12 +222,17 @@ static int io_uring_run(struct sto_slot *sl, struct sto_iov *v, unsigned n, unsi
                 x->res = cqe->res < 0 ? cqe->res : -ENODATA;
                 first = first ? first : x->res;
                 left--;
+                if (cb)
+                    cb(arg, i);
             } else {
                 x->done += (size_t)cqe->res;
-                if (x->done < x->len)
+                if (x->done < x->len) {
                     redo[nredo++] = i;
-                else
+                } else {
                     left--;
+                    if (cb)
+                        cb(arg, i);
+                }
             }
         }
         io_uring_cq_advance(&sl->ring, seen);
@@ -246,15 +262,20 @@ int sto__io_finish(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsign
                 return v[i].res;
         return first;
     }
-    return io_uring_run(sl, v, n, started);
+    return io_uring_run(sl, v, n, started, NULL, NULL);
 }
 
-int sto__io_run(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n) {
+int sto__io_run_cb(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n,
+                   sto_io_done_cb *cb, void *arg) {
     if (n == 0)
         return 0;
     if (s->uring && sl->ring_ok)
-        return io_uring_run(sl, v, n, 0);
-    return io_psync(v, n);
+        return io_uring_run(sl, v, n, 0, cb, arg);
+    return io_psync_cb(v, n, cb, arg);
+}
+
+int sto__io_run(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsigned n) {
+    return sto__io_run_cb(s, sl, v, n, NULL, NULL);
 }
 
 int sto__open_file(struct sto *s, const char *name, int flags, bool direct) {

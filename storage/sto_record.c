@@ -52,6 +52,39 @@ static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 static int crc_hw;
 
+/*
+ * Hardware path: three independent crc32 streams over 3 x CRC_LANE bytes hide the instruction's
+ * latency; their registers are joined with the linear maps "append CRC_LANE (or 2 x CRC_LANE)
+ * zero bytes", kept as byte tables (crc_shift1, crc_shift2).
+ */
+#define CRC_LANE 4096u
+static uint32_t crc_shift1[4][256], crc_shift2[4][256];
+
+/* Raw register (no inversions) after appending n zero bytes, bit by bit (init only). */
+static uint32_t crc_zeros(uint32_t c, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        c = (c >> 8) ^ crc_table[0][c & 0xff];
+    return c;
+}
+
+static void crc_shift_init(uint32_t t[4][256], size_t n) {
+    uint32_t basis[32];
+    for (int b = 0; b < 32; b++)
+        basis[b] = crc_zeros(1u << b, n);
+    for (int k = 0; k < 4; k++)
+        for (uint32_t v = 0; v < 256; v++) {
+            uint32_t x = 0;
+            for (int b = 0; b < 8; b++)
+                if (v & (1u << b))
+                    x ^= basis[8 * k + b];
+            t[k][v] = x;
+        }
+}
+
+static uint32_t crc_shift(uint32_t t[4][256], uint32_t c) {
+    return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^ t[2][(c >> 16) & 0xff] ^ t[3][c >> 24];
+}
+
 static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
@@ -62,6 +95,8 @@ static void crc_init(void) {
     for (uint32_t i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
             crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+    crc_shift_init(crc_shift1, CRC_LANE);
+    crc_shift_init(crc_shift2, 2 * CRC_LANE);
 #if defined(__x86_64__)
     __builtin_cpu_init();
     crc_hw = __builtin_cpu_supports("sse4.2");
@@ -89,6 +124,22 @@ static uint32_t crc_sw(uint32_t c, const uint8_t *p, size_t n) {
 __attribute__((target("sse4.2"))) static uint32_t crc_hw_run(uint32_t c, const uint8_t *p,
                                                              size_t n) {
     uint64_t c64 = c;
+    while (n >= 3 * CRC_LANE) {
+        uint64_t a = c64, b = 0, d = 0;
+        const uint8_t *p1 = p + CRC_LANE, *p2 = p + 2 * CRC_LANE;
+        for (size_t i = 0; i < CRC_LANE; i += 8) {
+            uint64_t w0, w1, w2;
+            memcpy(&w0, p + i, 8);
+            memcpy(&w1, p1 + i, 8);
+            memcpy(&w2, p2 + i, 8);
+            a = __builtin_ia32_crc32di(a, w0);
+            b = __builtin_ia32_crc32di(b, w1);
+            d = __builtin_ia32_crc32di(d, w2);
+        }
+        c64 = crc_shift(crc_shift2, (uint32_t)a) ^ crc_shift(crc_shift1, (uint32_t)b) ^ (uint32_t)d;
+        p += 3 * CRC_LANE;
+        n -= 3 * CRC_LANE;
+    }
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
