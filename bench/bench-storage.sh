@@ -30,9 +30,11 @@ rm -rf "$DIR/probe"
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 # fio_run RW BS SIZE [IO_SIZE]: prints MB/s (sequential) or IOPS (random) of one fio job.
+# FIO_EXTRA adds options (the batched variant: submit 16, wait for all 16, like a batch get).
 fio_run() {
     local rw=$1 bs=$2 size=$3 io=${4:-$3}
-    fio --name=b --filename="$DIR/fio.dat" --rw="$rw" --bs="$bs" --iodepth=16 --direct=1 \
+    # shellcheck disable=SC2086
+    fio --name=b --filename="$DIR/fio.dat" --rw="$rw" --bs="$bs" --iodepth=16 --direct=1 ${FIO_EXTRA:-} \
         --ioengine=io_uring --size="$size" --io_size="$io" --output-format=terse \
         --terse-version=3 | awk -F';' -v rw="$rw" '{
             if (rw == "write") print $48 * 1.024 / 1000;   # KiB/s -> MB/s
@@ -41,7 +43,7 @@ fio_run() {
 }
 
 SEQ_N=$SEQ_MB
-declare -a sw sr fw fr sri fri
+declare -a sw sr fw fr sri fri frib
 for r in $(seq 1 "$ROUNDS"); do
     for who in $( ((r % 2)) && echo "sto fio" || echo "fio sto"); do
         if [ "$who" = sto ]; then
@@ -70,6 +72,8 @@ for r in $(seq 1 "$ROUNDS"); do
                 awk '{print $2}')")
         else
             fri+=("$(fio_run randread 4k "${RAND_FILE_MB}M" $((RAND_OPS * 4))k)")
+            frib+=("$(FIO_EXTRA="--iodepth_batch_submit=16 --iodepth_batch_complete_min=16" \
+                fio_run randread 4k "${RAND_FILE_MB}M" $((RAND_OPS * 4))k)")
         fi
     done
 done
@@ -86,7 +90,7 @@ rm -rf "$DIR/scan"
 m() { printf '%s\n' "$@" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 msw=$(m "${sw[@]}") mfw=$(m "${fw[@]}") msr=$(m "${sr[@]}") mfr=$(m "${fr[@]}")
-msri=$(m "${sri[@]}") mfri=$(m "${fri[@]}") mso=$(m "${so[@]}")
+msri=$(m "${sri[@]}") mfri=$(m "${fri[@]}") mfrib=$(m "${frib[@]}") mso=$(m "${so[@]}")
 echo
 printf '%-44s %12s %12s %7s  %s\n' "medians of $ROUNDS alternating rounds" sto fio ratio target
 printf '%-44s %12.1f %12.1f %7s  %s\n' "seq write, 1 MiB objects, qd 16 (MB/s)" "$msw" "$mfw" \
@@ -95,6 +99,9 @@ printf '%-44s %12.1f %12.1f %7s  %s\n' "seq read-back, 1 MiB objects, qd 16 (MB/
     "$mfr" "$(ratio "$msr" "$mfr")" ">= 0.80"
 printf '%-44s %12.0f %12.0f %7s  %s\n' "random 4 KiB reads, qd 16 (IOPS)" "$msri" "$mfri" \
     "$(ratio "$msri" "$mfri")" ">= 0.80"
+printf '%-44s %12.0f %12.0f %7s  %s\n' "  same, fio in batches of 16 (IOPS)" "$msri" "$mfrib" \
+    "$(ratio "$msri" "$mfrib")" "(reference)"
 printf '%-44s %12.2f %12s %7s  %s\n' "restart scan of $SCAN_KEYS objects (s)" "$mso" - - "<= 5 s"
 echo "rounds: sto write ${sw[*]} | fio write ${fw[*]} | sto read ${sr[*]} | fio read ${fr[*]}"
-echo "rounds: sto randread ${sri[*]} | fio randread ${fri[*]} | scan ${so[*]}"
+echo "rounds: sto randread ${sri[*]} | fio randread ${fri[*]} | fio batched ${frib[*]}"
+echo "rounds: scan ${so[*]}"
