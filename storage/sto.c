@@ -330,7 +330,8 @@ int sto_open(const struct sto_config *cfg, const char *path, struct sto **out, c
     *out = s;
     return 0;
 fail:
-    s->ops = NULL;
+    if (!s->be) /* the backend's close() also undoes a half-done open() */
+        s->ops = NULL;
     sto_close(s);
     return rc;
 }
@@ -804,6 +805,10 @@ int sto_batch_get(struct sto *s, struct sto_get_item *items, size_t n) {
             it->result = plan_item(s, it, &p[i]);
             if (it->result)
                 continue;
+            if (p[i].e->value_len == 0) { /* nothing to read */
+                s->ops->put_fd(s, p[i].e, p[i].fd);
+                continue;
+            }
             uint64_t a, b;
             span(s, p[i].e, &a, &b);
             p[i].a = a;

@@ -79,6 +79,11 @@ ParameterizedTest(struct mode *m, sto, round_trip, .timeout = 60) {
     cr_assert_eq(sto_put_buf(s, "aligned", 7, v, 8192), 0);
     cr_assert_eq(sto_get(s, "aligned", 7, al, 8192), 8192);
     cr_assert(memcmp(al, v, 8192) == 0);
+    /* An empty value. */
+    cr_assert_eq(sto_put(s, "empty", 5, NULL, 0), 0);
+    cr_assert_eq(sto_get_size(s, "empty", 5), 0);
+    cr_assert_eq(sto_get(s, "empty", 5, al, 0), 0);
+    cr_assert_eq(sto_remove(s, "empty", 5), 0);
     /* Errors. */
     cr_assert_eq(sto_get(s, "obj-4096", 8, al, 4095), -ENOBUFS);
     cr_assert_eq(sto_get(s, "nope", 4, al, 10), -CM_EOBJECT_NOT_FOUND);
