@@ -2,7 +2,8 @@
 #
 #   make            build everything into $(BUILD) (default build/)
 #   make run        build and start crescent-master with a 1 GiB embedded segment
-#   make test       the whole suite (unit, integration, compat, format-check)
+#   make test       the whole suite (unit, integration, compat, format-check), then the
+#                   network suites again on the epoll backend (tests/module.mk NET_TEST_*)
 #   make SANITIZER=address test    the suite under ASan+UBSan
 #   make fuzz       build and run every libFuzzer target (FUZZ_SECONDS each)
 #   make bench      master vs redis-server benchmark; make bench-transfer for the engine
@@ -40,7 +41,8 @@ run: all
 test: all
 	@$(MAKE) --no-print-directory format-check
 	@CRESCENT_BUILD=$(abspath $(BUILD)) SANITIZER=$(SANITIZER) \
-	    tests/run-suite.sh $(TEST_PROGS) $(TEST_SCRIPTS)
+	    tests/run-suite.sh $(TEST_PROGS) $(TEST_SCRIPTS) \
+	    $(addprefix epoll:,$(NET_TEST_PROGS) $(NET_TEST_SCRIPTS))
 
 check: test
 

@@ -2,20 +2,27 @@
 # SPDX-License-Identifier: Apache-2.0
 # Benchmarks crescent-master against Debian's redis-server with redis-benchmark: SET and GET
 # at several value sizes, A/B alternating for several rounds, medians of ops/s, p50, p99 and
-# server CPU seconds per million requests (utime+stime from /proc/<pid>/stat). With --memory,
-# loads 1,000,000 keys of 64 B through redis-cli --pipe and compares INFO used_memory.
+# server CPU seconds per million requests (utime+stime from /proc/<pid>/stat). Then counts the
+# work per request of each server (--count-only for this part alone): system calls with
+# `strace -c -f` and user-space instructions with `valgrind --tool=callgrind`, each as the
+# difference between two run lengths of redis-benchmark SET+GET 64 B c=50 (P 1 and 16), so
+# start-up and connection set-up cancel out. With --memory, loads 1,000,000 keys of 64 B
+# through redis-cli --pipe and compares INFO used_memory.
 #
-#   bench/bench-master.sh [--memory-only | --with-memory]
+#   bench/bench-master.sh [--memory-only | --with-memory | --count-only | --no-count]
 #
 # Environment (all optional):
 #   CRESCENT_BUILD  build dir holding bin/crescent-master (default: build)
 #   BENCH_A_CMD     server A command line; {port} {memory} {threads} are substituted
-#                   (default: $CRESCENT_BUILD/bin/crescent-master --port {port} --memory {memory}
-#                   --threads {threads})
+#                   (default: $CRESCENT_BUILD/bin/crescent-master --port {port} --memory {memory},
+#                   plus --threads N when BENCH_THREADS is set, plus $BENCH_A_ARGS)
 #   BENCH_B_CMD     server B (default: redis-server --port {port} --maxmemory {memory}
 #                   --save '' --appendonly no)
 #   BENCH_A_NAME, BENCH_B_NAME   column labels (crescent, redis)
-#   BENCH_MEMORY    memory for both servers (1gb)       BENCH_THREADS  crescent threads (2)
+#   BENCH_MEMORY    memory for both servers (1gb)       BENCH_THREADS  crescent threads (default:
+#                                                       the server's own policy)
+#   BENCH_A_ARGS    extra crescent flags, e.g. "--io-backend epoll"
+#   BENCH_COUNT_N   the two run lengths of the counting part ("20000 60000")
 #   BENCH_ROUNDS    rounds per row, >= 1 (3)            BENCH_SCALE    request-count factor (1)
 #   BENCH_CLIENTS   redis-benchmark -c (50)             BENCH_KEYS     keys for the memory test
 #   BENCH_RAW       file to keep the raw per-run results (TSV)
@@ -23,22 +30,30 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 BUILD=${CRESCENT_BUILD:-build}
+BUILD=$(cd "$BUILD" 2>/dev/null && pwd || echo "$BUILD")
 A_NAME=${BENCH_A_NAME:-crescent}
 B_NAME=${BENCH_B_NAME:-redis}
-A_CMD=${BENCH_A_CMD:-"$BUILD/bin/crescent-master --port {port} --memory {memory} --threads {threads}"}
+A_DEFAULT="$BUILD/bin/crescent-master --port {port} --memory {memory}"
+[ -n "${BENCH_THREADS:-}" ] && A_DEFAULT+=" --threads {threads}"
+[ -n "${BENCH_A_ARGS:-}" ] && A_DEFAULT+=" $BENCH_A_ARGS"
+A_CMD=${BENCH_A_CMD:-$A_DEFAULT}
 B_CMD=${BENCH_B_CMD:-"redis-server --port {port} --maxmemory {memory} --save '' --appendonly no"}
 MEMORY=${BENCH_MEMORY:-1gb}
-THREADS=${BENCH_THREADS:-2}
+THREADS=${BENCH_THREADS:-0}
+COUNT_N=${BENCH_COUNT_N:-"20000 60000"}
 ROUNDS=${BENCH_ROUNDS:-3}
 SCALE=${BENCH_SCALE:-1}
 CLIENTS=${BENCH_CLIENTS:-50}
 NKEYS=${BENCH_KEYS:-1000000}
 MODE=speed
+COUNT=1
 case "${1:-}" in
 --memory-only) MODE=memory ;;
 --with-memory) MODE=both ;;
+--count-only) MODE=count ;;
+--no-count) COUNT=0 ;;
 "") ;;
-*) echo "usage: $0 [--memory-only | --with-memory]" >&2; exit 2 ;;
+*) echo "usage: $0 [--memory-only | --with-memory | --count-only | --no-count]" >&2; exit 2 ;;
 esac
 
 for tool in redis-benchmark redis-cli python3; do
@@ -78,7 +93,7 @@ start_server() {
     SRV_PID=$!
     SRV_PORT=$port
     PIDS+=("$SRV_PID")
-    for _ in $(seq 100); do
+    for _ in $(seq 300); do
         if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ]; then
             return 0
         fi
@@ -230,8 +245,99 @@ memory_bench() {
     echo "($NKEYS keys, 10-byte names, 64-byte values, loaded with redis-cli --pipe; used_memory from INFO memory)"
 }
 
+# ---------------------------------------------------------------- work per request
+
+# start_wrapped NAME TEMPLATE WRAPPER...: start_server with the command run under WRAPPER
+# (strace, valgrind); SRV_PID is the wrapper's pid, SRV_PORT the port.
+start_wrapped() {
+    local name=$1 tmpl=$2
+    shift 2
+    start_server "$name" "$* $tmpl"
+}
+
+# stop_wrapped PID: SIGTERM the server (strace: its traced child; valgrind runs in PID itself),
+# then wait for the wrapper to write its report.
+stop_wrapped() {
+    local pid=$1 child
+    child=$(pgrep -P "$pid" | head -1 || true)
+    kill -TERM "${child:-$pid}" 2>/dev/null || true
+    for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+# count_run KIND NAME TEMPLATE PIPE N: one server run under strace/callgrind with N SET and N
+# GET requests; prints the total (system calls, or instructions) and the io backend.
+count_run() {
+    local kind=$1 name=$2 tmpl=$3 pipe=$4 n=$5 out=$TMP/count.$$.$RANDOM be
+    if [ "$kind" = sys ]; then
+        start_wrapped "$name" "$tmpl" strace -f -c -o "$out"
+    else
+        start_wrapped "$name" "$tmpl" valgrind --tool=callgrind --callgrind-out-file="$out"
+    fi
+    be=$(redis-cli -h 127.0.0.1 -p "$SRV_PORT" info server 2>/dev/null | tr -d '\r' |
+        awk -F: '$1 == "io_backend" { print $2 }')
+    redis-benchmark -h 127.0.0.1 -p "$SRV_PORT" -c "$CLIENTS" -P "$pipe" -t set,get -d 64 \
+        -n "$n" --csv >/dev/null 2>&1 || true
+    stop_wrapped "$SRV_PID"
+    if [ "$kind" = sys ]; then
+        awk '$NF == "total" { print $4 }' "$out"
+    else
+        grep -E '^(summary|totals):' "$out" | awk '{ print $2 }' | sort -n | tail -1
+    fi
+    echo "${be:--}"
+}
+
+# count_bench: system calls and instructions per request for A and B, differential.
+count_bench() {
+    local n1 n2 kind who name tmpl pipe r1 r2 be
+    read -r n1 n2 <<<"$COUNT_N"
+    for tool in strace valgrind; do
+        command -v $tool >/dev/null || { echo "bench: $tool not found (scripts/install-deps.sh)" >&2; return 1; }
+    done
+    echo "bench: counting work per request (strace -c -f, valgrind --tool=callgrind;" \
+        "n = $n1 and $n2 SET + GET each)" >&2
+    : >"$TMP/count.tsv"
+    for kind in sys ins; do
+        for pipe in 1 16; do
+            [ "$kind" = ins ] && [ "$pipe" = 16 ] && [ -z "${BENCH_COUNT_ALL:-}" ] && continue
+            for who in A B; do
+                if [ $who = A ]; then name=$A_NAME tmpl=$A_CMD; else name=$B_NAME tmpl=$B_CMD; fi
+                mapfile -t r1 < <(count_run $kind "$name" "$tmpl" $pipe "$n1")
+                mapfile -t r2 < <(count_run $kind "$name" "$tmpl" $pipe "$n2")
+                be=${r2[1]}
+                printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$kind" "$pipe" "$name" "${r1[0]}" "${r2[0]}" "$be" \
+                    >>"$TMP/count.tsv"
+                echo "bench: $kind P$pipe $name: ${r1[0]} / ${r2[0]}" >&2
+            done
+        done
+    done
+    python3 - "$TMP/count.tsv" "$A_NAME" "$B_NAME" "$n1" "$n2" "$CLIENTS" <<'PY'
+import sys
+path, a, b, n1, n2 = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+clients = sys.argv[6]
+rows = {}
+for line in open(path):
+    kind, pipe, srv, c1, c2, be = line.rstrip("\n").split("\t")
+    rows[(kind, pipe, srv)] = ((float(c2) - float(c1)) / (2 * (n2 - n1)), be)
+print(f"{'work per request':<22} {'P':>3} | {a:>12} {'backend':>8} | {b:>12} | {'ratio':>6}")
+print("-" * 72)
+for kind, label in (("sys", "system calls"), ("ins", "user instructions")):
+    for pipe in ("1", "16"):
+        if (kind, pipe, a) not in rows:
+            continue
+        va, be = rows[(kind, pipe, a)]
+        vb = rows[(kind, pipe, b)][0]
+        fmt = "{:>12.3f}" if kind == "sys" else "{:>12,.0f}"
+        print(f"{label:<22} {pipe:>3} | " + fmt.format(va) + f" {be:>8} | " + fmt.format(vb) +
+              f" | {va / vb if vb else float('nan'):>6.2f}")
+print(f"\nSET+GET 64 B, c={clients}; (count(n={n2}) - count(n={n1})) / (2 * {n2 - n1}) requests;"
+      " system calls: strace -c -f, instructions: valgrind --tool=callgrind (all threads)")
+PY
+}
+
 case $MODE in
-speed) speed_bench ;;
+speed) speed_bench; if [ $COUNT = 1 ]; then echo; count_bench; fi ;;
+count) count_bench ;;
 memory) memory_bench ;;
 both) speed_bench; echo; memory_bench ;;
 esac

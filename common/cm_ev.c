@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* epoll backend of cm_ev.h. Level-triggered; the wake channel is an eventfd. */
+/* cm_ev.h: the parts common to both backends, and the epoll backend (level-triggered; the wake
+ * channel is an eventfd). The io_uring backend is cm_ev_uring.c. */
 #include "common/fmacros.h"
 
 #include "common/cm_ev.h"
+#include "common/cm_ev_int.h"
 
 #include "common/cm_atomic.h"
 #include "common/cm_mem.h"
@@ -13,28 +15,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-struct cm_ev_file {
-    unsigned mask;
-    cm_ev_file_cb *cb;
-    void *arg;
-};
-
-struct cm_ev_loop {
-    int epfd;
-    int wakefd;
-    int max_fds;
-    _Atomic int stop;
-    uint64_t now_ms;
-    uint64_t next_cron_ms;
-    unsigned cron_period_ms;
-    cm_ev_hook_cb *before_sleep, *cron, *wake_hook;
-    void *before_sleep_arg, *cron_arg, *wake_arg;
-    struct cm_ev_file *files;
-    struct epoll_event events[256];
-};
-
 struct cm_ev_loop *cm_ev_create(int max_fds) {
     struct cm_ev_loop *l = cm_calloc(1, sizeof(*l));
+    l->wakefd = -1;
     l->max_fds = max_fds;
     l->files = cm_calloc((size_t)max_fds, sizeof(*l->files));
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -54,6 +37,8 @@ struct cm_ev_loop *cm_ev_create(int max_fds) {
 void cm_ev_destroy(struct cm_ev_loop *loop) {
     if (!loop)
         return;
+    if (loop->ops)
+        loop->ops->fini(loop);
     if (loop->epfd >= 0)
         close(loop->epfd);
     if (loop->wakefd >= 0)
@@ -63,6 +48,8 @@ void cm_ev_destroy(struct cm_ev_loop *loop) {
 }
 
 int cm_ev_set(struct cm_ev_loop *loop, int fd, unsigned mask, cm_ev_file_cb *cb, void *arg) {
+    if (loop->ops)
+        return -ENOTSUP;
     if (fd < 0 || fd >= loop->max_fds)
         return -ERANGE;
     struct cm_ev_file *f = &loop->files[fd];
@@ -115,16 +102,24 @@ uint64_t cm_ev_now_ms(const struct cm_ev_loop *loop) {
     return loop->now_ms;
 }
 
+void cm_ev__wake_fired(struct cm_ev_loop *loop) {
+    uint64_t v;
+    if (read(loop->wakefd, &v, sizeof(v)) < 0) {
+        /* spurious wake */
+    }
+    if (loop->wake_hook)
+        loop->wake_hook(loop, loop->wake_arg);
+}
+
+enum cm_ev_backend cm_ev_backend_of(const struct cm_ev_loop *loop) {
+    return loop->ops ? CM_EV_URING : CM_EV_EPOLL;
+}
+
 static void cm_ev_dispatch(struct cm_ev_loop *loop, int n) {
     for (int i = 0; i < n; i++) {
         struct epoll_event *e = &loop->events[i];
         if (e->data.fd < 0) {
-            uint64_t v;
-            if (read(loop->wakefd, &v, sizeof(v)) < 0) {
-                /* spurious wake */
-            }
-            if (loop->wake_hook)
-                loop->wake_hook(loop, loop->wake_arg);
+            cm_ev__wake_fired(loop);
             continue;
         }
         int fd = e->data.fd;
@@ -141,6 +136,8 @@ static void cm_ev_dispatch(struct cm_ev_loop *loop, int n) {
 }
 
 int cm_ev_run(struct cm_ev_loop *loop) {
+    if (loop->ops)
+        return loop->ops->run(loop);
     while (!cm_atomic_load_acquire(&loop->stop)) {
         if (loop->before_sleep)
             loop->before_sleep(loop, loop->before_sleep_arg);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs every Debian package Crescent builds, tests or benchmarks with.
+# Installs every Debian package Crescent builds, tests or benchmarks with (strace and valgrind:
+# make bench counts system calls and instructions per request).
 # Idempotent: packages already present are skipped; apt runs only when needed.
 set -euo pipefail
 
@@ -10,7 +11,9 @@ PKGS=(
     liburing-dev libjemalloc-dev libcurl4-openssl-dev libjansson-dev libyaml-dev
     libcriterion-dev openssl libmicrohttpd-dev
     redis-server redis-tools etcd-server etcd-client python3 python3-redis iperf3
-    procps iproute2 curl prometheus man-db fio
+    procps iproute2 curl prometheus man-db
+    strace valgrind
+    fio
 ) # EOL
 
 missing=()

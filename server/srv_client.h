@@ -3,13 +3,15 @@
  * A client connection: query buffer and parser, argv of the command being run, and the output
  * queue. Output is one byte buffer plus "references": ranges of segment memory (pinned object
  * values) inserted at given offsets of the buffer and sent with writev, so large values go to
- * the socket without a copy. A client belongs to the worker thread that accepted it; other
- * threads only set its kill flag (srv_client_kill).
+ * the socket without a copy. On the io_uring backend the output in flight moves to a separate
+ * send state (struct srv_tx) until its completion. A client belongs to the worker thread that
+ * accepted it; other threads only set its kill flag (srv_client_kill).
  */
 #ifndef CRESCENT_SERVER_SRV_CLIENT_H
 #define CRESCENT_SERVER_SRV_CLIENT_H
 
 #include "common/cm_buf.h"
+#include "common/cm_ev.h"
 #include "redis-compat/resp.h"
 
 #include <stdatomic.h>
@@ -19,6 +21,7 @@
 struct srv_obj;
 struct srv_worker;
 struct srv_cmd;
+struct srv_tx;
 
 /* Client flags. */
 #define SRV_CLIENT_CLOSE_AFTER_REPLY 0x01u /* flush the output, then close */
@@ -111,11 +114,21 @@ struct srv_client {
     struct srv_client *gprev, *gnext; /* global registry */
     int unregistered;                 /* out of the registry (registry lock) */
     struct srv_client *pw_next;       /* worker's pending-write list */
+
+    /* io_uring backend (srv_net_uring.c): requests in flight and the reply being sent. */
+    struct cm_ev_op recv_op, send_op;
+    unsigned inflight; /* requests whose last completion has not arrived */
+    int recv_armed;    /* a recv is in flight (multishot, or straight into a big value) */
+    int recv_cancel;   /* the multishot recv is being cancelled (big value follows) */
+    int recv_oneshot;  /* sent a big value: read with one-shot recvs into qbuf (no ring copy) */
+    int closing;       /* closed; memory goes when inflight drops to 0 */
+    struct srv_tx *tx; /* NULL until the first send */
+    size_t tx_bytes;   /* bytes of tx not yet sent */
 };
 
-/* Bytes waiting to be written. */
+/* Bytes waiting to be written (including a send in flight on io_uring). */
 static inline size_t srv_client_pending(const struct srv_client *c) {
-    return (c->out.len - c->out_sent) + c->out_ref_bytes;
+    return (c->out.len - c->out_sent) + c->out_ref_bytes + c->tx_bytes;
 }
 
 /*

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -246,14 +248,16 @@ static void srv_info_server(struct cm_buf *b) {
     cm_buf_appendf(
         b,
         "# Server\r\nredis_version:%s\r\ncrescent_version:%s\r\nredis_mode:standalone\r\n"
-        "os:%s %s %s\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:%d\r\n"
+        "os:%s %s %s\r\narch_bits:64\r\nmultiplexing_api:%s\r\nio_backend:%s\r\n"
+        "process_id:%d\r\n"
         "run_id:%s\r\ntcp_port:%lld\r\nserver_time_usec:%llu\r\nuptime_in_seconds:%llu\r\n"
         "uptime_in_days:%llu\r\nhz:%lld\r\nio_threads_active:%u\r\nexecutable:%s\r\n"
         "config_file:%s\r\n\r\n",
-        SRV_REDIS_VERSION, SRV_VERSION, u.sysname, u.release, u.machine, (int)getpid(), srv_run_id,
-        srv_cfg.port, (unsigned long long)cm_wall_us(), (unsigned long long)up,
-        (unsigned long long)(up / 86400), srv_cfg.hz, srv_nworkers, srv_executable,
-        srv_config_file);
+        SRV_REDIS_VERSION, SRV_VERSION, u.sysname, u.release, u.machine,
+        strcmp(srv_io_backend_name(), "uring") == 0 ? "io_uring" : "epoll", srv_io_backend_name(),
+        (int)getpid(), srv_run_id, srv_cfg.port, (unsigned long long)cm_wall_us(),
+        (unsigned long long)up, (unsigned long long)(up / 86400), srv_cfg.hz, srv_nworkers,
+        srv_executable, srv_config_file);
 }
 
 static void srv_info_clients(struct cm_buf *b) {
@@ -277,24 +281,49 @@ static void srv_human(char *out, size_t n, double bytes) {
         snprintf(out, n, "%.2f%c", bytes, units[u]);
 }
 
+/* Resident set size of this process in bytes (/proc/self/statm), 0 when unreadable. */
+static uint64_t srv_rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, resident = 0;
+    if (!f)
+        return 0;
+    int n = fscanf(f, "%llu %llu", &size, &resident);
+    fclose(f);
+    return n == 2 ? resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
 static void srv_info_memory(struct cm_buf *b) {
     struct srv_seg_stats ss;
     srv_seg_stats(srv_segment, &ss);
     uint64_t heap = cm_mem_used();
-    uint64_t used = heap + ss.used;
+    uint64_t peak;
+    uint64_t used = srv_db_used_memory(&peak);
+    uint64_t rss = srv_rss_bytes();
+    uint64_t sysmem = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    char h1[32], h2[32];
-    srv_human(h1, sizeof(h1), (double)used);
-    srv_human(h2, sizeof(h2), (double)ss.size);
+    char hu[32], hr[32], hp[32], hs[32], hm[32];
+    srv_human(hu, sizeof(hu), (double)used);
+    srv_human(hr, sizeof(hr), (double)rss);
+    srv_human(hp, sizeof(hp), (double)peak);
+    srv_human(hs, sizeof(hs), (double)sysmem);
+    srv_human(hm, sizeof(hm), (double)ss.size);
     cm_buf_appendf(b,
                    "# Memory\r\nused_memory:%llu\r\nused_memory_human:%s\r\n"
-                   "used_memory_heap:%llu\r\nused_memory_segment:%llu\r\n"
-                   "used_memory_peak_rss_kb:%ld\r\nmaxmemory:%llu\r\nmaxmemory_human:%s\r\n"
-                   "maxmemory_policy:allkeys-lru\r\nmem_allocator:%s\r\n\r\n",
-                   (unsigned long long)used, h1, (unsigned long long)heap,
-                   (unsigned long long)ss.used, ru.ru_maxrss, (unsigned long long)ss.size, h2,
-                   cm_mem_allocator_name());
+                   "used_memory_rss:%llu\r\nused_memory_rss_human:%s\r\n"
+                   "used_memory_peak:%llu\r\nused_memory_peak_human:%s\r\n"
+                   "used_memory_peak_perc:%.2f%%\r\nused_memory_heap:%llu\r\n"
+                   "used_memory_segment:%llu\r\nused_memory_peak_rss_kb:%ld\r\n"
+                   "segment_resident:%llu\r\nsegment_reclaimed:%llu\r\n"
+                   "total_system_memory:%llu\r\ntotal_system_memory_human:%s\r\n"
+                   "maxmemory:%llu\r\nmaxmemory_human:%s\r\nmaxmemory_policy:allkeys-lru\r\n"
+                   "mem_fragmentation_ratio:%.2f\r\nmem_allocator:%s\r\n\r\n",
+                   (unsigned long long)used, hu, (unsigned long long)rss, hr,
+                   (unsigned long long)peak, hp, peak ? 100.0 * (double)used / (double)peak : 0.0,
+                   (unsigned long long)heap, (unsigned long long)ss.used, ru.ru_maxrss,
+                   (unsigned long long)ss.resident, (unsigned long long)ss.reclaimed,
+                   (unsigned long long)sysmem, hs, (unsigned long long)ss.size, hm,
+                   used ? (double)rss / (double)used : 0.0, cm_mem_allocator_name());
 }
 
 static void srv_info_stats(struct cm_buf *b) {
@@ -314,6 +343,67 @@ static void srv_info_stats(struct cm_buf *b) {
         (unsigned long long)ds.expired_keys, (unsigned long long)ds.evicted_keys,
         (unsigned long long)ds.keyspace_hits, (unsigned long long)ds.keyspace_misses,
         (unsigned long long)cm_pcounter_read(&srv_stats.error_replies));
+}
+
+/* Formats a CPU time like Redis: seconds with six decimals. */
+static void srv_info_cpu_line(struct cm_buf *b, const char *name, const struct timeval *tv) {
+    cm_buf_appendf(b, "%s:%ld.%06ld\r\n", name, (long)tv->tv_sec, (long)tv->tv_usec);
+}
+
+/*
+ * CPU time of the main thread (worker 0, whose thread id is the process id). From that thread
+ * getrusage(RUSAGE_THREAD) is exact; from another worker it is read from /proc in clock ticks.
+ * Returns 0, or -1 when neither works.
+ */
+static int srv_info_main_thread_cpu(struct timeval *sys, struct timeval *user) {
+    struct rusage ru;
+    if ((pid_t)syscall(SYS_gettid) == getpid()) {
+        if (getrusage(RUSAGE_THREAD, &ru) != 0)
+            return -1;
+        *sys = ru.ru_stime;
+        *user = ru.ru_utime;
+        return 0;
+    }
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)getpid());
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long ut, st;
+    /* After the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+     * utime stime. */
+    if (!p ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0)
+        hz = 100;
+    user->tv_sec = (time_t)(ut / (unsigned long long)hz);
+    user->tv_usec = (suseconds_t)(ut % (unsigned long long)hz * 1000000 / (unsigned long long)hz);
+    sys->tv_sec = (time_t)(st / (unsigned long long)hz);
+    sys->tv_usec = (suseconds_t)(st % (unsigned long long)hz * 1000000 / (unsigned long long)hz);
+    return 0;
+}
+
+static void srv_info_cpu(struct cm_buf *b) {
+    struct rusage self, children;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &children);
+    cm_buf_appendf(b, "# CPU\r\n");
+    srv_info_cpu_line(b, "used_cpu_sys", &self.ru_stime);
+    srv_info_cpu_line(b, "used_cpu_user", &self.ru_utime);
+    srv_info_cpu_line(b, "used_cpu_sys_children", &children.ru_stime);
+    srv_info_cpu_line(b, "used_cpu_user_children", &children.ru_utime);
+    struct timeval msys, muser;
+    if (srv_info_main_thread_cpu(&msys, &muser) == 0) {
+        srv_info_cpu_line(b, "used_cpu_sys_main_thread", &msys);
+        srv_info_cpu_line(b, "used_cpu_user_main_thread", &muser);
+    }
+    cm_buf_appendf(b, "\r\n");
 }
 
 static void srv_info_keyspace(struct cm_buf *b) {
@@ -393,6 +483,7 @@ static const struct {
     {"clients", srv_info_clients, 0},
     {"memory", srv_info_memory, 0},
     {"stats", srv_info_stats, 0},
+    {"cpu", srv_info_cpu, 0},
     {"commandstats", srv_info_commandstats, 1},
     {"errorstats", srv_info_errorstats, 0},
     {"keyspace", srv_info_keyspace, 0},

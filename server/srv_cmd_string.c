@@ -12,8 +12,10 @@
 #include "server/srv_db.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
+#include "server/srv_string.h"
 
 #include "common/cm_atomic.h"
+#include "common/cm_errno.h"
 #include "common/cm_util.h"
 #include "redis-compat/resp_write.h"
 
@@ -346,23 +348,8 @@ void srv_getrange_command(struct srv_client *c) {
 
 /* ---------------------------------------------------------------- read-modify-write */
 
-/*
- * A read-modify-write: plan() computes the new length from the old value (exists = 0 when the
- * key is absent) or returns -1 after replying an error, or -2 to leave the key untouched;
- * build() writes the new value into dst (dst may equal old for an in-place update).
- */
-struct srv_rmw {
-    long long (*plan)(struct srv_client *c, const char *old, size_t oldlen, int exists, void *arg);
-    void (*build)(char *dst, const char *old, size_t oldlen, size_t newlen, void *arg);
-    void *arg;
-    size_t slack; /* extra capacity for values that tend to grow (APPEND) */
-};
-
-/*
- * Runs rmw on key. Returns the new length, -1 on error (replied), -2 when plan() left the key
- * alone (the old length is then in *oldlen_out).
- */
-static long long srv_rmw_run(struct srv_client *c, const struct srv_rmw *rmw, size_t *oldlen_out) {
+/* Runs a read-modify-write of the string at argv[1]; see srv_string.h for the contract. */
+long long srv__rmw_run(struct srv_client *c, const struct srv_rmw *rmw, size_t *oldlen_out) {
     const struct srv_arg *key = &c->argv[1];
     for (int attempt = 0;; attempt++) {
         struct srv_db_ref r;
@@ -392,8 +379,13 @@ static long long srv_rmw_run(struct srv_client *c, const struct srv_rmw *rmw, si
             srv_obj_ref(o);
         srv_db_unlock(&r);
         struct srv_obj *n;
-        size_t cap = (size_t)newlen + (attempt == 0 ? rmw->slack : 0);
+        size_t extra = rmw->slack;
+        if (rmw->greedy && (size_t)newlen > oldlen) /* like sds: double, at most +1 MB */
+            extra = (size_t)newlen < SRV_RMW_GREEDY_MAX ? (size_t)newlen : SRV_RMW_GREEDY_MAX;
+        size_t cap = (size_t)newlen + (attempt == 0 ? extra : 0);
         int rc = srv_obj_create(key->p, key->len, (size_t)newlen, cap, &n);
+        if (rc == -CM_EOOM && cap > (size_t)newlen) /* the room to grow does not fit: no room */
+            rc = srv_obj_create(key->p, key->len, (size_t)newlen, (size_t)newlen, &n);
         if (rc < 0) {
             if (o)
                 srv_obj_unref(o);
@@ -449,11 +441,11 @@ static void srv_append_build(char *dst, const char *old, size_t oldlen, size_t n
 
 void srv_append_command(struct srv_client *c) {
     struct srv_append_arg a = {c->argv[2].p, c->argv[2].len};
-    struct srv_rmw rmw = {srv_append_plan, srv_append_build, &a, 0};
+    struct srv_rmw rmw = {srv_append_plan, srv_append_build, &a, 0, 0};
     size_t oldlen;
     /* Values that get appended to usually grow again: leave room (like sds greedy growth). */
     rmw.slack = a.len < (1u << 20) ? a.len + 64 : (1u << 20);
-    long long n = srv_rmw_run(c, &rmw, &oldlen);
+    long long n = srv__rmw_run(c, &rmw, &oldlen);
     if (n >= 0)
         resp_add_int(&c->out, n);
 }
@@ -507,9 +499,9 @@ void srv_setrange_command(struct srv_client *c) {
         srv_db_unlock(&r);
         return;
     }
-    struct srv_rmw rmw = {srv_setrange_plan, srv_setrange_build, &a, 0};
+    struct srv_rmw rmw = {srv_setrange_plan, srv_setrange_build, &a, 0, 0};
     size_t oldlen;
-    long long n = srv_rmw_run(c, &rmw, &oldlen);
+    long long n = srv__rmw_run(c, &rmw, &oldlen);
     if (n >= 0)
         resp_add_int(&c->out, n);
 }
@@ -550,9 +542,9 @@ static void srv_incr_build(char *dst, const char *old, size_t oldlen, size_t new
 
 static void srv_incr_generic(struct srv_client *c, long long incr) {
     struct srv_incr_arg a = {.incr = incr};
-    struct srv_rmw rmw = {srv_incr_plan, srv_incr_build, &a, 24};
+    struct srv_rmw rmw = {srv_incr_plan, srv_incr_build, &a, 24, 0};
     size_t oldlen;
-    if (srv_rmw_run(c, &rmw, &oldlen) >= 0)
+    if (srv__rmw_run(c, &rmw, &oldlen) >= 0)
         resp_add_int(&c->out, a.result);
 }
 
@@ -617,8 +609,12 @@ static void srv_incrf_build(char *dst, const char *old, size_t oldlen, size_t ne
 void srv_incrbyfloat_command(struct srv_client *c) {
     static __thread struct srv_incrf_arg a;
     a.incr_arg = &c->argv[2];
-    struct srv_rmw rmw = {srv_incrf_plan, srv_incrf_build, &a, 0};
+    struct srv_rmw rmw = {srv_incrf_plan, srv_incrf_build, &a, 0, 0};
     size_t oldlen;
-    if (srv_rmw_run(c, &rmw, &oldlen) >= 0)
+    if (srv__rmw_run(c, &rmw, &oldlen) >= 0)
         resp_add_bulk(&c->out, a.buf, a.len);
+}
+
+void srv_substr_command(struct srv_client *c) {
+    srv_getrange_command(c); /* SUBSTR is GETRANGE's old name */
 }

@@ -17,8 +17,35 @@
 struct srv_config srv_cfg;
 struct cm_config srv_config_table;
 
+/*
+ * Redis 7.0 parameters that tune encodings and background work Crescent does not have (its
+ * aggregates use one encoding whatever their size). CONFIG SET accepts them with Redis's
+ * bounds and errors and CONFIG GET returns what was set, so tuning scripts and redis.conf files
+ * written for Redis keep working; nothing reads them.
+ */
+static struct {
+    long long hash_max_listpack_entries;
+    long long hash_max_listpack_value;
+    long long list_max_listpack_size;
+    long long list_compress_depth;
+    long long set_max_intset_entries;
+    long long zset_max_listpack_entries;
+    long long zset_max_listpack_value;
+    long long stream_node_max_bytes;
+    long long stream_node_max_entries;
+    long long hll_sparse_max_bytes;
+    int activerehashing;
+    int lazyfree_lazy_eviction;
+    int lazyfree_lazy_expire;
+    int lazyfree_lazy_server_del;
+    int lazyfree_lazy_user_del;
+    int lazyfree_lazy_user_flush;
+} srv_compat;
+
 static const char *const srv_loglevels[] = {"debug",   "verbose", "notice",
                                             "warning", "nothing", NULL};
+
+static const char *const srv_io_backends[] = {"auto", "epoll", "uring", NULL};
 
 static int srv_apply_eviction(const struct cm_cfg_entry *e, char *err, size_t errlen) {
     (void)e;
@@ -48,15 +75,25 @@ static int srv_apply_loglevel(const struct cm_cfg_entry *e, char *err, size_t er
 #define DBL_ENTRY(n, a, fl, var, lo, hi, def, apply, h) \
     { n, a, CM_CFG_DOUBLE, fl, &srv_cfg.var, 0, 0, lo, hi, def, NULL, apply, h }
 
+/* Entries over srv_compat (accepted, not used). */
+#define COMPAT_INT(n, a, var, lo, hi, def) \
+    { n, a, CM_CFG_INT, 0, &srv_compat.var, lo, hi, 0, 0, def, NULL, NULL, COMPAT_HELP }
+#define COMPAT_MEM(n, a, var, lo, hi, def) \
+    { n, a, CM_CFG_MEMORY, 0, &srv_compat.var, lo, hi, 0, 0, def, NULL, NULL, COMPAT_HELP }
+#define COMPAT_BOOL(n, var, def) \
+    { n, NULL, CM_CFG_BOOL, 0, &srv_compat.var, 0, 1, 0, 0, def, NULL, NULL, COMPAT_HELP }
+#define COMPAT_HELP "Redis 7.0 tuning parameter, accepted for compatibility and not used"
+
 static const struct cm_cfg_entry srv_entries[] = {
     INT_ENTRY("port", NULL, CM_CFG_IMMUTABLE, port, 1, 65535, "50051", "RESP TCP port"),
-    STR_ENTRY("bind", NULL, CM_CFG_IMMUTABLE, bind, "0.0.0.0", "IPv4 address to listen on"),
+    STR_ENTRY("bind", NULL, CM_CFG_IMMUTABLE, bind, "0.0.0.0",
+              "addresses to listen on, space-separated (IPv4/IPv6, * = all IPv4, :: = all IPv6)"),
     STR_ENTRY("unixsocket", NULL, CM_CFG_IMMUTABLE, unixsocket, "",
               "also listen on this Unix socket path"),
     INT_ENTRY("unixsocketperm", NULL, CM_CFG_IMMUTABLE, unixsocketperm, 0, 777, "0",
               "permissions of the Unix socket, octal digits like 700 (0 = umask)"),
     INT_ENTRY("threads", "io-threads", CM_CFG_IMMUTABLE, threads, 0, 256, "0",
-              "event-loop threads (0 = number of online cores)"),
+              "event-loop threads (0 = auto: 1 up to 2 cores, else half the cores, at most 8)"),
     MEM_ENTRY("memory", "maxmemory", CM_CFG_IMMUTABLE, memory, 1 << 20, LLONG_MAX, "1gb",
               "size of the embedded segment holding all values"),
     INT_ENTRY("maxclients", NULL, 0, maxclients, 1, 1000000, "10000",
@@ -110,11 +147,35 @@ static const struct cm_cfg_entry srv_entries[] = {
                "planned: the SSD tier; refused in this version"),
     BOOL_ENTRY("offload_on_evict", "offload-on-evict", 0, offload_on_evict, "no",
                "planned, with enable_offload: queue evicted objects for the SSD tier"),
+    {"io-backend", "io_backend", CM_CFG_ENUM, CM_CFG_IMMUTABLE, &srv_cfg.io_backend, 0, 0, 0, 0,
+     "auto", srv_io_backends, NULL,
+     "network backend: auto (io_uring when the kernel allows it, else epoll), epoll or uring"},
     INT_ENTRY("metrics_port", "metrics-port", CM_CFG_IMMUTABLE, metrics_port, 0, 65535, "9003",
               "admin HTTP port: /metrics, /health, ... (0 = off; a busy port is logged and "
               "skipped)"),
     STR_ENTRY("metrics_host", "metrics-host", CM_CFG_IMMUTABLE, metrics_host, "0.0.0.0",
               "address of the admin HTTP server"),
+    COMPAT_INT("hash-max-listpack-entries", "hash-max-ziplist-entries", hash_max_listpack_entries,
+               0, LONG_MAX, "512"),
+    COMPAT_MEM("hash-max-listpack-value", "hash-max-ziplist-value", hash_max_listpack_value, 0,
+               LONG_MAX, "64"),
+    COMPAT_INT("list-max-listpack-size", "list-max-ziplist-size", list_max_listpack_size, INT_MIN,
+               INT_MAX, "-2"),
+    COMPAT_INT("list-compress-depth", NULL, list_compress_depth, 0, INT_MAX, "0"),
+    COMPAT_INT("set-max-intset-entries", NULL, set_max_intset_entries, 0, LONG_MAX, "512"),
+    COMPAT_INT("zset-max-listpack-entries", "zset-max-ziplist-entries", zset_max_listpack_entries,
+               0, LONG_MAX, "128"),
+    COMPAT_MEM("zset-max-listpack-value", "zset-max-ziplist-value", zset_max_listpack_value, 0,
+               LONG_MAX, "64"),
+    COMPAT_MEM("stream-node-max-bytes", NULL, stream_node_max_bytes, 0, LONG_MAX, "4096"),
+    COMPAT_INT("stream-node-max-entries", NULL, stream_node_max_entries, 0, LLONG_MAX, "100"),
+    COMPAT_MEM("hll-sparse-max-bytes", NULL, hll_sparse_max_bytes, 0, LONG_MAX, "3000"),
+    COMPAT_BOOL("activerehashing", activerehashing, "yes"),
+    COMPAT_BOOL("lazyfree-lazy-eviction", lazyfree_lazy_eviction, "no"),
+    COMPAT_BOOL("lazyfree-lazy-expire", lazyfree_lazy_expire, "no"),
+    COMPAT_BOOL("lazyfree-lazy-server-del", lazyfree_lazy_server_del, "no"),
+    COMPAT_BOOL("lazyfree-lazy-user-del", lazyfree_lazy_user_del, "no"),
+    COMPAT_BOOL("lazyfree-lazy-user-flush", lazyfree_lazy_user_flush, "no"),
 };
 
 int srv_config_setup(char *err, size_t errlen) {

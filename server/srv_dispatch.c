@@ -34,6 +34,9 @@ static const char *const srv_exclusive_cmds[] = {
     "smove",       "sunion",     "sinter",     "sdiff",       "sunionstore", "sinterstore",
     "sdiffstore",  "sintercard", "zunion",     "zinter",      "zdiff",       "zunionstore",
     "zinterstore", "zdiffstore", "zintercard", "zrangestore", "zmpop",       NULL};
+/* Multi-key string commands: BITOP reads its sources and writes the destination at one instant,
+ * LCS reads both keys at one instant. */
+static const char *const srv_exclusive_string_cmds[] = {"bitop", "lcs", NULL};
 static const char *const srv_nolock_cmds[] = {
     "ping", "echo", "hello", "auth",    "select",  "quit",     "reset",  "client", "command",
     "info", "time", "multi", "discard", "unwatch", "shutdown", "dbsize", NULL};
@@ -71,7 +74,8 @@ void srv_cmd_init(void) {
         struct srv_cmd *c = &srv_cmds[i];
         c->info = rc_command_lookup(c->name, strlen(c->name));
         c->idx = (unsigned)i;
-        if (srv_in_list(c->name, srv_exclusive_cmds))
+        if (srv_in_list(c->name, srv_exclusive_cmds) ||
+            srv_in_list(c->name, srv_exclusive_string_cmds))
             c->srvflags |= SRV_CMD_EXCLUSIVE;
         if (srv_in_list(c->name, srv_nolock_cmds))
             c->srvflags |= SRV_CMD_NOLOCK;

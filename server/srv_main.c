@@ -16,6 +16,7 @@
 #include "common/cm_log.h"
 #include "common/cm_time.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,27 @@ static void srv_raise_fd_limit(void) {
     }
 }
 
+/*
+ * The default number of event-loop threads (--threads 0): on a small host the loops must leave
+ * room for the clients that share it, so 1 thread up to 2 usable cores; above that half the
+ * cores, at most SRV_MAX_AUTO_THREADS (the metadata shards and the kernel's network stack stop
+ * scaling long before the core count of a large host). Usable cores are those of the process's
+ * CPU affinity mask (containers, taskset).
+ */
+#define SRV_MAX_AUTO_THREADS 8
+static unsigned srv_default_threads(void) {
+    cpu_set_t set;
+    long ncpu = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        ncpu = CPU_COUNT(&set);
+    if (ncpu <= 0)
+        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu <= 2)
+        return 1;
+    long t = ncpu / 2;
+    return (unsigned)(t > SRV_MAX_AUTO_THREADS ? SRV_MAX_AUTO_THREADS : t);
+}
+
 static int srv_startup(int argc, char **argv) {
     char err[512];
     if (srv_config_setup(err, sizeof(err)) < 0) {
@@ -107,9 +129,7 @@ static int srv_startup(int argc, char **argv) {
     }
     srv_db_high_watermark = srv_cfg.eviction_high_watermark_ratio;
     srv_db_evict_ratio = srv_cfg.eviction_ratio;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    srv_nworkers =
-        srv_cfg.threads > 0 ? (unsigned)srv_cfg.threads : (unsigned)(cores > 0 ? cores : 1);
+    srv_nworkers = srv_cfg.threads > 0 ? (unsigned)srv_cfg.threads : srv_default_threads();
     return 0;
 }
 

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Networking of crescent-master: worker threads (one epoll loop each, SO_REUSEPORT listeners so
- * the kernel spreads connections), accept, non-blocking reads into the query buffer, batched
- * replies written with writev in the before-sleep hook, idle timeout, kill requests, shutdown.
+ * Networking of crescent-master: worker threads (one event loop each, SO_REUSEPORT listeners
+ * so the kernel spreads connections), accept, request processing, idle timeout, kill requests,
+ * shutdown, CLIENT LIST/KILL. Two backends move the bytes: epoll here (non-blocking reads into
+ * the query buffer, replies written with writev in the before-sleep hook) and io_uring in
+ * srv_net_uring.c (multishot accept and recv, batched sends), chosen at start-up.
  */
 #include "common/fmacros.h"
 
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_net_int.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
@@ -21,6 +24,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -37,17 +41,7 @@
 #define SRV_READ_CHUNK     (16 * 1024)
 #define SRV_DIRECT_MIN     (32 * 1024) /* SET values this big are read straight into the segment */
 #define SRV_MAX_WRITE_LOOP (64u << 20) /* bytes written per client per event (fairness) */
-
-struct srv_worker {
-    unsigned id;
-    pthread_t thread;
-    struct cm_ev_loop *loop;
-    int tcp_fd;
-    int unix_fd;
-    struct srv_client *clients;
-    struct srv_client *pending;
-    unsigned nclients;
-};
+#define SRV_URING_ENTRIES  1024        /* SQ slots per worker ring (the CQ has 4x) */
 
 static struct srv_worker *srv_workers;
 unsigned srv_nworkers;
@@ -55,30 +49,91 @@ static pthread_mutex_t srv_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct srv_client *srv_registry;
 static _Atomic uint64_t srv_next_client_id = 1;
 static _Atomic int srv_stopping;
+int srv_net_uring;
 
 static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, void *arg);
 
 /* ---------------------------------------------------------------- listeners */
 
+/* One address of --bind, resolved. */
+struct srv_bind_addr {
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    int optional;  /* "-addr": skipped when the address is not available, as in Redis */
+    char text[80]; /* host as given (brackets added for IPv6 in messages) */
+};
+
+static struct srv_bind_addr srv_binds[SRV_MAX_BINDS];
+static int srv_nbinds;
+
 /*
- * Listens on bind_addr:port. reuseport = 1 lets every worker own a listener on the same port;
- * the first is opened with reuseport = 0 as a probe, so a port another process holds fails
- * with EADDRINUSE as in Redis instead of silently sharing its connections.
+ * Resolves the space-separated --bind list into srv_binds: "*" and "0.0.0.0" mean every IPv4
+ * address, "::" and "::*" every IPv6 address, "-" before an address makes it optional.
+ * Returns 0 or a negative errno (-EINVAL with a logged reason).
  */
-static int srv_listen_tcp(const char *bind_addr, int port, int backlog, int reuseport) {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    const char *a =
-        (!bind_addr || !*bind_addr || strcmp(bind_addr, "*") == 0) ? "0.0.0.0" : bind_addr;
-    if (inet_pton(AF_INET, a, &sa.sin_addr) != 1)
-        return -EINVAL;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+static int srv_parse_binds(const char *list) {
+    char copy[1024];
+    snprintf(copy, sizeof(copy), "%s", list && *list ? list : "0.0.0.0");
+    srv_nbinds = 0;
+    for (char *save = NULL, *t = strtok_r(copy, " \t", &save); t;
+         t = strtok_r(NULL, " \t", &save)) {
+        if (srv_nbinds == SRV_MAX_BINDS) {
+            cm_log(CM_LOG_WARNING, "net", "too many bind addresses (at most %d)", SRV_MAX_BINDS);
+            return -EINVAL;
+        }
+        struct srv_bind_addr *b = &srv_binds[srv_nbinds];
+        memset(b, 0, sizeof(*b));
+        if (*t == '-') {
+            b->optional = 1;
+            t++;
+        }
+        const char *host = t;
+        if (strcmp(t, "*") == 0)
+            host = "0.0.0.0";
+        else if (strcmp(t, "::*") == 0)
+            host = "::";
+        struct addrinfo hints = {
+            .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+        struct addrinfo *res = NULL;
+        int rc = getaddrinfo(host, NULL, &hints, &res);
+        if (rc != 0 || !res) {
+            cm_log(CM_LOG_WARNING, "net", "cannot resolve bind address %s: %s", t,
+                   rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+            if (res)
+                freeaddrinfo(res);
+            return -EINVAL;
+        }
+        memcpy(&b->sa, res->ai_addr, res->ai_addrlen);
+        b->salen = res->ai_addrlen;
+        freeaddrinfo(res);
+        snprintf(b->text, sizeof(b->text), b->sa.ss_family == AF_INET6 ? "[%s]" : "%s", host);
+        srv_nbinds++;
+    }
+    return srv_nbinds > 0 ? 0 : -EINVAL;
+}
+
+/*
+ * Listens on b:port. reuseport = 1 lets every worker own a listener on the same port; the
+ * first is opened with reuseport = 0 as a probe, so a port another process holds fails with
+ * EADDRINUSE as in Redis instead of silently sharing its connections. IPv6 sockets are
+ * IPV6_V6ONLY (as in Redis), so "0.0.0.0 ::" binds both families side by side.
+ */
+static int srv_listen_tcp(const struct srv_bind_addr *b, int port, int backlog, int reuseport) {
+    struct sockaddr_storage sa = b->sa;
+    if (sa.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&sa)->sin6_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in *)&sa)->sin_port = htons((uint16_t)port);
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (sa.ss_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
     if (reuseport)
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+    if (bind(fd, (struct sockaddr *)&sa, b->salen) < 0 || listen(fd, backlog) < 0) {
         int err = -errno;
         close(fd);
         return err;
@@ -121,7 +176,7 @@ static void srv_fmt_addr(const struct sockaddr_storage *ss, char *out, size_t n)
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
         char ip[INET6_ADDRSTRLEN];
         inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        snprintf(out, n, "%s:%u", ip, ntohs(in6->sin6_port));
+        snprintf(out, n, "[%s]:%u", ip, ntohs(in6->sin6_port)); /* as Redis prints it */
     } else {
         snprintf(out, n, "%s:0", srv_cfg.unixsocket ? srv_cfg.unixsocket : "");
     }
@@ -198,16 +253,19 @@ static void srv_client_release_refs(struct srv_client *c) {
     c->out_ref_bytes = 0;
 }
 
-static void srv_client_free(struct srv_client *c) {
+void srv_net__client_detach(struct srv_client *c) {
     struct srv_worker *w = c->worker;
-    cm_ev_set(w->loop, c->fd, 0, NULL, NULL);
-    close(c->fd);
+    if (!srv_net_uring) {
+        cm_ev_set(w->loop, c->fd, 0, NULL, NULL);
+        close(c->fd);
+    }
     if (c->wprev)
         c->wprev->wnext = c->wnext;
     else
         w->clients = c->wnext;
     if (c->wnext)
         c->wnext->wprev = c->wprev;
+    c->wprev = c->wnext = NULL;
     w->nclients--;
     if (c->flags & SRV_CLIENT_PENDING_WRITE) {
         struct srv_client **pp = &w->pending;
@@ -215,11 +273,16 @@ static void srv_client_free(struct srv_client *c) {
             pp = &(*pp)->pw_next;
         if (*pp)
             *pp = c->pw_next;
+        c->flags &= ~SRV_CLIENT_PENDING_WRITE;
     }
     pthread_mutex_lock(&srv_registry_lock);
     srv_registry_unlink(c);
     pthread_mutex_unlock(&srv_registry_lock);
+}
+
+void srv_net__client_release(struct srv_client *c) {
     srv_client_release_refs(c);
+    srv_uring__tx_free(c);
     if (c->big.obj)
         srv_obj_unref(c->big.obj);
     srv_multi_reset(c);
@@ -233,6 +296,20 @@ static void srv_client_free(struct srv_client *c) {
     cm_free(c->lib_name);
     cm_free(c->lib_ver);
     cm_free(c);
+}
+
+/* Closes c. On epoll at once; on io_uring its memory waits for the requests in flight. */
+static void srv_client_free(struct srv_client *c) {
+    if (srv_net_uring) {
+        srv_uring__close(c);
+        return;
+    }
+    srv_net__client_detach(c);
+    srv_net__client_release(c);
+}
+
+void srv_net__client_free(struct srv_client *c) {
+    srv_client_free(c);
 }
 
 void srv_client_kill(struct srv_client *c) {
@@ -251,8 +328,7 @@ void srv_client_add_ref(struct srv_client *c, struct srv_obj *obj, const char *p
     c->out_ref_bytes += len;
 }
 
-/* Queues c for a write in the before-sleep hook. */
-static void srv_client_want_write(struct srv_client *c) {
+void srv_net__want_write(struct srv_client *c) {
     if (c->flags & SRV_CLIENT_PENDING_WRITE)
         return;
     c->flags |= SRV_CLIENT_PENDING_WRITE;
@@ -471,8 +547,54 @@ static int srv_client_process(struct srv_client *c) {
         return -1;
     }
     if (srv_client_pending(c) > 0 || (c->flags & SRV_CLIENT_CLOSE_AFTER_REPLY))
-        srv_client_want_write(c);
+        srv_net__want_write(c);
     return 0;
+}
+
+/* Closes c when its query buffer passed client-query-buffer-limit. Returns -1 then, else 0. */
+static int srv_client_check_qbuf(struct srv_client *c) {
+    if (c->qbuf.len <= (size_t)srv_cfg.client_query_buffer_limit)
+        return 0;
+    cm_log(CM_LOG_WARNING, "net", "closing client %s: query buffer of %zu bytes over the limit",
+           c->addr, c->qbuf.len);
+    srv_client_free(c);
+    return -1;
+}
+
+size_t srv_net__recv_want(struct srv_client *c) {
+    size_t want = SRV_READ_CHUNK;
+    if (c->parser.want > c->qbuf.len && c->parser.want - c->qbuf.len > want)
+        want = c->parser.want - c->qbuf.len; /* read a big bulk in as few calls as possible */
+    cm_buf_reserve(&c->qbuf, want);
+    return want;
+}
+
+int srv_net__received(struct srv_client *c, size_t n) {
+    c->qbuf.len += n;
+    c->last_ms = cm_ev_now_ms(c->worker->loop);
+    cm_pcounter_add(&srv_stats.net_input_bytes, (uint64_t)n);
+    if (srv_client_check_qbuf(c) < 0)
+        return -1;
+    return srv_client_process(c);
+}
+
+int srv_net__feed(struct srv_client *c, const char *p, size_t n) {
+    c->last_ms = cm_ev_now_ms(c->worker->loop);
+    cm_pcounter_add(&srv_stats.net_input_bytes, (uint64_t)n);
+    if (c->big.obj && c->big.got < c->big.len) {
+        size_t k = c->big.len - c->big.got < n ? c->big.len - c->big.got : n;
+        memcpy(c->big.dst + c->big.got, p, k);
+        c->big.got += k;
+        p += k;
+        n -= k;
+        if (c->big.got < c->big.len)
+            return 0;
+    }
+    if (n > 0)
+        cm_buf_append(&c->qbuf, p, n);
+    if (srv_client_check_qbuf(c) < 0)
+        return -1;
+    return srv_client_process(c);
 }
 
 /* Socket events of a client: flush pending replies, then read and run new requests. */
@@ -499,10 +621,7 @@ static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, 
         if (c->big.got < c->big.len)
             return;
     }
-    size_t want = SRV_READ_CHUNK;
-    if (c->parser.want > c->qbuf.len && c->parser.want - c->qbuf.len > want)
-        want = c->parser.want - c->qbuf.len; /* read a big bulk in as few calls as possible */
-    cm_buf_reserve(&c->qbuf, want);
+    size_t want = srv_net__recv_want(c);
     ssize_t n = read(fd, c->qbuf.data + c->qbuf.len, want);
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -510,16 +629,7 @@ static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, 
         srv_client_free(c);
         return;
     }
-    c->qbuf.len += (size_t)n;
-    c->last_ms = cm_ev_now_ms(c->worker->loop);
-    cm_pcounter_add(&srv_stats.net_input_bytes, (uint64_t)n);
-    if (c->qbuf.len > (size_t)srv_cfg.client_query_buffer_limit) {
-        cm_log(CM_LOG_WARNING, "net", "closing client %s: query buffer of %zu bytes over the limit",
-               c->addr, c->qbuf.len);
-        srv_client_free(c);
-        return;
-    }
-    srv_client_process(c);
+    srv_net__received(c, (size_t)n);
 }
 
 /* ---------------------------------------------------------------- accept */
@@ -547,43 +657,49 @@ static void srv_reject(int fd, const char *msg, size_t len) {
     cm_atomic_add_relaxed(&srv_stats.rejected_connections, 1);
 }
 
+struct srv_client *srv_net__accept_fd(struct srv_worker *w, int fd, int is_unix) {
+    cm_atomic_add_relaxed(&srv_stats.total_connections, 1);
+    if (cm_atomic_load_relaxed(&srv_stats.connected_clients) >= (uint64_t)srv_cfg.maxclients) {
+        static const char msg[] = "-ERR max number of clients reached\r\n";
+        srv_reject(fd, msg, sizeof(msg) - 1);
+        return NULL;
+    }
+    if (srv_cfg.protected_mode && (!srv_cfg.requirepass || !*srv_cfg.requirepass) && !is_unix) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        if (getpeername(fd, (struct sockaddr *)&ss, &sl) != 0 || !srv_is_loopback(&ss)) {
+            srv_reject(fd, srv_denied_msg, sizeof(srv_denied_msg) - 1);
+            return NULL;
+        }
+    }
+    if (!is_unix) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (srv_cfg.tcp_keepalive > 0) {
+            int idle = (int)srv_cfg.tcp_keepalive;
+            setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+            setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+        }
+    }
+    return srv_client_create(w, fd, is_unix);
+}
+
 static void srv_accept_cb(struct cm_ev_loop *loop, int lfd, unsigned mask, void *arg) {
     struct srv_worker *w = arg;
     (void)mask;
+    int is_unix = 0;
+    for (int i = 0; i < w->nls; i++)
+        if (w->ls[i].fd == lfd)
+            is_unix = w->ls[i].is_unix;
     for (int i = 0; i < 64; i++) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno != EAGAIN && errno != EINTR)
                 cm_log_sparse(1000, CM_LOG_WARNING, "net", "accept failed: %s", strerror(errno));
             return;
         }
-        int is_unix = (lfd == w->unix_fd);
-        if (is_unix)
-            ss.ss_family = AF_UNIX;
-        cm_atomic_add_relaxed(&srv_stats.total_connections, 1);
-        if (cm_atomic_load_relaxed(&srv_stats.connected_clients) >= (uint64_t)srv_cfg.maxclients) {
-            static const char msg[] = "-ERR max number of clients reached\r\n";
-            srv_reject(fd, msg, sizeof(msg) - 1);
-            continue;
-        }
-        if (srv_cfg.protected_mode && (!srv_cfg.requirepass || !*srv_cfg.requirepass) &&
-            !srv_is_loopback(&ss)) {
-            srv_reject(fd, srv_denied_msg, sizeof(srv_denied_msg) - 1);
-            continue;
-        }
-        if (!is_unix) {
-            int one = 1;
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-            if (srv_cfg.tcp_keepalive > 0) {
-                int idle = (int)srv_cfg.tcp_keepalive;
-                setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-                setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-            }
-        }
-        struct srv_client *c = srv_client_create(w, fd, is_unix);
-        if (cm_ev_set(loop, fd, CM_EV_READ, srv_client_event_cb, c) < 0) {
+        struct srv_client *c = srv_net__accept_fd(w, fd, is_unix);
+        if (c && cm_ev_set(loop, fd, CM_EV_READ, srv_client_event_cb, c) < 0) {
             cm_log(CM_LOG_WARNING, "net", "fd %d out of range, closing client", fd);
             srv_client_free(c);
         }
@@ -599,7 +715,10 @@ static void srv_before_sleep(struct cm_ev_loop *loop, void *arg) {
         struct srv_client *c = w->pending;
         w->pending = c->pw_next;
         c->flags &= ~SRV_CLIENT_PENDING_WRITE;
-        srv_client_flush(c);
+        if (srv_net_uring)
+            srv_uring__flush(c);
+        else
+            srv_client_flush(c);
     }
 }
 
@@ -636,10 +755,25 @@ static void srv_cron(struct cm_ev_loop *loop, void *arg) {
         cm_ev_stop(loop);
 }
 
+static int srv_worker_drained(void *arg) {
+    struct srv_worker *w = arg;
+    return w->nclosing == 0;
+}
+
 static void *srv_worker_main(void *arg) {
     struct srv_worker *w = arg;
     srv_db_register_thread(w->id);
-    cm_ev_run(w->loop);
+    int rc = cm_ev_run(w->loop);
+    if (rc < 0)
+        cm_log(CM_LOG_WARNING, "net", "event loop %u failed: %s", w->id, strerror(-rc));
+    /* Close this worker's clients on its own thread; on io_uring let their requests finish. */
+    w->stopping = 1;
+    while (w->clients)
+        srv_client_free(w->clients);
+    if (cm_ev_drain(w->loop, srv_worker_drained, w, 2000) < 0)
+        cm_log(CM_LOG_WARNING, "net", "%u connections still busy at exit", w->nclosing);
+    if (rc < 0)
+        srv_shutdown_request();
     return NULL;
 }
 
@@ -652,31 +786,78 @@ void srv_shutdown_request(void) {
         cm_ev_stop(srv_workers[i].loop);
 }
 
+/* Adds a listener to w (epoll: watched for accepts now; io_uring: armed by worker init). */
+static void srv_worker_add_listener(struct srv_worker *w, int fd, int is_unix) {
+    struct srv_listener *l = &w->ls[w->nls++];
+    memset(l, 0, sizeof(*l));
+    l->fd = fd;
+    l->is_unix = is_unix;
+    l->w = w;
+    if (!srv_net_uring)
+        cm_ev_set(w->loop, fd, CM_EV_READ, srv_accept_cb, w);
+}
+
+/* Probes every --bind address (plain bind, no SO_REUSEPORT) so a taken port fails as in Redis;
+ * drops optional addresses that are not available. Returns 0 or -errno (logged). */
+static int srv_probe_binds(void) {
+    int rc = srv_parse_binds(srv_cfg.bind);
+    if (rc < 0) {
+        cm_log(CM_LOG_WARNING, "net", "invalid bind '%s'", srv_cfg.bind);
+        return rc;
+    }
+    for (int i = 0; i < srv_nbinds; i++) {
+        int probe = srv_listen_tcp(&srv_binds[i], (int)srv_cfg.port, 1, 0);
+        if (probe >= 0) {
+            close(probe);
+            continue;
+        }
+        if (srv_binds[i].optional &&
+            (probe == -EADDRNOTAVAIL || probe == -EAFNOSUPPORT || probe == -EPROTONOSUPPORT)) {
+            cm_log(CM_LOG_NOTICE, "net", "skipping optional bind address %s: %s", srv_binds[i].text,
+                   strerror(-probe));
+            memmove(&srv_binds[i], &srv_binds[i + 1],
+                    (size_t)(srv_nbinds - i - 1) * sizeof(srv_binds[0]));
+            srv_nbinds--;
+            i--;
+            continue;
+        }
+        cm_log(CM_LOG_WARNING, "net", "could not listen on %s:%lld: %s", srv_binds[i].text,
+               srv_cfg.port, strerror(-probe));
+        return probe;
+    }
+    if (srv_nbinds == 0 && !(srv_cfg.unixsocket && *srv_cfg.unixsocket)) {
+        cm_log(CM_LOG_WARNING, "net", "no bind address is available");
+        return -EADDRNOTAVAIL;
+    }
+    return 0;
+}
+
 static int srv_workers_setup(void) {
     int maxfd = (int)srv_cfg.maxclients + 1024;
     srv_db_set_threads(srv_nworkers);
-    int probe = srv_listen_tcp(srv_cfg.bind, (int)srv_cfg.port, 1, 0);
-    if (probe < 0) {
-        cm_log(CM_LOG_WARNING, "net", "could not listen on %s:%lld: %s", srv_cfg.bind, srv_cfg.port,
-               strerror(-probe));
-        return probe;
-    }
-    close(probe);
+    int rc = srv_probe_binds();
+    if (rc < 0)
+        return rc;
     srv_workers = cm_calloc(srv_nworkers, sizeof(*srv_workers));
     for (unsigned i = 0; i < srv_nworkers; i++) {
         struct srv_worker *w = &srv_workers[i];
         w->id = i;
-        w->unix_fd = -1;
-        w->loop = cm_ev_create(maxfd);
-        if (!w->loop)
-            return -errno;
-        w->tcp_fd = srv_listen_tcp(srv_cfg.bind, (int)srv_cfg.port, (int)srv_cfg.tcp_backlog, 1);
-        if (w->tcp_fd < 0) {
-            cm_log(CM_LOG_WARNING, "net", "could not listen on %s:%lld: %s", srv_cfg.bind,
-                   srv_cfg.port, strerror(-w->tcp_fd));
-            return w->tcp_fd;
+        w->loop =
+            srv_net_uring ? cm_ev_create_uring(maxfd, SRV_URING_ENTRIES) : cm_ev_create(maxfd);
+        if (!w->loop) {
+            int err = -errno;
+            cm_log(CM_LOG_WARNING, "net", "cannot create event loop: %s", strerror(-err));
+            return err;
         }
-        cm_ev_set(w->loop, w->tcp_fd, CM_EV_READ, srv_accept_cb, w);
+        for (int b = 0; b < srv_nbinds; b++) {
+            int fd = srv_listen_tcp(&srv_binds[b], (int)srv_cfg.port, (int)srv_cfg.tcp_backlog, 1);
+            if (fd < 0) {
+                cm_log(CM_LOG_WARNING, "net", "could not listen on %s:%lld: %s", srv_binds[b].text,
+                       srv_cfg.port, strerror(-fd));
+                return fd;
+            }
+            srv_worker_add_listener(w, fd, 0);
+        }
         cm_ev_set_before_sleep(w->loop, srv_before_sleep, w);
         cm_ev_set_cron(w->loop, (unsigned)(1000 / (srv_cfg.hz > 0 ? srv_cfg.hz : 10)), srv_cron, w);
         cm_ev_set_wake_hook(w->loop, srv_check_kills, w);
@@ -689,8 +870,14 @@ static int srv_workers_setup(void) {
                    srv_cfg.unixsocket, strerror(-fd));
             return fd;
         }
-        srv_workers[0].unix_fd = fd;
-        cm_ev_set(srv_workers[0].loop, fd, CM_EV_READ, srv_accept_cb, &srv_workers[0]);
+        srv_worker_add_listener(&srv_workers[0], fd, 1);
+    }
+    for (unsigned i = 0; srv_net_uring && i < srv_nworkers; i++) {
+        rc = srv_uring__worker_init(&srv_workers[i]);
+        if (rc < 0) {
+            cm_log(CM_LOG_WARNING, "net", "io_uring set-up failed: %s", strerror(-rc));
+            return rc;
+        }
     }
     return 0;
 }
@@ -700,29 +887,68 @@ static void srv_workers_teardown(void) {
         struct srv_worker *w = &srv_workers[i];
         if (!w->loop)
             continue;
-        while (w->clients)
-            srv_client_free(w->clients);
-        if (w->tcp_fd >= 0)
-            close(w->tcp_fd);
-        if (w->unix_fd >= 0) {
-            close(w->unix_fd);
-            unlink(srv_cfg.unixsocket);
-        }
+        if (!srv_net_uring) /* io_uring: the worker closed them (or never started) */
+            while (w->clients)
+                srv_client_free(w->clients);
         cm_ev_destroy(w->loop);
+        for (int l = 0; l < w->nls; l++) {
+            close(w->ls[l].fd);
+            if (w->ls[l].is_unix)
+                unlink(srv_cfg.unixsocket);
+        }
+        srv_uring__worker_fini(w);
     }
     cm_free(srv_workers);
     srv_workers = NULL;
 }
 
+/* The start-up line: every address listened on. */
+static void srv_log_ready(void) {
+    struct cm_buf b;
+    cm_buf_init(&b);
+    for (int i = 0; i < srv_nbinds; i++)
+        cm_buf_appendf(&b, "%s%s:%lld", i ? ", " : "", srv_binds[i].text, srv_cfg.port);
+    if (srv_cfg.unixsocket && *srv_cfg.unixsocket)
+        cm_buf_appendf(&b, "%sunix:%s", srv_nbinds ? ", " : "", srv_cfg.unixsocket);
+    cm_buf_append(&b, "", 1);
+    cm_log(CM_LOG_NOTICE, "net", "ready to accept connections on %s (%u threads, %s)", b.data,
+           srv_nworkers, srv_net_uring ? "io_uring" : "epoll");
+    cm_buf_fini(&b);
+}
+
+const char *srv_io_backend_name(void) {
+    return srv_net_uring ? "uring" : "epoll";
+}
+
+/* Picks the backend: --io-backend, and for auto the io_uring probe. 0 or -errno (logged). */
+static int srv_choose_backend(void) {
+    char why[256] = "";
+    srv_net_uring = 0;
+    if (srv_cfg.io_backend == SRV_IO_EPOLL)
+        return 0;
+    int rc = cm_ev_uring_probe(why, sizeof(why));
+    if (rc == 0) {
+        srv_net_uring = 1;
+        return 0;
+    }
+    if (srv_cfg.io_backend == SRV_IO_URING) {
+        cm_log(CM_LOG_WARNING, "net", "io-backend uring is not available: %s", why);
+        return rc;
+    }
+    cm_log(CM_LOG_NOTICE, "net", "io_uring not available (%s); using epoll", why);
+    return 0;
+}
+
 int srv_net_run(void) {
+    if (srv_choose_backend() < 0)
+        return 1;
     int rc = srv_workers_setup();
     if (rc < 0) {
         srv_workers_teardown();
         return 1;
     }
     cm_atomic_store_release(&srv_state, SRV_STATE_SERVING);
-    cm_log(CM_LOG_NOTICE, "net", "ready to accept connections on %s:%lld (%u threads)",
-           srv_cfg.bind, srv_cfg.port, srv_nworkers);
+    srv_log_ready();
     for (unsigned i = 1; i < srv_nworkers; i++)
         pthread_create(&srv_workers[i].thread, NULL, srv_worker_main, &srv_workers[i]);
     srv_worker_main(&srv_workers[0]);

@@ -17,6 +17,13 @@
 #define SRV_VERSION       "0.1.0"
 #define SRV_REDIS_VERSION "7.0.15" /* the Redis version whose behaviour we follow */
 
+/* --io-backend values (order of the config enum). */
+enum srv_io_backend {
+    SRV_IO_AUTO,  /* io_uring when the start-up probe passes, else epoll */
+    SRV_IO_EPOLL, /* epoll */
+    SRV_IO_URING  /* io_uring, or fail to start */
+};
+
 struct srv_config {
     long long port;
     char *bind;
@@ -51,6 +58,7 @@ struct srv_config {
     long long metrics_port;
     char *metrics_host;
     long long databases;
+    int io_backend; /* enum srv_io_backend */
 };
 
 extern struct srv_config srv_cfg;
@@ -88,6 +96,9 @@ int64_t srv_now_ms(void);
 
 /* Starts workers and listeners and runs until shutdown. Returns the exit status. */
 int srv_net_run(void);
+
+/* "uring" or "epoll": the network backend running (valid once srv_net_run started). */
+const char *srv_io_backend_name(void);
 
 /* Asks every worker to stop (any thread, async-signal-safe). */
 void srv_shutdown_request(void);

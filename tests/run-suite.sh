@@ -3,17 +3,28 @@
 # Runs every test program and script given on the command line, each with a time limit,
 # and prints one closing line "N passed, N failed, N skipped". Exit status 77 means skipped.
 # On failure the test's output is printed; otherwise only its name and verdict.
+# CRESCENT_IO_BACKEND=epoll|uring is passed on to the servers the tests start; an argument
+# written BACKEND:path (epoll:build/tests/...) runs that one test with CRESCENT_IO_BACKEND=BACKEND,
+# so one run covers both network backends and ends with one closing line.
 set -u
 : "${CRESCENT_BUILD:=$(pwd)/build}"
 export CRESCENT_BUILD
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 pass=0 fail=0 skip=0 failed=()
 logdir=$(mktemp -d /tmp/crescent-tests.XXXXXX)
+if [ -n "${CRESCENT_IO_BACKEND:-}" ]; then
+    echo "== crescent-master --io-backend $CRESCENT_IO_BACKEND"
+fi
 for t in "$@"; do
+    backend=${CRESCENT_IO_BACKEND:-}
+    case $t in
+    epoll:* | uring:*) backend=${t%%:*}; t=${t#*:} ;;
+    esac
     name=${t#"$CRESCENT_BUILD"/}
-    log="$logdir/$(echo "$name" | tr '/' '_').log"
+    [ "$backend" != "${CRESCENT_IO_BACKEND:-}" ] && name="$name [$backend]"
+    log="$logdir/$(echo "$name" | tr '/ []' '____').log"
     start=$(date +%s.%N)
-    timeout -k 10 "$TEST_TIMEOUT" "$t" >"$log" 2>&1 </dev/null
+    CRESCENT_IO_BACKEND=$backend timeout -k 10 "$TEST_TIMEOUT" "$t" >"$log" 2>&1 </dev/null
     rc=$?
     secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e-s}')
     if [ $rc -eq 0 ] && grep -qE '^(SUMMARY|==[0-9]+==ERROR): .*Sanitizer|runtime error:' "$log"; then

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-# Differential test: the same pseudo-random sequence of string, key-space, list, hash, set and
-# sorted-set commands (valid and invalid arguments, wrong types, MULTI/EXEC/DISCARD blocks) goes
-# to the server under test and to a reference redis-server 7.0; every reply must be
-# byte-identical, except that replies whose order Redis leaves unspecified (SMEMBERS, HGETALL,
+# Differential test: the same pseudo-random sequence of string, bitmap, LCS, key-space, list,
+# hash, set and sorted-set commands (valid and invalid arguments, wrong types, MULTI/EXEC/DISCARD
+# blocks) goes to the server under test and to a reference redis-server 7.0; every reply must
+# be byte-identical, except that replies whose order Redis leaves unspecified (SMEMBERS, HGETALL,
 # KEYS, ...) are compared sorted and TTL-like replies may differ by the time between the two
 # servers' clock readings. With PROTO 3 both connections speak RESP3 (HELLO 3), so its types are
 # compared too. Lex-range commands use keys whose members all have score 0 (Redis leaves other
@@ -112,6 +112,39 @@ class Gen:
 
     def members(self, lo=1, hi=3):
         return [self.pick("a", "b", "c", "d", "e", "f") for _ in range(self.r.randint(lo, hi))]
+
+    def bkey(self):
+        """Mostly string keys (bitmaps), now and then another kind (WRONGTYPE)."""
+        return self.key(self.pick("s", "s", "s", "s", "s", "l", "h"))
+
+    def bitoff(self):
+        return self.pick("0", "1", "5", "7", "8", "15", "31", "63", "100", "1000", "-1", "x",
+                         "4294967296", "#1", str(self.r.randrange(0, 200)))
+
+    def unit(self):
+        return self.pick("BIT", "BYTE", "bit", "x")
+
+    def bftype(self):
+        return self.pick("u1", "u4", "u8", "i8", "i5", "u16", "i16", "i32", "u63", "i64", "u64",
+                         "i0", "x8", "i")
+
+    def bitfield_ops(self, ro=False):
+        ops = []
+        for _ in range(self.r.randint(0, 4)):
+            kind = self.pick("GET", "GET", "SET", "INCRBY", "OVERFLOW", "BAD") if not ro else \
+                self.pick("GET", "GET", "GET", "SET")
+            off = self.pick("0", "1", "3", "8", "13", "#1", "#2", "100", "-1", "x")
+            if kind == "GET":
+                ops += ["GET", self.bftype(), off]
+            elif kind in ("SET", "INCRBY"):
+                ops += [kind, self.bftype(), off,
+                        self.pick("0", "1", "-1", "100", "127", "128", "-129", "255", "256",
+                                  "9223372036854775807", "-9223372036854775808", "x")]
+            elif kind == "OVERFLOW":
+                ops += ["OVERFLOW", self.pick("WRAP", "SAT", "FAIL", "fail", "bad")]
+            else:
+                ops += [self.pick("FOO", "GET")]
+        return ops
 
     def command(self):
         """Returns (args, mode): mode 'exact', 'sorted' (unordered array) or 'pairs'."""
@@ -252,6 +285,24 @@ class Gen:
             lambda: ["SPOP", k("t"), "0"],
             # sorted sets whose members all have score 0 (lex ranges are defined only then)
             lambda: ["ZADD", k("y"), "0", self.pick("a", "b", "c", "d", "e", "f")],
+            # bitmaps and LCS (string keys; other kinds give WRONGTYPE)
+            lambda: ["SETBIT", self.bkey(), self.bitoff(),
+                     self.pick("0", "1", "1", "2", "-1", "x")],
+            lambda: ["GETBIT", self.bkey(), self.bitoff()],
+            lambda: ["BITCOUNT", self.bkey()] + self.pick([], [self.idx(), self.idx()],
+                                                          [self.idx(), self.idx(), self.unit()],
+                                                          [self.idx()]),
+            lambda: ["BITPOS", self.bkey(), self.pick("0", "1", "1", "2", "x")] +
+                    self.pick([], [self.idx()], [self.idx(), self.idx()],
+                              [self.idx(), self.idx(), self.unit()]),
+            lambda: ["BITOP", self.pick("AND", "OR", "XOR", "NOT", "and", "nand"), self.bkey()] +
+                    [self.bkey() for _ in range(self.r.randint(1, 3))],
+            lambda: ["BITFIELD", self.bkey()] + self.bitfield_ops(),
+            lambda: ["BITFIELD_RO", self.bkey()] + self.bitfield_ops(ro=True),
+            lambda: ["LCS", self.bkey(), self.bkey()] + self.pick(
+                [], ["LEN"], ["IDX"], ["IDX", "WITHMATCHLEN"], ["IDX", "MINMATCHLEN", "2"],
+                ["IDX", "MINMATCHLEN", "x", "WITHMATCHLEN"], ["LEN", "IDX"], ["FOO"],
+                ["MINMATCHLEN"]),
             # unordered replies
             lambda: ("sorted", ["SMEMBERS", k("t")]),
             lambda: ("sorted", [self.pick("SINTER", "SUNION", "SDIFF"), k("t"), k("t")]),

@@ -109,7 +109,7 @@ static int build_argv(const char **argv, char bufs[][32], const struct it_server
         argv[n++] = "--port";
         argv[n++] = bufs[0];
         argv[n++] = "--bind";
-        argv[n++] = "127.0.0.1";
+        argv[n++] = o != NULL && o->bind != NULL ? o->bind : "127.0.0.1";
         argv[n++] = "--save";
         argv[n++] = "";
         argv[n++] = "--appendonly";
@@ -130,11 +130,17 @@ static int build_argv(const char **argv, char bufs[][32], const struct it_server
         argv[n++] = "--port";
         argv[n++] = bufs[0];
         argv[n++] = "--bind";
-        argv[n++] = "127.0.0.1";
+        argv[n++] = o != NULL && o->bind != NULL ? o->bind : "127.0.0.1";
         argv[n++] = "--metrics_port"; /* no admin HTTP: many servers run at once */
         argv[n++] = "0";
         argv[n++] = "--memory";
         argv[n++] = o != NULL && o->memory != NULL ? o->memory : "64mb";
+        /* The network backend under test (make test runs the suites on both). */
+        const char *be = getenv("CRESCENT_IO_BACKEND");
+        if (be != NULL && *be != '\0') {
+            argv[n++] = "--io-backend";
+            argv[n++] = be;
+        }
     }
     if (o != NULL && o->requirepass != NULL) {
         argv[n++] = "--requirepass";
@@ -206,7 +212,7 @@ static int wait_ready(struct it_server *s) {
             return 0;
         }
         struct timeval tv = {0, 200000};
-        redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
+        redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);
         if (c != NULL && !c->err) {
             redisSetTimeout(c, tv);
             redisReply *r = redisCommand(c, "PING");
@@ -243,6 +249,21 @@ static void dump_file(const char *path, const char *title) {
     fclose(f);
 }
 
+/* The address to reach a server bound to the list bind (first entry; wildcards -> loopback). */
+static void set_host(struct it_server *s, const char *bind) {
+    char first[64] = "127.0.0.1";
+    if (bind != NULL) {
+        sscanf(bind, "%63s", first);
+    }
+    const char *h = first[0] == '-' ? first + 1 : first;
+    if (strcmp(h, "*") == 0 || strcmp(h, "0.0.0.0") == 0) {
+        h = "127.0.0.1";
+    } else if (strcmp(h, "::") == 0 || strcmp(h, "::*") == 0) {
+        h = "::1";
+    }
+    snprintf(s->host, sizeof(s->host), "%s", h);
+}
+
 /* Starts the server under test with the given options on a free loopback port, retrying with
  * another port if the process exits early, and waits until it answers PING. Fails the current
  * test (Criterion assertion) when it cannot start; s must be stopped with it_server_stop(). The
@@ -254,6 +275,7 @@ void it_server_start(struct it_server *s, const struct it_opts *opts) {
     snprintf(s->dir, sizeof(s->dir), "/tmp/crescent-it.XXXXXX");
     cr_assert(mkdtemp(s->dir) != NULL, "mkdtemp: %s", strerror(errno));
     log_path(s);
+    set_host(s, opts != NULL ? opts->bind : NULL);
     char conf[300];
     snprintf(conf, sizeof(conf), "%s/server.conf", s->dir);
     if (opts != NULL && opts->conf != NULL) {
@@ -339,8 +361,8 @@ void it_server_stop(struct it_server *s) {
  * failed assertion). */
 redisContext *it_connect(const struct it_server *s) {
     struct timeval tv = {10, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
-    cr_assert(c != NULL && !c->err, "connect to port %d: %s", s->port,
+    redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);
+    cr_assert(c != NULL && !c->err, "connect to %s port %d: %s", s->host, s->port,
               c != NULL ? c->errstr : "NULL");
     redisSetTimeout(c, tv);
     for (size_t i = 0; i < sizeof(conns) / sizeof(conns[0]); i++) {

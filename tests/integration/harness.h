@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Integration-test harness: starts the server under test (crescent-master, or redis-server when
  * CRESCENT_TEST_SERVER=redis) on a free loopback port (plus the flags in CRESCENT_TEST_ARGS),
- * connects with hiredis, offers reply checks that print the command and the reply on failure, and a
- * raw-socket RESP reader for replies hiredis 0.14 cannot parse (RESP3). Every test binary links
- * harness.c, which also provides main() (exit 77 when the server binary is missing) and dumps the
- * server's log for each failed test. */
+ * connects with hiredis (CRESCENT_IO_BACKEND=epoll|uring adds --io-backend to crescent-master),
+ * offers reply checks that print the command and the reply on failure, and a raw-socket RESP reader
+ * for replies hiredis 0.14 cannot parse (RESP3). Every test binary links harness.c, which also
+ * provides main() (exit 77 when the server binary is missing) and dumps the server's log for each
+ * failed test. */
 #ifndef CRESCENT_TESTS_INTEGRATION_HARNESS_H
 #define CRESCENT_TESTS_INTEGRATION_HARNESS_H
 
@@ -24,12 +25,15 @@ struct it_opts {
     const char *memory;      /* crescent --memory / redis --maxmemory (e.g. "64mb") */
     const char *unixsocket;  /* --unixsocket path */
     const char *conf;        /* redis.conf-style text, written to a file passed as first arg */
+    const char *bind;        /* --bind list (default "127.0.0.1"); the harness connects to the
+                                first address ("*"/"0.0.0.0" -> 127.0.0.1, "::" -> ::1) */
 };
 
 /* One server process under test. */
 struct it_server {
     pid_t pid;      /* child process id, 0 when not running */
     int port;       /* loopback TCP port it listens on */
+    char host[64];  /* address the harness connects to (127.0.0.1 unless opts.bind says) */
     char log[512];  /* file receiving the server's stdout and stderr */
     char dir[256];  /* private working directory */
     bool log_owned; /* log file is ours to remove */

@@ -14,3 +14,5 @@ $(foreach s,$(IT_CMD_SRCS),$(eval $(call unit_test,integration/$(basename $(notd
 
 # The admin HTTP server (/metrics checked with promtool) through real HTTP and RESP clients.
 TEST_SCRIPTS += tests/integration/admin_http.sh tests/integration/install.sh
+# The io_uring start-up probe falling back to epoll (strace fault injection).
+TEST_SCRIPTS += tests/integration/io_backend_fallback.sh

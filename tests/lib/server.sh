@@ -6,6 +6,8 @@
 # start_server takes crescent-master options. Under CRESCENT_TEST_SERVER=redis they are
 # translated: --memory M becomes --maxmemory M --maxmemory-policy allkeys-lru, options redis
 # does not know (--threads, --eviction_*) are dropped, the rest is passed through.
+# CRESCENT_IO_BACKEND=epoll|uring adds --io-backend to crescent-master (make test runs the
+# integration and stress suites on both backends).
 # After start_server: SERVER_PORT, SERVER_PID, SERVER_LOG, SERVER_DIR describe the last server.
 # On exit every started server is stopped with SIGTERM; its log is printed when the test failed.
 # A sanitizer report in any log, or a server that crashed (died by a signal other than SIGTERM)
@@ -77,7 +79,11 @@ start_server() {
             exit 77
         fi
         # No admin HTTP unless the test asks for it (--metrics_port P later wins).
-        cmd=("$bin" --port "$port" --bind 127.0.0.1 --metrics_port 0 "$@")
+        cmd=("$bin" --port "$port" --bind 127.0.0.1 --metrics_port 0)
+        if [ -n "${CRESCENT_IO_BACKEND:-}" ]; then
+            cmd+=(--io-backend "$CRESCENT_IO_BACKEND")
+        fi
+        cmd+=("$@")
     fi
     echo "start_server: ${cmd[*]}"
     "${cmd[@]}" >"$log" 2>&1 </dev/null &

@@ -5,6 +5,7 @@ $(eval $(call unit_test,unit/common/test_cm_glob,tests/unit/common/test_cm_glob.
 $(eval $(call unit_test,unit/common/test_cm_util,tests/unit/common/test_cm_util.c,$(BUILD)/lib/libcm.a,))
 $(eval $(call unit_test,unit/common/test_cm_tlsf,tests/unit/common/test_cm_tlsf.c,$(BUILD)/lib/libcm.a,))
 $(eval $(call unit_test,unit/common/test_cm_config,tests/unit/common/test_cm_config.c,$(BUILD)/lib/libcm.a,))
+$(eval $(call unit_test,unit/common/test_cm_ev,tests/unit/common/test_cm_ev.c,$(BUILD)/lib/libcm.a,$(CM_EV_LIBS)))
 
 # libFuzzer target for the config-file parser (built with clang directly, sanitizers on).
 ifneq ($(shell command -v clang),)
