@@ -24,7 +24,7 @@ TEST_SCRIPTS :=
 FUZZ_TARGETS :=
 ALL_SRCS     :=
 
-MODULES := common redis-compat server transfer ha client tests bench
+MODULES := common redis-compat server transfer ha client storage tests bench
 include $(wildcard $(addsuffix /module.mk,$(MODULES)))
 
 -include $(patsubst %.c,$(BUILD)/obj/%.d,$(ALL_SRCS))

@@ -13,6 +13,7 @@ PKGS=(
     redis-server redis-tools etcd-server etcd-client python3 python3-redis iperf3
     procps iproute2 curl prometheus man-db
     strace valgrind
+    fio
 ) # EOL
 
 missing=()
