@@ -6,7 +6,8 @@ BINS        += $(BUILD)/bin/crescent-master
 
 $(SERVER_OBJS): MOD_CFLAGS += $(MALLOC_CFLAGS)
 
-$(BUILD)/bin/crescent-master: $(SERVER_OBJS) $(BUILD)/lib/librc.a $(BUILD)/lib/libcm.a
+$(BUILD)/bin/crescent-master: $(SERVER_OBJS) $(BUILD)/lib/libpool.a $(BUILD)/lib/librc.a \
+                              $(BUILD)/lib/libcm.a
 	$(LINK) $^ $(shell pkg-config --libs libmicrohttpd) $(MALLOC_LIBS) -lm
 
 # server/pool/: the distributed store's pool metadata, a pure core (prefix pool_) that the

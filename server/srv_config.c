@@ -6,6 +6,7 @@
 #include "common/fmacros.h"
 
 #include "server/srv_db.h"
+#include "server/srv_mc.h"
 #include "server/srv_server.h"
 
 #include "common/cm_log.h"
@@ -47,12 +48,18 @@ static const char *const srv_loglevels[] = {"debug",   "verbose", "notice",
 
 static int srv_apply_eviction(const struct cm_cfg_entry *e, char *err, size_t errlen) {
     (void)e;
-    (void)err;
-    (void)errlen;
     srv_db_high_watermark = srv_cfg.eviction_high_watermark_ratio;
     srv_db_evict_ratio = srv_cfg.eviction_ratio;
-    return 0;
+    return srv_mc_reconfigure(err, errlen);
 }
+
+static int srv_apply_pool(const struct cm_cfg_entry *e, char *err, size_t errlen) {
+    (void)e;
+    return srv_mc_reconfigure(err, errlen);
+}
+
+/* Mooncake --allocation_strategy values, in enum pool_strategy order. */
+static const char *const srv_strategies[] = {"random", "free_ratio_first", "local_first", NULL};
 
 static int srv_apply_loglevel(const struct cm_cfg_entry *e, char *err, size_t errlen) {
     (void)e;
@@ -70,6 +77,8 @@ static int srv_apply_loglevel(const struct cm_cfg_entry *e, char *err, size_t er
     { n, a, CM_CFG_STRING, fl, &srv_cfg.var, 0, 0, 0, 0, def, NULL, NULL, h }
 #define BOOL_ENTRY(n, a, fl, var, def, h) \
     { n, a, CM_CFG_BOOL, fl, &srv_cfg.var, 0, 1, 0, 0, def, NULL, NULL, h }
+#define POOL_INT(n, a, var, lo, hi, def, h) \
+    { n, a, CM_CFG_INT, 0, &srv_cfg.var, lo, hi, 0, 0, def, NULL, srv_apply_pool, h }
 #define DBL_ENTRY(n, a, fl, var, lo, hi, def, apply, h) \
     { n, a, CM_CFG_DOUBLE, fl, &srv_cfg.var, 0, 0, lo, hi, def, NULL, apply, h }
 
@@ -113,12 +122,24 @@ static const struct cm_cfg_entry srv_entries[] = {
               "evict when segment usage passes this ratio"),
     DBL_ENTRY("eviction_ratio", "eviction-ratio", 0, eviction_ratio, 0.0, 1.0, "0.05",
               srv_apply_eviction, "share of evictable objects freed per eviction cycle"),
-    INT_ENTRY(
-        "default_kv_lease_ttl", "default-kv-lease-ttl", 0, default_kv_lease_ttl, 0, INT_MAX,
-        "10000",
-        "read lease of MC.* gets, in milliseconds (planned: MC.* commands are not built yet)"),
-    INT_ENTRY("client_live_ttl_sec", "client-live-ttl-sec", 0, client_live_ttl_sec, 1, INT_MAX,
-              "10", "seconds without a ping before a pool client is expired (planned, with MC.*)"),
+    POOL_INT("default_kv_lease_ttl", NULL, default_kv_lease_ttl, 0, INT_MAX, "10000",
+             "read lease granted by MC.GETREPLICAS / MC.EXIST, in milliseconds"),
+    POOL_INT("default_kv_soft_pin_ttl", NULL, default_kv_soft_pin_ttl, 1, LLONG_MAX, "1800000",
+             "soft-pin TTL of MC.PUTSTART ... SOFTPIN, in milliseconds"),
+    POOL_INT("max_kv_soft_pin_ttl", NULL, max_kv_soft_pin_ttl, 1, LLONG_MAX, "86400000",
+             "largest SOFTPIN_TTL a put may ask for, in milliseconds"),
+    {"allow_evict_soft_pinned_objects", NULL, CM_CFG_BOOL, 0,
+     &srv_cfg.allow_evict_soft_pinned_objects, 0, 1, 0, 0, "yes", NULL, srv_apply_pool,
+     "pool eviction may take soft-pinned objects in its second pass"},
+    POOL_INT("client_live_ttl_sec", "client_ttl", client_live_ttl_sec, 1, INT_MAX, "10",
+             "seconds without MC.PING before a pool client is expired (Mooncake --client_ttl)"),
+    POOL_INT("put_start_discard_timeout_sec", NULL, put_start_discard_timeout_sec, 0, INT_MAX, "30",
+             "seconds after which an unfinished pool write may be pre-empted"),
+    POOL_INT("put_start_release_timeout_sec", NULL, put_start_release_timeout_sec, 0, INT_MAX,
+             "600", "seconds after which pre-empted or abandoned pool write buffers are freed"),
+    {"allocation_strategy", NULL, CM_CFG_ENUM, 0, &srv_cfg.allocation_strategy, 0, 0, 0, 0,
+     "random", srv_strategies, srv_apply_pool,
+     "pool replica placement: random, free_ratio_first or local_first"},
     MEM_ENTRY("proto-max-bulk-len", "proto_max_bulk_len", CM_CFG_IMMUTABLE, proto_max_bulk_len,
               1024 * 1024, 2147483647LL, "512mb", "largest bulk string accepted"),
     MEM_ENTRY("client-query-buffer-limit", "client_query_buffer_limit", 0,

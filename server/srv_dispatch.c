@@ -79,6 +79,8 @@ void srv_cmd_init(void) {
             c->srvflags |= SRV_CMD_EXCLUSIVE;
         if (srv_in_list(c->name, srv_nolock_cmds))
             c->srvflags |= SRV_CMD_NOLOCK;
+        if (strncmp(c->name, "mc.", 3) == 0) /* the pool has its own mutex (srv_mc.h) */
+            c->srvflags |= SRV_CMD_NOLOCK;
         uint64_t h = srv_cmd_hash(c->name, strlen(c->name));
         for (size_t k = 0;; k++) {
             size_t slot = (h + k) & (SRV_CMD_SLOTS - 1);

@@ -10,6 +10,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
 #include "server/srv_http.h"
+#include "server/srv_mc.h"
 #include "server/srv_server.h"
 
 #include "common/cm_hash.h"
@@ -132,12 +133,15 @@ int main(int argc, char **argv) {
     }
     srv_db_init(srv_segment);
     srv_cmd_init();
+    if (srv_mc_start() < 0)
+        return 1;
     cm_log(CM_LOG_NOTICE, "server",
            "crescent-master %s (Redis %s compatible), pid %d, segment %lld bytes, port %lld",
            SRV_VERSION, SRV_REDIS_VERSION, (int)getpid(), srv_cfg.memory, srv_cfg.port);
     srv_http_start(srv_cfg.metrics_host, (int)srv_cfg.metrics_port);
     int status = srv_net_run();
     srv_http_stop();
+    srv_mc_stop();
     cm_log(CM_LOG_NOTICE, "server", "shutting down");
     srv_db_fini();
     srv_seg_destroy(srv_segment);

@@ -36,6 +36,12 @@ struct srv_config {
     double eviction_ratio;
     long long default_kv_lease_ttl;
     long long client_live_ttl_sec;
+    long long default_kv_soft_pin_ttl; /* ms */
+    long long max_kv_soft_pin_ttl;     /* ms */
+    int allow_evict_soft_pinned_objects;
+    long long put_start_discard_timeout_sec;
+    long long put_start_release_timeout_sec;
+    int allocation_strategy; /* enum pool_strategy */
     long long proto_max_bulk_len;
     long long client_query_buffer_limit;
     long long client_output_buffer_limit;

@@ -63,7 +63,7 @@ def cstr(s):
 
 
 def ident(name, path):
-    i = name.replace('-', '_')
+    i = name.replace('-', '_').replace('.', '_')  # mc.putstart -> mc_putstart
     if not i.replace('_', '').isalnum() or not i.islower():
         fail(path, 'name %r cannot become a C identifier' % name)
     return i

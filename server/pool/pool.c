@@ -108,6 +108,22 @@ int pool_create(const struct pool_config *cfg, struct pool **out) {
     return POOL_OK;
 }
 
+/* Replaces the run-time settings; see pool.h. */
+int pool_reconfigure(struct pool *p, const struct pool_config *cfg) {
+    if (!p || !cfg)
+        return POOL_EINVALID_PARAMS;
+    struct pool_config c = *cfg;
+    c.alloc_align = p->cfg.alloc_align;
+    c.seed = p->cfg.seed;
+    c.view_version = p->cfg.view_version;
+    c.on_evict = p->cfg.on_evict;
+    c.on_evict_arg = p->cfg.on_evict_arg;
+    if (!pool_config_valid(&c))
+        return POOL_EINVALID_PARAMS;
+    p->cfg = c;
+    return POOL_OK;
+}
+
 static void pool_destroy_obj_cb(struct cm_ht_node *n, void *arg) {
     struct pool *p = arg;
     struct pool_obj *o = (struct pool_obj *)n;

@@ -178,6 +178,14 @@ void pool_config_default(struct pool_config *cfg);
  */
 int pool_create(const struct pool_config *cfg, struct pool **out);
 
+/*
+ * Replaces the run-time settings of p (TTLs, timeouts, eviction ratios, strategy, soft-pin
+ * rules) with those of cfg; alloc_align, seed, view_version and the eviction hook stay as
+ * created. Returns 0 or POOL_EINVALID_PARAMS (then nothing changes). New TTLs apply to leases,
+ * pins and deadlines granted afterwards and to the next expiry checks.
+ */
+int pool_reconfigure(struct pool *p, const struct pool_config *cfg);
+
 /* Frees every object, segment and client record. NULL is accepted. */
 void pool_destroy(struct pool *p);
 
@@ -424,6 +432,16 @@ int pool_remove(struct pool *p, const void *key, size_t klen, int force, int64_t
  * bad pattern. O(objects).
  */
 long pool_remove_regex(struct pool *p, const char *pattern, int force, int64_t now);
+
+/* Visitor for pool_keys_regex(); key is valid during the call only. */
+typedef void pool_key_visit_cb(void *arg, const char *key, size_t klen);
+
+/*
+ * Calls cb for every readable key (no write in flight) matching the POSIX extended regular
+ * expression pattern (unanchored). Grants no lease. cb must not call the pool. Returns the
+ * number of keys visited or POOL_EINVALID_PARAMS for a bad pattern. O(objects).
+ */
+long pool_keys_regex(const struct pool *p, const char *pattern, pool_key_visit_cb *cb, void *arg);
 
 /* Removes every object (same skipping rules as pool_remove_regex). Returns the count. */
 long pool_remove_all(struct pool *p, int force, int64_t now);

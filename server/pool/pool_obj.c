@@ -384,6 +384,38 @@ long pool_remove_regex(struct pool *p, const char *pattern, int force, int64_t n
     return ctx.count;
 }
 
+struct pool_keys_ctx {
+    regex_t *re;
+    pool_key_visit_cb *cb;
+    void *arg;
+    long count;
+};
+
+static void pool_keys_cb(struct cm_ht_node *n, void *arg) {
+    struct pool_keys_ctx *ctx = arg;
+    const struct pool_obj *o = (const struct pool_obj *)n;
+    if (o->flags & POOL_OF_INFLIGHT)
+        return;
+    regmatch_t m = {.rm_so = 0, .rm_eo = (regoff_t)o->klen};
+    if (regexec(ctx->re, o->key, 1, &m, REG_STARTEND) != 0)
+        return;
+    ctx->cb(ctx->arg, o->key, o->klen);
+    ctx->count++;
+}
+
+/* Visit readable keys matching a POSIX extended regex; see pool.h. */
+long pool_keys_regex(const struct pool *p, const char *pattern, pool_key_visit_cb *cb, void *arg) {
+    if (!pattern || !cb)
+        return POOL_EINVALID_PARAMS;
+    regex_t re;
+    if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+        return POOL_EINVALID_PARAMS;
+    struct pool_keys_ctx ctx = {.re = &re, .cb = cb, .arg = arg};
+    cm_ht_foreach((struct cm_ht *)&p->objects, pool_keys_cb, &ctx);
+    regfree(&re);
+    return ctx.count;
+}
+
 /* Remove all; see pool.h. */
 long pool_remove_all(struct pool *p, int force, int64_t now) {
     struct pool_remove_ctx ctx = {.p = p, .force = force, .now = now};

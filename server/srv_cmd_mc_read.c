@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * MC.* commands of the distributed store, part 2: reads (exist, get replicas with a lease, by
+ * regex, batch forms), the admin reads (MC.QUERYKEY, MC.STATS), removal, batch replica clear
+ * and the start of copies and moves. Thin adapters over server/pool/; wire protocol in
+ * docs/store.md.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_client.h"
+#include "server/srv_cmd.h"
+#include "server/srv_mc.h"
+#include "server/srv_reply.h"
+
+#include "common/cm_mem.h"
+#include "redis-compat/resp_write.h"
+
+#include <string.h>
+
+#define SRV_MC_NAME_CAP (POOL_MAX_NAME_LEN + 1)
+
+/* ---- reads ------------------------------------------------------------------------------- */
+
+void srv_mc_exist_command(struct srv_client *c) {
+    srv_mc_lock();
+    int rc = pool_exist(srv_mc_pool, c->argv[1].p, c->argv[1].len, srv_mc_now());
+    srv_mc_unlock();
+    if (rc < 0)
+        srv_mc_reply_err(c, rc);
+    else
+        resp_add_int(&c->out, rc);
+}
+
+void srv_mc_batchexist_command(struct srv_client *c) {
+    resp_add_array_hdr(&c->out, c->argc - 1);
+    srv_mc_lock();
+    int64_t now = srv_mc_now();
+    for (int i = 1; i < c->argc; i++) {
+        int rc = pool_exist(srv_mc_pool, c->argv[i].p, c->argv[i].len, now);
+        if (rc < 0)
+            srv_mc_add_err(c, rc);
+        else
+            resp_add_int(&c->out, rc);
+    }
+    srv_mc_unlock();
+}
+
+/* Appends the MC.GETREPLICAS result (or error element) of key; pool mutex held. */
+static int srv_mc_get_one(struct srv_client *c, const char *key, size_t klen, int64_t now) {
+    struct pool_replica_desc d[POOL_MAX_REPLICAS];
+    size_t n = 0;
+    int64_t ttl = 0;
+    int rc = pool_get_replicas(srv_mc_pool, key, klen, now, d, &n, &ttl);
+    if (rc == 0)
+        srv_mc_add_get_reply(c, ttl, d, n);
+    return rc;
+}
+
+void srv_mc_getreplicas_command(struct srv_client *c) {
+    srv_mc_lock();
+    int rc = srv_mc_get_one(c, c->argv[1].p, c->argv[1].len, srv_mc_now());
+    srv_mc_unlock();
+    if (rc < 0)
+        srv_mc_reply_err(c, rc);
+}
+
+void srv_mc_batchgetreplicas_command(struct srv_client *c) {
+    resp_add_array_hdr(&c->out, c->argc - 1);
+    srv_mc_lock();
+    int64_t now = srv_mc_now();
+    for (int i = 1; i < c->argc; i++) {
+        int rc = srv_mc_get_one(c, c->argv[i].p, c->argv[i].len, now);
+        if (rc < 0)
+            srv_mc_add_err(c, rc);
+    }
+    srv_mc_unlock();
+}
+
+/* Keys matched by a regex, copied out of the pool (length-prefixed in one buffer). */
+struct srv_mc_keylist {
+    char *buf;
+    size_t len, cap;
+    long n;
+};
+
+static void srv_mc_keylist_add(void *arg, const char *key, size_t klen) {
+    struct srv_mc_keylist *l = arg;
+    size_t need = l->len + sizeof(size_t) + klen;
+    if (need > l->cap) {
+        l->cap = need * 2;
+        l->buf = cm_realloc(l->buf, l->cap);
+    }
+    memcpy(l->buf + l->len, &klen, sizeof(size_t));
+    memcpy(l->buf + l->len + sizeof(size_t), key, klen);
+    l->len = need;
+    l->n++;
+}
+
+void srv_mc_getreplicasbyregex_command(struct srv_client *c) {
+    char *pattern = cm_malloc(c->argv[1].len + 1);
+    memcpy(pattern, c->argv[1].p, c->argv[1].len);
+    pattern[c->argv[1].len] = '\0';
+    struct srv_mc_keylist l = {0};
+    srv_mc_lock();
+    long rc = pool_keys_regex(srv_mc_pool, pattern, srv_mc_keylist_add, &l);
+    if (rc >= 0) {
+        int64_t now = srv_mc_now();
+        resp_add_map_hdr(&c->out, c->proto, l.n);
+        struct pool_replica_desc d[POOL_MAX_REPLICAS];
+        for (size_t off = 0; off < l.len;) {
+            size_t klen;
+            memcpy(&klen, l.buf + off, sizeof(size_t));
+            const char *key = l.buf + off + sizeof(size_t);
+            off += sizeof(size_t) + klen;
+            size_t n = 0;
+            resp_add_bulk(&c->out, key, klen);
+            pool_get_replicas(srv_mc_pool, key, klen, now, d, &n, NULL); /* grants the lease */
+            srv_mc_add_replicas(c, d, n);
+        }
+    }
+    srv_mc_unlock();
+    if (rc < 0)
+        srv_mc_reply_err(c, (int)rc);
+    cm_free(l.buf);
+    cm_free(pattern);
+}
+
+void srv_mc_querykey_command(struct srv_client *c) {
+    struct pool_object_info info;
+    srv_mc_lock();
+    int64_t now = srv_mc_now();
+    int rc = pool_object_query(srv_mc_pool, c->argv[1].p, c->argv[1].len, &info);
+    if (rc == 0) {
+        struct cm_buf *b = &c->out;
+        resp_add_map_hdr(b, c->proto, 7);
+        srv_mc_add_field(c, "size");
+        resp_add_int(b, (long long)info.size);
+        srv_mc_add_field(c, "replicas");
+        srv_mc_add_replicas(c, info.replicas, info.nreplicas);
+        srv_mc_add_field(c, "lease_ms");
+        resp_add_int(b, info.lease_until > now ? info.lease_until - now : 0);
+        srv_mc_add_field(c, "hard_pin");
+        resp_add_int(b, info.hard_pinned != 0);
+        srv_mc_add_field(c, "soft_pin");
+        resp_add_int(b, info.soft_pin_until > now);
+        srv_mc_add_field(c, "inflight");
+        resp_add_int(b, info.inflight != 0);
+        srv_mc_add_field(c, "task");
+        srv_mc_add_field(c, info.task == 2 ? "move" : info.task == 1 ? "copy" : "none");
+    }
+    srv_mc_unlock();
+    if (rc < 0)
+        srv_mc_reply_err(c, rc);
+}
+
+void srv_mc_stats_command(struct srv_client *c) {
+    struct pool_stats st;
+    srv_mc_lock();
+    pool_get_stats(srv_mc_pool, &st);
+    srv_mc_unlock();
+    const struct {
+        const char *name;
+        uint64_t v;
+    } f[] = {{"objects", st.objects},     {"inflight", st.inflight},
+             {"segments", st.segments},   {"clients", st.clients},
+             {"capacity", st.capacity},   {"used", st.used},
+             {"allocated", st.allocated}, {"discarded", st.discarded},
+             {"evicted", st.evicted},     {"evict_skipped", st.evict_skipped},
+             {"meta_bytes", st.meta_bytes}};
+    size_t n = sizeof(f) / sizeof(f[0]);
+    resp_add_map_hdr(&c->out, c->proto, (long)n);
+    for (size_t i = 0; i < n; i++) {
+        srv_mc_add_field(c, f[i].name);
+        resp_add_int(&c->out, (long long)f[i].v);
+    }
+}
+
+/* ---- removal ----------------------------------------------------------------------------- */
+
+/* Parses an optional trailing FORCE at argv[i] (i == argc: none). Returns 0/1, or -1. */
+static int srv_mc_force(struct srv_client *c, int i) {
+    if (i == c->argc)
+        return 0;
+    if (i == c->argc - 1 && srv_arg_is(c, i, "force"))
+        return 1;
+    srv_reply_syntax_error(c);
+    return -1;
+}
+
+void srv_mc_remove_command(struct srv_client *c) {
+    int force = srv_mc_force(c, 2);
+    if (force < 0)
+        return;
+    srv_mc_lock();
+    int rc = pool_remove(srv_mc_pool, c->argv[1].p, c->argv[1].len, force, srv_mc_now());
+    srv_mc_unlock();
+    if (rc < 0)
+        srv_mc_reply_err(c, rc);
+    else
+        srv_reply_ok(c);
+}
+
+void srv_mc_batchremove_command(struct srv_client *c) {
+    uint64_t n;
+    if (srv_mc_arg_u64(c, 1, "numkeys", 0, 1, (uint64_t)(c->argc - 2), &n) < 0)
+        return;
+    int force = srv_mc_force(c, 2 + (int)n);
+    if (force < 0)
+        return;
+    resp_add_array_hdr(&c->out, (long)n);
+    srv_mc_lock();
+    int64_t now = srv_mc_now();
+    for (int i = 2; i < 2 + (int)n; i++) {
+        int rc = pool_remove(srv_mc_pool, c->argv[i].p, c->argv[i].len, force, now);
+        if (rc < 0)
+            srv_mc_add_err(c, rc);
+        else
+            srv_reply_ok(c);
+    }
+    srv_mc_unlock();
+}
+
+void srv_mc_removebyregex_command(struct srv_client *c) {
+    int force = srv_mc_force(c, 2);
+    if (force < 0)
+        return;
+    char *pattern = cm_malloc(c->argv[1].len + 1);
+    memcpy(pattern, c->argv[1].p, c->argv[1].len);
+    pattern[c->argv[1].len] = '\0';
+    srv_mc_lock();
+    long rc = pool_remove_regex(srv_mc_pool, pattern, force, srv_mc_now());
+    srv_mc_unlock();
+    cm_free(pattern);
+    if (rc < 0)
+        srv_mc_reply_err(c, (int)rc);
+    else
+        resp_add_int(&c->out, rc);
+}
+
+void srv_mc_removeall_command(struct srv_client *c) {
+    int force = srv_mc_force(c, 1);
+    if (force < 0)
+        return;
+    srv_mc_lock();
+    long rc = pool_remove_all(srv_mc_pool, force, srv_mc_now());
+    srv_mc_unlock();
+    resp_add_int(&c->out, rc);
+}
+
+void srv_mc_batchreplicaclear_command(struct srv_client *c) {
+    struct pool_uuid id;
+    char seg[SRV_MC_NAME_CAP];
+    if (srv_mc_arg_client(c, 1, &id) < 0 ||
+        srv_mc_arg_str(c, 2, "segment name", seg, sizeof(seg)) < 0)
+        return;
+    size_t n = (size_t)c->argc - 3;
+    const void **keys = cm_malloc(n * sizeof(*keys));
+    size_t *lens = cm_malloc(n * sizeof(*lens));
+    uint8_t *cleared = cm_malloc(n);
+    for (size_t k = 0; k < n; k++) {
+        keys[k] = c->argv[3 + k].p;
+        lens[k] = c->argv[3 + k].len;
+    }
+    srv_mc_lock();
+    long rc = pool_batch_replica_clear(srv_mc_pool, &id, (const void *const *)keys, lens, n, seg,
+                                       srv_mc_now(), cleared);
+    srv_mc_unlock();
+    if (rc < 0) {
+        srv_mc_reply_err(c, (int)rc);
+    } else {
+        resp_add_array_hdr(&c->out, (long)n);
+        for (size_t k = 0; k < n; k++)
+            resp_add_int(&c->out, cleared[k]);
+    }
+    cm_free(keys);
+    cm_free(lens);
+    cm_free(cleared);
+}
+
+/* ---- copy and move ----------------------------------------------------------------------- */
+
+/* Appends the copy/move plan map (source, targets). */
+static void srv_mc_add_plan(struct srv_client *c, const struct pool_copy_plan *plan) {
+    resp_add_map_hdr(&c->out, c->proto, 2);
+    srv_mc_add_field(c, "source");
+    srv_mc_add_replica(c, &plan->source);
+    srv_mc_add_field(c, "targets");
+    srv_mc_add_replicas(c, plan->targets, plan->ntargets);
+}
+
+void srv_mc_copystart_command(struct srv_client *c) {
+    struct pool_uuid id;
+    char src[SRV_MC_NAME_CAP];
+    size_t n = (size_t)c->argc - 4;
+    if (n > POOL_MAX_REPLICAS) {
+        srv_reply_error(c, "INVALID_PARAMS more than 8 target segments");
+        return;
+    }
+    char tgt[POOL_MAX_REPLICAS][SRV_MC_NAME_CAP];
+    const char *tgts[POOL_MAX_REPLICAS];
+    if (srv_mc_arg_client(c, 1, &id) < 0 ||
+        srv_mc_arg_str(c, 3, "segment name", src, sizeof(src)) < 0)
+        return;
+    for (size_t k = 0; k < n; k++) {
+        if (srv_mc_arg_str(c, 4 + (int)k, "segment name", tgt[k], sizeof(tgt[k])) < 0)
+            return;
+        tgts[k] = tgt[k];
+    }
+    struct pool_copy_plan plan;
+    srv_mc_lock();
+    int rc = pool_copy_start(srv_mc_pool, &id, c->argv[2].p, c->argv[2].len, src, tgts, n,
+                             srv_mc_now(), &plan);
+    if (rc == 0)
+        srv_mc_add_plan(c, &plan);
+    srv_mc_unlock();
+    if (rc < 0)
+        srv_mc_reply_err(c, rc);
+}
+
+void srv_mc_movestart_command(struct srv_client *c) {
+    struct pool_uuid id;
+    char src[SRV_MC_NAME_CAP], tgt[SRV_MC_NAME_CAP];
+    if (srv_mc_arg_client(c, 1, &id) < 0 ||
+        srv_mc_arg_str(c, 3, "segment name", src, sizeof(src)) < 0 ||
+        srv_mc_arg_str(c, 4, "segment name", tgt, sizeof(tgt)) < 0)
+        return;
+    struct pool_copy_plan plan;
+    srv_mc_lock();
+    int rc = pool_move_start(srv_mc_pool, &id, c->argv[2].p, c->argv[2].len, src, tgt,
+                             srv_mc_now(), &plan);
+    if (rc == 0)
+        srv_mc_add_plan(c, &plan);
+    srv_mc_unlock();
+    if (rc < 0)
+        srv_mc_reply_err(c, rc);
+}

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The master's pool instance (server/pool/) behind one mutex, its housekeeping thread, and the
+ * argument parsers and reply writers shared by the MC.* command handlers (srv_cmd_mc*.c).
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_mc.h"
+
+#include "server/srv_client.h"
+#include "server/srv_server.h"
+
+#include "common/cm_log.h"
+#include "common/cm_mem.h"
+#include "common/cm_time.h"
+#include "redis-compat/resp_write.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define SRV_MC_TICK_MS 100 /* housekeeping period */
+
+struct pool *srv_mc_pool;
+
+static pthread_mutex_t srv_mc_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t srv_mc_stop_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t srv_mc_stop_cv;
+static int srv_mc_stopping;
+static int srv_mc_thread_on;
+static pthread_t srv_mc_thread;
+
+void srv_mc_lock(void) {
+    pthread_mutex_lock(&srv_mc_mu);
+}
+
+void srv_mc_unlock(void) {
+    pthread_mutex_unlock(&srv_mc_mu);
+}
+
+int64_t srv_mc_now(void) {
+    return (int64_t)cm_mono_ms();
+}
+
+/* Fills cfg from srv_cfg. */
+static void srv_mc_config(struct pool_config *cfg) {
+    pool_config_default(cfg);
+    cfg->client_live_ttl_ms = srv_cfg.client_live_ttl_sec * 1000;
+    cfg->kv_lease_ttl_ms = srv_cfg.default_kv_lease_ttl;
+    cfg->kv_soft_pin_ttl_ms = srv_cfg.default_kv_soft_pin_ttl;
+    cfg->max_kv_soft_pin_ttl_ms = srv_cfg.max_kv_soft_pin_ttl;
+    cfg->allow_evict_soft_pinned = srv_cfg.allow_evict_soft_pinned_objects;
+    cfg->eviction_ratio = srv_cfg.eviction_ratio;
+    cfg->eviction_high_watermark_ratio = srv_cfg.eviction_high_watermark_ratio;
+    cfg->put_start_discard_timeout_ms = srv_cfg.put_start_discard_timeout_sec * 1000;
+    cfg->put_start_release_timeout_ms = srv_cfg.put_start_release_timeout_sec * 1000;
+    cfg->strategy = (enum pool_strategy)srv_cfg.allocation_strategy;
+    cfg->view_version = (int64_t)srv_start_wall_ms;
+}
+
+static const char srv_mc_bad_cfg[] =
+    "pool settings refused: max_kv_soft_pin_ttl must be >= default_kv_soft_pin_ttl and "
+    "put_start_release_timeout_sec >= put_start_discard_timeout_sec";
+
+/* Housekeeping: pool_tick every SRV_MC_TICK_MS until srv_mc_stop(). */
+static void *srv_mc_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&srv_mc_stop_mu);
+    while (!srv_mc_stopping) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += SRV_MC_TICK_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&srv_mc_stop_cv, &srv_mc_stop_mu, &ts);
+        if (srv_mc_stopping)
+            break;
+        pthread_mutex_unlock(&srv_mc_stop_mu);
+        struct pool_tick_report r;
+        srv_mc_lock();
+        pool_tick(srv_mc_pool, srv_mc_now(), &r);
+        srv_mc_unlock();
+        if (r.clients_expired || r.segments_unmounted || r.zombies_released || r.objects_evicted)
+            cm_log(CM_LOG_VERBOSE, "pool",
+                   "tick: %u clients expired, %u segments unmounted, %u zombie writes released, "
+                   "%llu objects evicted",
+                   r.clients_expired, r.segments_unmounted, r.zombies_released,
+                   (unsigned long long)r.objects_evicted);
+        pthread_mutex_lock(&srv_mc_stop_mu);
+    }
+    pthread_mutex_unlock(&srv_mc_stop_mu);
+    return NULL;
+}
+
+int srv_mc_start(void) {
+    struct pool_config cfg;
+    srv_mc_config(&cfg);
+    if (pool_create(&cfg, &srv_mc_pool) != POOL_OK) {
+        cm_log(CM_LOG_WARNING, "pool", "%s", srv_mc_bad_cfg);
+        return -1;
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&srv_mc_stop_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    srv_mc_stopping = 0;
+    int rc = pthread_create(&srv_mc_thread, NULL, srv_mc_main, NULL);
+    if (rc != 0) {
+        cm_log(CM_LOG_WARNING, "pool", "cannot start the housekeeping thread: %s", strerror(rc));
+        pool_destroy(srv_mc_pool);
+        srv_mc_pool = NULL;
+        return -1;
+    }
+    srv_mc_thread_on = 1;
+    return 0;
+}
+
+void srv_mc_stop(void) {
+    if (srv_mc_thread_on) {
+        pthread_mutex_lock(&srv_mc_stop_mu);
+        srv_mc_stopping = 1;
+        pthread_cond_signal(&srv_mc_stop_cv);
+        pthread_mutex_unlock(&srv_mc_stop_mu);
+        pthread_join(srv_mc_thread, NULL);
+        pthread_cond_destroy(&srv_mc_stop_cv);
+        srv_mc_thread_on = 0;
+    }
+    srv_mc_lock();
+    pool_destroy(srv_mc_pool);
+    srv_mc_pool = NULL;
+    srv_mc_unlock();
+}
+
+int srv_mc_reconfigure(char *err, size_t errlen) {
+    struct pool_config cfg;
+    srv_mc_config(&cfg);
+    int rc = POOL_OK;
+    srv_mc_lock();
+    if (srv_mc_pool)
+        rc = pool_reconfigure(srv_mc_pool, &cfg);
+    srv_mc_unlock();
+    if (rc != POOL_OK) {
+        snprintf(err, errlen, "%s", srv_mc_bad_cfg);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- argument parsing -------------------------------------------------------------------- */
+
+static int srv_mc_hexval(char ch) {
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Parses 32 hex digits, with dashes allowed only at the canonical UUID positions. */
+static int srv_mc_parse_uuid(const char *p, size_t len, struct pool_uuid *out) {
+    int dashed = len == 36;
+    if (len != 32 && !dashed)
+        return -1;
+    size_t nib = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (dashed && (i == 8 || i == 13 || i == 18 || i == 23)) {
+            if (p[i] != '-')
+                return -1;
+            continue;
+        }
+        int v = srv_mc_hexval(p[i]);
+        if (v < 0)
+            return -1;
+        if (nib % 2 == 0)
+            out->b[nib / 2] = (uint8_t)(v << 4);
+        else
+            out->b[nib / 2] |= (uint8_t)v;
+        nib++;
+    }
+    return nib == 32 ? 0 : -1;
+}
+
+int srv_mc_arg_client(struct srv_client *c, int i, struct pool_uuid *out) {
+    if (srv_mc_parse_uuid(c->argv[i].p, c->argv[i].len, out) != 0) {
+        srv_reply_error(c, "INVALID_PARAMS invalid client id (32 hex digits or a UUID)");
+        return -1;
+    }
+    return 0;
+}
+
+void srv_mc_uuid_str(const struct pool_uuid *id, char buf[33]) {
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        buf[2 * i] = hex[id->b[i] >> 4];
+        buf[2 * i + 1] = hex[id->b[i] & 15];
+    }
+    buf[32] = '\0';
+}
+
+/* Parses digits of base 10 or 16 without overflow. Returns 0 or -1. */
+static int srv_mc_parse_u64(const char *p, size_t len, int hex, uint64_t *out) {
+    unsigned base = 10;
+    if (hex && len > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        base = 16;
+        p += 2;
+        len -= 2;
+    }
+    if (len == 0 || len > 20)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        int d = base == 16 ? srv_mc_hexval(p[i]) : (p[i] >= '0' && p[i] <= '9' ? p[i] - '0' : -1);
+        if (d < 0 || v > (UINT64_MAX - (uint64_t)d) / base)
+            return -1;
+        v = v * base + (uint64_t)d;
+    }
+    *out = v;
+    return 0;
+}
+
+int srv_mc_arg_u64(struct srv_client *c, int i, const char *what, int hex, uint64_t lo, uint64_t hi,
+                   uint64_t *out) {
+    uint64_t v;
+    if (srv_mc_parse_u64(c->argv[i].p, c->argv[i].len, hex, &v) != 0 || v < lo || v > hi) {
+        srv_reply_errorf(c, "INVALID_PARAMS invalid %s", what);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int srv_mc_arg_str(struct srv_client *c, int i, const char *what, char *buf, size_t cap) {
+    const struct srv_arg *a = &c->argv[i];
+    if (a->len >= cap) {
+        srv_reply_errorf(c, "INVALID_PARAMS %s too long", what);
+        return -1;
+    }
+    if (memchr(a->p, '\0', a->len)) {
+        srv_reply_errorf(c, "INVALID_PARAMS %s contains a NUL byte", what);
+        return -1;
+    }
+    memcpy(buf, a->p, a->len);
+    buf[a->len] = '\0';
+    return 0;
+}
+
+static int srv_mc_word(const struct srv_client *c, int i, const char *w) {
+    size_t n = strlen(w);
+    return c->argv[i].len == n && strncasecmp(c->argv[i].p, w, n) == 0;
+}
+
+int srv_mc_parse_put_options(struct srv_client *c, int from, struct pool_put_config *cfg) {
+    pool_put_config_default(cfg);
+    for (int i = from; i < c->argc; i++) {
+        int more = c->argc - i - 1;
+        uint64_t v;
+        if (srv_mc_word(c, i, "replicas") && more >= 1) {
+            if (srv_mc_arg_u64(c, ++i, "replica count", 0, 1, POOL_MAX_REPLICAS, &v) < 0)
+                goto fail;
+            cfg->replica_num = (uint32_t)v;
+        } else if (srv_mc_word(c, i, "softpin")) {
+            cfg->with_soft_pin = 1;
+        } else if (srv_mc_word(c, i, "softpin_ttl") && more >= 1) {
+            if (srv_mc_arg_u64(c, ++i, "soft-pin TTL", 0, 1, INT64_MAX, &v) < 0)
+                goto fail;
+            cfg->with_soft_pin = 1;
+            cfg->soft_pin_ttl_ms = (int64_t)v;
+        } else if (srv_mc_word(c, i, "hardpin")) {
+            cfg->with_hard_pin = 1;
+        } else if (srv_mc_word(c, i, "prefer_same_node")) {
+            cfg->prefer_same_node = 1;
+        } else if (srv_mc_word(c, i, "segments") && more >= 1) {
+            if (srv_mc_arg_u64(c, ++i, "segment count", 0, 1, 1024, &v) < 0)
+                goto fail;
+            if ((uint64_t)(c->argc - i - 1) < v || cfg->npreferred) {
+                srv_reply_syntax_error(c);
+                goto fail;
+            }
+            char **names = cm_malloc((size_t)v * sizeof(char *));
+            cfg->preferred_segments = (const char *const *)names;
+            for (uint64_t k = 0; k < v; k++) {
+                const struct srv_arg *a = &c->argv[++i];
+                names[k] = cm_malloc(a->len + 1);
+                memcpy(names[k], a->p, a->len);
+                names[k][a->len] = '\0';
+                cfg->npreferred = (size_t)k + 1;
+            }
+        } else {
+            srv_reply_syntax_error(c);
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    srv_mc_put_config_free(cfg);
+    return -1;
+}
+
+void srv_mc_put_config_free(struct pool_put_config *cfg) {
+    for (size_t k = 0; k < cfg->npreferred; k++)
+        cm_free((void *)cfg->preferred_segments[k]);
+    cm_free((void *)cfg->preferred_segments);
+    cfg->preferred_segments = NULL;
+    cfg->npreferred = 0;
+}
+
+/* ---- replies ----------------------------------------------------------------------------- */
+
+void srv_mc_reply_err(struct srv_client *c, int err) {
+    srv_reply_errorf(c, "%s %s", pool_err_name(err), pool_strerror(err));
+}
+
+void srv_mc_add_err(struct srv_client *c, int err) {
+    resp_add_errorf(&c->out, "%s %s", pool_err_name(err), pool_strerror(err));
+}
+
+void srv_mc_add_field(struct srv_client *c, const char *name) {
+    resp_add_bulk(&c->out, name, strlen(name));
+}
+
+static const char *srv_mc_type_name(enum pool_replica_type t) {
+    switch (t) {
+    case POOL_REPLICA_MEMORY:
+        return "MEMORY";
+    case POOL_REPLICA_DISK:
+        return "DISK";
+    case POOL_REPLICA_LOCAL_DISK:
+        return "LOCAL_DISK";
+    }
+    return "UNKNOWN";
+}
+
+static const char *srv_mc_seg_status(enum pool_seg_status s) {
+    switch (s) {
+    case POOL_SEG_OK:
+        return "OK";
+    case POOL_SEG_GRACEFULLY_UNMOUNTING:
+        return "GRACEFULLY_UNMOUNTING";
+    case POOL_SEG_UNMOUNTING:
+        return "UNMOUNTING";
+    }
+    return "UNDEFINED";
+}
+
+static void srv_mc_add_str(struct srv_client *c, const char *s) {
+    resp_add_bulk(&c->out, s ? s : "", s ? strlen(s) : 0);
+}
+
+void srv_mc_add_replica(struct srv_client *c, const struct pool_replica_desc *d) {
+    struct cm_buf *b = &c->out;
+    resp_add_map_hdr(b, c->proto, 8);
+    srv_mc_add_field(c, "type");
+    srv_mc_add_field(c, srv_mc_type_name(d->type));
+    srv_mc_add_field(c, "status");
+    srv_mc_add_field(c, d->status == POOL_REPLICA_COMPLETE ? "COMPLETE" : "PROCESSING");
+    srv_mc_add_field(c, "segment");
+    srv_mc_add_str(c, d->segment);
+    srv_mc_add_field(c, "endpoint");
+    srv_mc_add_str(c, d->endpoint);
+    srv_mc_add_field(c, "protocol");
+    srv_mc_add_str(c, d->protocol);
+    srv_mc_add_field(c, "desc");
+    resp_add_bulk(b, d->seg_desc ? d->seg_desc : "", d->seg_desc ? d->seg_desc_len : 0);
+    srv_mc_add_field(c, "addr");
+    resp_add_int(b, (long long)d->addr);
+    srv_mc_add_field(c, "size");
+    resp_add_int(b, (long long)d->size);
+}
+
+void srv_mc_add_replicas(struct srv_client *c, const struct pool_replica_desc *d, size_t n) {
+    resp_add_array_hdr(&c->out, (long)n);
+    for (size_t i = 0; i < n; i++)
+        srv_mc_add_replica(c, &d[i]);
+}
+
+void srv_mc_add_get_reply(struct srv_client *c, int64_t lease_ttl_ms,
+                          const struct pool_replica_desc *d, size_t n) {
+    resp_add_map_hdr(&c->out, c->proto, 2);
+    srv_mc_add_field(c, "lease_ttl_ms");
+    resp_add_int(&c->out, lease_ttl_ms);
+    srv_mc_add_field(c, "replicas");
+    srv_mc_add_replicas(c, d, n);
+}
+
+void srv_mc_add_segment(struct srv_client *c, const struct pool_segment_info *s) {
+    struct cm_buf *b = &c->out;
+    char id[33];
+    srv_mc_uuid_str(&s->owner, id);
+    resp_add_map_hdr(b, c->proto, 9);
+    srv_mc_add_field(c, "name");
+    srv_mc_add_str(c, s->name);
+    srv_mc_add_field(c, "owner");
+    srv_mc_add_str(c, id);
+    srv_mc_add_field(c, "host");
+    srv_mc_add_str(c, s->owner_host);
+    srv_mc_add_field(c, "base");
+    resp_add_int(b, (long long)s->base);
+    srv_mc_add_field(c, "size");
+    resp_add_int(b, (long long)s->size);
+    srv_mc_add_field(c, "used");
+    resp_add_int(b, (long long)s->used);
+    srv_mc_add_field(c, "status");
+    srv_mc_add_field(c, srv_mc_seg_status(s->status));
+    srv_mc_add_field(c, "endpoint");
+    srv_mc_add_str(c, s->endpoint);
+    srv_mc_add_field(c, "protocol");
+    srv_mc_add_str(c, s->protocol);
+}

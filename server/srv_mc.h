@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The master's distributed-store pool (server/pool/) and what the MC.* command handlers share:
+ * the one pool instance and its mutex, the housekeeping thread that ticks it, and the argument
+ * parsers and reply writers of the MC.* wire protocol (docs/store.md, "Commands").
+ *
+ * Threads: every pool call happens under srv_mc_lock()/srv_mc_unlock(); handlers run on the
+ * event-loop threads, the housekeeping thread ticks the pool about every 100 ms. The pool mutex
+ * is never held while taking the keyspace lock (EXEC may take the pool mutex under it).
+ */
+#ifndef CRESCENT_SERVER_SRV_MC_H
+#define CRESCENT_SERVER_SRV_MC_H
+
+#include "server/pool/pool.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct srv_client;
+
+/* The master's pool; valid between srv_mc_start() and srv_mc_stop(). */
+extern struct pool *srv_mc_pool;
+
+/*
+ * Creates the pool from the configuration (srv_cfg) and starts the housekeeping thread.
+ * Returns 0, or -1 after logging why (settings the pool refuses). Main thread, once.
+ */
+int srv_mc_start(void);
+
+/* Stops the housekeeping thread and destroys the pool. Main thread, after the workers stop. */
+void srv_mc_stop(void);
+
+/*
+ * Applies the current pool settings of srv_cfg to the running pool (CONFIG SET). Returns 0, or
+ * -1 when the pool refuses the combination (err gets a message). Any thread; no-op before start.
+ */
+int srv_mc_reconfigure(char *err, size_t errlen);
+
+/* Pool mutex. */
+void srv_mc_lock(void);
+void srv_mc_unlock(void);
+
+/* The pool's clock: monotonic milliseconds. */
+int64_t srv_mc_now(void);
+
+/* ---- argument parsing: on failure these reply the error and return -1 ------------------- */
+
+/* Parses argument i as a client id (32 hex digits or 8-4-4-4-12). */
+int srv_mc_arg_client(struct srv_client *c, int i, struct pool_uuid *out);
+
+/*
+ * Parses argument i as an unsigned decimal (or 0x-hex when hex is set) in [lo, hi]; what names
+ * the argument in "-INVALID_PARAMS invalid <what>".
+ */
+int srv_mc_arg_u64(struct srv_client *c, int i, const char *what, int hex, uint64_t lo, uint64_t hi,
+                   uint64_t *out);
+
+/*
+ * Copies argument i into a NUL-terminated string in buf (cap bytes); an argument that does not
+ * fit, or holds a NUL byte, gets "-INVALID_PARAMS <what> too long" / "... contains NUL".
+ */
+int srv_mc_arg_str(struct srv_client *c, int i, const char *what, char *buf, size_t cap);
+
+/*
+ * Parses the put options (REPLICAS, SOFTPIN, SOFTPIN_TTL, HARDPIN, PREFER_SAME_NODE, SEGMENTS)
+ * in argv[from..argc) into cfg. Segment names point into argv (names) and a heap array that
+ * the caller frees with srv_mc_put_config_free(). Unknown words: -ERR syntax error.
+ */
+int srv_mc_parse_put_options(struct srv_client *c, int from, struct pool_put_config *cfg);
+void srv_mc_put_config_free(struct pool_put_config *cfg);
+
+/* ---- replies ------------------------------------------------------------------------------ */
+
+/* Replies -<NAME> <message> for pool error err (a top-level error reply). */
+void srv_mc_reply_err(struct srv_client *c, int err);
+
+/* Appends err as an error element of an array (batch results; not counted as a failed call). */
+void srv_mc_add_err(struct srv_client *c, int err);
+
+/* Appends one replica descriptor (RESP3 map / RESP2 flat array of 8 fields). */
+void srv_mc_add_replica(struct srv_client *c, const struct pool_replica_desc *d);
+
+/* Appends an array of n replica descriptors. */
+void srv_mc_add_replicas(struct srv_client *c, const struct pool_replica_desc *d, size_t n);
+
+/* Appends the MC.GETREPLICAS map (lease_ttl_ms, replicas). */
+void srv_mc_add_get_reply(struct srv_client *c, int64_t lease_ttl_ms,
+                          const struct pool_replica_desc *d, size_t n);
+
+/* Appends one segment description (9 fields). */
+void srv_mc_add_segment(struct srv_client *c, const struct pool_segment_info *s);
+
+/* Appends a bulk string of a map field name. */
+void srv_mc_add_field(struct srv_client *c, const char *name);
+
+/* Formats id as 32 lower-case hex digits plus NUL into buf (33 bytes). */
+void srv_mc_uuid_str(const struct pool_uuid *id, char buf[33]);
+
+#endif
