@@ -39,8 +39,10 @@ static int64_t cli_read_map(struct crescent_store *st, const redisReply *map, ui
             return -ENOMEM;
         }
     } else if (size > cap) {
-        return cli_fail(CRESCENT_STORE_EBUFFER_OVERFLOW, "get_into: object of %llu bytes, buffer "
-                        "of %zu", (unsigned long long)size, cap);
+        return cli_fail(CRESCENT_STORE_EBUFFER_OVERFLOW,
+                        "get_into: object of %llu bytes, buffer "
+                        "of %zu",
+                        (unsigned long long)size, cap);
     }
     int order[CLI_MAX_REPL], k = 0;
     for (int pass = 0; pass < 2; pass++) { /* own segments first */
@@ -105,8 +107,7 @@ void crescent_store_free(void *p) {
 }
 
 /* Public: see store.h. */
-int64_t crescent_store_get_into(struct crescent_store *st, const char *key, void *buf,
-                                size_t cap) {
+int64_t crescent_store_get_into(struct crescent_store *st, const char *key, void *buf, size_t cap) {
     if (st == NULL || buf == NULL) {
         return cli_fail(EINVAL, "get_into: NULL argument");
     }
@@ -303,8 +304,7 @@ int crescent_store_remove(struct crescent_store *st, const char *key, int force)
 }
 
 /* Public: see store.h. */
-int64_t crescent_store_remove_by_regex(struct crescent_store *st, const char *pattern,
-                                       int force) {
+int64_t crescent_store_remove_by_regex(struct crescent_store *st, const char *pattern, int force) {
     if (st == NULL || pattern == NULL) {
         return cli_fail(EINVAL, "remove_by_regex: NULL argument");
     }
@@ -322,8 +322,8 @@ int64_t crescent_store_remove_all(struct crescent_store *st, int force) {
 }
 
 /* Public: see store.h. */
-int crescent_store_batch_replica_clear(struct crescent_store *st, const char *const *keys,
-                                       size_t n, const char *segment, int *results) {
+int crescent_store_batch_replica_clear(struct crescent_store *st, const char *const *keys, size_t n,
+                                       const char *segment, int *results) {
     if (st == NULL || results == NULL) {
         return cli_fail(EINVAL, "batch_replica_clear: NULL argument");
     }

@@ -69,8 +69,7 @@ int cli__command(struct crescent_store *st, redisContext **slot, int argc, const
             *out = r;
             return 0;
         }
-        cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d: %s", st->host, st->port,
-                 (*slot)->errstr);
+        cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d: %s", st->host, st->port, (*slot)->errstr);
         redisFree(*slot);
         *slot = NULL;
     }
@@ -181,7 +180,7 @@ int cli__remount(struct crescent_store *st, redisContext **slot) {
     size_t n = st->n_segs;
     const char **argv = calloc(2 + 6 * (n ? n : 1), sizeof(*argv));
     size_t *lens = calloc(2 + 6 * (n ? n : 1), sizeof(*lens));
-    char (*nums)[2][24] = calloc(n ? n : 1, sizeof(*nums));
+    char(*nums)[2][24] = calloc(n ? n : 1, sizeof(*nums));
     size_t argc = 0;
     if (argv != NULL && lens != NULL && nums != NULL) {
         argv[argc] = "MC.REMOUNT";
@@ -191,7 +190,7 @@ int cli__remount(struct crescent_store *st, redisContext **slot) {
         for (size_t i = 0; i < n; i++) {
             snprintf(nums[i][0], 24, "%llu", (unsigned long long)(uintptr_t)st->segs[i].base);
             snprintf(nums[i][1], 24, "%llu", (unsigned long long)st->segs[i].size);
-            const char *v[6] = {st->segs[i].name, nums[i][0], nums[i][1],
+            const char *v[6] = {st->segs[i].name, nums[i][0],   nums[i][1],
                                 st->endpoint,     st->protocol, desc};
             for (int k = 0; k < 6; k++) {
                 argv[argc] = v[k];

@@ -16,16 +16,16 @@
 #define CLI_OPT_MAX 64 /* option arguments (8 + preferred segments, capped) */
 
 struct cli_verbs {
-    const char *start, *end, *revoke; /* single-key commands */
+    const char *start, *end, *revoke;    /* single-key commands */
     const char *bstart, *bend, *brevoke; /* batch commands */
 };
 
-static const struct cli_verbs cli_put_verbs = {"MC.PUTSTART",      "MC.PUTEND",
-                                               "MC.PUTREVOKE",     "MC.BATCHPUTSTART",
-                                               "MC.BATCHPUTEND",   "MC.BATCHPUTREVOKE"};
-static const struct cli_verbs cli_upsert_verbs = {
-    "MC.UPSERTSTART",      "MC.UPSERTEND",      "MC.UPSERTREVOKE",
-    "MC.BATCHUPSERTSTART", "MC.BATCHUPSERTEND", "MC.BATCHUPSERTREVOKE"};
+static const struct cli_verbs cli_put_verbs = {"MC.PUTSTART",    "MC.PUTEND",
+                                               "MC.PUTREVOKE",   "MC.BATCHPUTSTART",
+                                               "MC.BATCHPUTEND", "MC.BATCHPUTREVOKE"};
+static const struct cli_verbs cli_upsert_verbs = {"MC.UPSERTSTART",    "MC.UPSERTEND",
+                                                  "MC.UPSERTREVOKE",   "MC.BATCHUPSERTSTART",
+                                                  "MC.BATCHUPSERTEND", "MC.BATCHUPSERTREVOKE"};
 
 static int cli_simple(struct crescent_store *st, const char *verb, const char *key) {
     const char *argv[] = {verb, st->client_id, key};
@@ -39,16 +39,17 @@ static int cli_simple(struct crescent_store *st, const char *verb, const char *k
 }
 
 static int cli_check_rc(const struct crescent_store_replicate_config *rc) {
-    if (rc != NULL && (rc->replica_num > CLI_MAX_REPL ||
-                       rc->n_preferred_segments > CLI_OPT_MAX - 10 ||
-                       (rc->n_preferred_segments > 0 && rc->preferred_segments == NULL))) {
+    if (rc != NULL &&
+        (rc->replica_num > CLI_MAX_REPL || rc->n_preferred_segments > CLI_OPT_MAX - 10 ||
+         (rc->n_preferred_segments > 0 && rc->preferred_segments == NULL))) {
         return cli_fail(CRESCENT_STORE_EINVALID_PARAMS, "bad replicate config");
     }
     return 0;
 }
 
 static int cli_put_one(struct crescent_store *st, const struct cli_verbs *v, const char *key,
-                       const struct cli_src *src, const struct crescent_store_replicate_config *rc) {
+                       const struct cli_src *src,
+                       const struct crescent_store_replicate_config *rc) {
     int err = cli__check_key(key);
     if (err < 0 || (err = cli_check_rc(rc)) < 0) {
         return err;
@@ -114,7 +115,8 @@ int crescent_store_put(struct crescent_store *st, const char *key, const void *v
 }
 
 static int cli_from(struct crescent_store *st, const struct cli_verbs *v, const char *key,
-                    const void *buf, size_t size, const struct crescent_store_replicate_config *rc) {
+                    const void *buf, size_t size,
+                    const struct crescent_store_replicate_config *rc) {
     if (st == NULL || buf == NULL) {
         return cli_fail(EINVAL, "put_from: NULL argument");
     }
@@ -171,8 +173,8 @@ static void cli_batch_finish(struct crescent_store *st, const char *verb, const 
     redisReply *r;
     if (m > 0 && cli__cmd(st, (int)argc, argv, NULL, &r) == 0) {
         for (size_t j = 0; want_ok && j < m; j++) {
-            const redisReply *e = r->type == REDIS_REPLY_ARRAY && j < r->elements ? r->element[j]
-                                                                                  : r;
+            const redisReply *e =
+                r->type == REDIS_REPLY_ARRAY && j < r->elements ? r->element[j] : r;
             int err = cli__reply_err(e);
             if (err < 0) {
                 out[idx[j]] = err;
@@ -198,8 +200,10 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
             err = cli_fail(EINVAL, "batch put: NULL buffer");
         }
         if (err == 0 && zero_copy && !cli__is_registered(st, bufs[i], sizes[i])) {
-            err = cli_fail(CRESCENT_STORE_EINVALID_PARAMS, "batch put_from: buffer %zu is not "
-                                                           "registered", i);
+            err = cli_fail(CRESCENT_STORE_EINVALID_PARAMS,
+                           "batch put_from: buffer %zu is not "
+                           "registered",
+                           i);
         }
     }
     if (err < 0) {
@@ -208,7 +212,7 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
     size_t argc = 3 + 2 * n + CLI_OPT_MAX;
     const char **argv = calloc(argc, sizeof(*argv));
     size_t *lens = calloc(argc, sizeof(*lens));
-    char (*num)[24] = calloc(n + 1, sizeof(*num));
+    char(*num)[24] = calloc(n + 1, sizeof(*num));
     if (argv == NULL || lens == NULL || num == NULL) {
         free(argv);
         free(lens);
@@ -254,8 +258,7 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
             results[i] = k < 0 ? k : 0;
             if (k < 0) {
                 results[i] = k;
-                cli_batch_finish(st, "MC.BATCHPUTREVOKE", &keys[i], 1, &results[i], false,
-                                 results);
+                cli_batch_finish(st, "MC.BATCHPUTREVOKE", &keys[i], 1, &results[i], false, results);
             }
         } else {
             results[i] = k;

@@ -73,7 +73,11 @@ static int cli_client_id(struct crescent_store *st) {
 
 static int cli_engine(struct crescent_store *st, const struct crescent_store_config *cfg) {
     struct crescent_xfer_opts o = CRESCENT_XFER_OPTS_INIT;
-    o.listen = st->hostname;
+    char listen[300];
+    /* A bare host name or IPv4 address listens on an ephemeral port. */
+    bool bare = strchr(st->hostname, ':') == NULL;
+    snprintf(listen, sizeof(listen), bare ? "%s:0" : "%s", st->hostname);
+    o.listen = listen;
     int rc = crescent_xfer_engine_create(&o, &st->eng);
     if (rc < 0) {
         return cli_fail(-rc, "transfer engine: %s", crescent_xfer_strerror(rc));
@@ -106,8 +110,8 @@ static int cli_stage_init(struct crescent_store *st, uint64_t size) {
     st->stage_size = size ? size : CLI_DEFAULT_LOCAL_BUFFER;
     st->chunk = st->stage_size < CLI_CHUNK_MAX ? st->stage_size : CLI_CHUNK_MAX;
     size_t n = st->stage_size / st->chunk;
-    void *p = mmap(NULL, st->stage_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                   0);
+    void *p =
+        mmap(NULL, st->stage_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     st->free_chunks = calloc(n, sizeof(*st->free_chunks));
     if (p == MAP_FAILED || st->free_chunks == NULL) {
         if (p != MAP_FAILED) {
@@ -290,8 +294,8 @@ static int cli_mount_cmd(struct crescent_store *st, const struct cli_seg *s) {
     char base[24], size[24];
     snprintf(base, sizeof(base), "%llu", (unsigned long long)(uintptr_t)s->base);
     snprintf(size, sizeof(size), "%llu", (unsigned long long)s->size);
-    const char *argv[] = {"MC.MOUNT", st->client_id, s->name, base,        size, "ENDPOINT",
-                          st->endpoint, "PROTOCOL", st->protocol, "DESC", desc};
+    const char *argv[] = {"MC.MOUNT",   st->client_id, s->name,      base,   size, "ENDPOINT",
+                          st->endpoint, "PROTOCOL",    st->protocol, "DESC", desc};
     size_t lens[11];
     for (int i = 0; i < 10; i++) {
         lens[i] = strlen(argv[i]);
@@ -472,7 +476,8 @@ bool cli__is_registered(struct crescent_store *st, const void *p, size_t len) {
     bool ok = false;
     pthread_mutex_lock(&st->seg_mu);
     for (size_t i = 0; i < st->n_regs && !ok; i++) {
-        ok = a >= st->regs[i].addr && len <= st->regs[i].len && a - st->regs[i].addr <= st->regs[i].len - len;
+        ok = a >= st->regs[i].addr && len <= st->regs[i].len &&
+             a - st->regs[i].addr <= st->regs[i].len - len;
     }
     for (size_t i = 0; i < st->n_segs && !ok; i++) {
         uintptr_t b = (uintptr_t)st->segs[i].base;
@@ -617,8 +622,7 @@ void cli__metrics_tick(struct crescent_store *st) {
         n += snprintf(line + n, sizeof(line) - (size_t)n,
                       " %s read %llu B / %llu ops (avg %llu us) write %llu B / %llu ops (avg "
                       "%llu us);",
-                      names[i], (unsigned long long)st->m.read_bytes[i],
-                      (unsigned long long)rops,
+                      names[i], (unsigned long long)st->m.read_bytes[i], (unsigned long long)rops,
                       (unsigned long long)(rops ? st->m.read_us[i] / rops : 0),
                       (unsigned long long)st->m.write_bytes[i], (unsigned long long)wops,
                       (unsigned long long)(wops ? st->m.write_us[i] / wops : 0));

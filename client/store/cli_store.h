@@ -19,19 +19,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLI_MAX_SEGS    64      /* segments one store may mount */
-#define CLI_MAX_REPL    8       /* replicas per object (the master's limit) */
-#define CLI_KEY_MAX     65535   /* longest key */
-#define CLI_CHUNK_MAX   (4u << 20) /* staging chunk size cap */
-#define CLI_IFACES      4       /* metrics interfaces: local, shm, tcp, other */
+#define CLI_MAX_SEGS  64         /* segments one store may mount */
+#define CLI_MAX_REPL  8          /* replicas per object (the master's limit) */
+#define CLI_KEY_MAX   65535      /* longest key */
+#define CLI_CHUNK_MAX (4u << 20) /* staging chunk size cap */
+#define CLI_IFACES    4          /* metrics interfaces: local, shm, tcp, other */
 
 /* A segment this store mounted. */
 struct cli_seg {
-    char *name;       /* segment name */
-    void *base;       /* start */
-    size_t size;      /* bytes */
-    bool owned;       /* allocated by the store (freed at destroy) */
-    bool shared;      /* allocated with crescent_xfer_alloc_shared */
+    char *name;  /* segment name */
+    void *base;  /* start */
+    size_t size; /* bytes */
+    bool owned;  /* allocated by the store (freed at destroy) */
+    bool shared; /* allocated with crescent_xfer_alloc_shared */
 };
 
 /* A peer segment opened from a replica descriptor blob (or endpoint). */
@@ -63,26 +63,26 @@ struct cli_replica {
 };
 
 struct crescent_store {
-    char host[256];         /* master host */
-    int port;               /* master port */
-    uint32_t timeout_ms;    /* master timeout */
-    char client_id[33];     /* 32 hex digits */
-    char *hostname;         /* local host (MC.REGISTER) */
-    char protocol[16];      /* transfer protocol */
-    char endpoint[128];     /* the engine's listener */
+    char host[256];      /* master host */
+    int port;            /* master port */
+    uint32_t timeout_ms; /* master timeout */
+    char client_id[33];  /* 32 hex digits */
+    char *hostname;      /* local host (MC.REGISTER) */
+    char protocol[16];   /* transfer protocol */
+    char endpoint[128];  /* the engine's listener */
     crescent_store_log_cb *log_cb;
     void *log_arg;
 
-    pthread_mutex_t mu;     /* main master connection */
-    redisContext *rc;       /* main connection, NULL when broken */
+    pthread_mutex_t mu; /* main master connection */
+    redisContext *rc;   /* main connection, NULL when broken */
 
     struct crescent_xfer_engine *eng;
 
     pthread_mutex_t seg_mu;
     struct cli_seg segs[CLI_MAX_SEGS];
     size_t n_segs;
-    unsigned seg_seq;       /* next generated segment number */
-    struct cli_reg *regs;   /* registered caller buffers */
+    unsigned seg_seq;     /* next generated segment number */
+    struct cli_reg *regs; /* registered caller buffers */
     size_t n_regs, cap_regs;
 
     pthread_mutex_t peer_mu;
@@ -90,10 +90,10 @@ struct crescent_store {
 
     pthread_mutex_t stage_mu;
     pthread_cond_t stage_cv;
-    char *stage;            /* staging buffer */
-    size_t stage_size;      /* bytes */
-    size_t chunk;           /* chunk size */
-    uint32_t *free_chunks;  /* stack of free chunk indexes */
+    char *stage;           /* staging buffer */
+    size_t stage_size;     /* bytes */
+    size_t chunk;          /* chunk size */
+    uint32_t *free_chunks; /* stack of free chunk indexes */
     size_t n_free;
 
     pthread_t ping_thr;
@@ -101,16 +101,16 @@ struct crescent_store {
     pthread_mutex_t ping_mu;
     pthread_cond_t ping_cv;
     bool stop;
-    int health;             /* 0 healthy, 2 master unreachable (atomic) */
-    redisContext *ping_rc;  /* ping thread's connection */
+    int health;            /* 0 healthy, 2 master unreachable (atomic) */
+    redisContext *ping_rc; /* ping thread's connection */
 
-    bool metrics_on;        /* MC_STORE_CLIENT_METRIC */
-    bool bw_on;             /* MC_STORE_CLIENT_METRIC_BANDWIDTH */
+    bool metrics_on;            /* MC_STORE_CLIENT_METRIC */
+    bool bw_on;                 /* MC_STORE_CLIENT_METRIC_BANDWIDTH */
     unsigned metric_interval_s; /* MC_STORE_CLIENT_METRIC_INTERVAL */
     uint64_t last_report_ms;
     uint64_t last_rd, last_wr;
     struct crescent_store_metrics m; /* updated with atomics */
-    bool checksum;          /* MOONCAKE_STORE_CHECKSUM=1 */
+    bool checksum;                   /* MOONCAKE_STORE_CHECKSUM=1 */
 };
 
 /* cli_err.c */

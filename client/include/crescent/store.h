@@ -34,32 +34,32 @@ struct crescent_store; /**< a store client (opaque) */
  * crescent_store_mooncake_code() recovers Mooncake's number. Stable.
  * @{
  */
-#define CRESCENT_STORE_EBASE                         5000
-#define CRESCENT_STORE_EINTERNAL_ERROR               5001 /**< internal error (-1) */
-#define CRESCENT_STORE_EBUFFER_OVERFLOW              5010 /**< buffer too small (-10) */
-#define CRESCENT_STORE_ESEGMENT_NOT_FOUND            5101 /**< no such segment (-101) */
-#define CRESCENT_STORE_ESEGMENT_ALREADY_EXISTS       5102 /**< segment name taken (-102) */
-#define CRESCENT_STORE_ECLIENT_NOT_FOUND             5103 /**< master forgot the client (-103) */
-#define CRESCENT_STORE_ENO_AVAILABLE_HANDLE          5200 /**< no space in the pool (-200) */
-#define CRESCENT_STORE_EINVALID_KEY                  5400 /**< empty or too long key (-400) */
-#define CRESCENT_STORE_EINVALID_PARAMS               5600 /**< bad argument (-600) */
-#define CRESCENT_STORE_EILLEGAL_CLIENT               5601 /**< not this client's (-601) */
-#define CRESCENT_STORE_EINVALID_WRITE                5700 /**< no write in flight (-700) */
-#define CRESCENT_STORE_EINVALID_READ                 5701 /**< read refused (-701) */
-#define CRESCENT_STORE_EREPLICA_IS_NOT_READY         5703 /**< being written (-703) */
-#define CRESCENT_STORE_EOBJECT_NOT_FOUND             5704 /**< no such object (-704) */
-#define CRESCENT_STORE_EOBJECT_ALREADY_EXISTS        5705 /**< key exists (-705) */
-#define CRESCENT_STORE_EOBJECT_HAS_LEASE             5706 /**< leased or hard-pinned (-706) */
-#define CRESCENT_STORE_ELEASE_EXPIRED                5707 /**< read outlived its lease (-707) */
-#define CRESCENT_STORE_EOBJECT_HAS_REPLICATION_TASK  5708 /**< copy/move running (-708) */
-#define CRESCENT_STORE_EOBJECT_NO_REPLICATION_TASK   5709 /**< no copy/move (-709) */
-#define CRESCENT_STORE_EREPLICA_NOT_FOUND            5710 /**< no such replica (-710) */
-#define CRESCENT_STORE_EOBJECT_REPLICA_BUSY          5714 /**< write in flight (-714) */
-#define CRESCENT_STORE_ETRANSFER_FAIL                5800 /**< no replica transferred (-800) */
-#define CRESCENT_STORE_ECHECKSUM_MISMATCH            5801 /**< bytes fail the checksum (-801) */
-#define CRESCENT_STORE_ERPC_FAIL                     5900 /**< master unreachable or odd reply (-900) */
+#define CRESCENT_STORE_EBASE                          5000
+#define CRESCENT_STORE_EINTERNAL_ERROR                5001 /**< internal error (-1) */
+#define CRESCENT_STORE_EBUFFER_OVERFLOW               5010 /**< buffer too small (-10) */
+#define CRESCENT_STORE_ESEGMENT_NOT_FOUND             5101 /**< no such segment (-101) */
+#define CRESCENT_STORE_ESEGMENT_ALREADY_EXISTS        5102 /**< segment name taken (-102) */
+#define CRESCENT_STORE_ECLIENT_NOT_FOUND              5103 /**< master forgot the client (-103) */
+#define CRESCENT_STORE_ENO_AVAILABLE_HANDLE           5200 /**< no space in the pool (-200) */
+#define CRESCENT_STORE_EINVALID_KEY                   5400 /**< empty or too long key (-400) */
+#define CRESCENT_STORE_EINVALID_PARAMS                5600 /**< bad argument (-600) */
+#define CRESCENT_STORE_EILLEGAL_CLIENT                5601 /**< not this client's (-601) */
+#define CRESCENT_STORE_EINVALID_WRITE                 5700 /**< no write in flight (-700) */
+#define CRESCENT_STORE_EINVALID_READ                  5701 /**< read refused (-701) */
+#define CRESCENT_STORE_EREPLICA_IS_NOT_READY          5703 /**< being written (-703) */
+#define CRESCENT_STORE_EOBJECT_NOT_FOUND              5704 /**< no such object (-704) */
+#define CRESCENT_STORE_EOBJECT_ALREADY_EXISTS         5705 /**< key exists (-705) */
+#define CRESCENT_STORE_EOBJECT_HAS_LEASE              5706 /**< leased or hard-pinned (-706) */
+#define CRESCENT_STORE_ELEASE_EXPIRED                 5707 /**< read outlived its lease (-707) */
+#define CRESCENT_STORE_EOBJECT_HAS_REPLICATION_TASK   5708 /**< copy/move running (-708) */
+#define CRESCENT_STORE_EOBJECT_NO_REPLICATION_TASK    5709 /**< no copy/move (-709) */
+#define CRESCENT_STORE_EREPLICA_NOT_FOUND             5710 /**< no such replica (-710) */
+#define CRESCENT_STORE_EOBJECT_REPLICA_BUSY           5714 /**< write in flight (-714) */
+#define CRESCENT_STORE_ETRANSFER_FAIL                 5800 /**< no replica transferred (-800) */
+#define CRESCENT_STORE_ECHECKSUM_MISMATCH             5801 /**< bytes fail the checksum (-801) */
+#define CRESCENT_STORE_ERPC_FAIL                      5900 /**< master unreachable or odd reply (-900) */
 #define CRESCENT_STORE_EUNAVAILABLE_IN_CURRENT_STATUS 6010 /**< wrong state (-1010) */
-#define CRESCENT_STORE_ENOT_SUPPORTED                6012 /**< not supported (-1012) */
+#define CRESCENT_STORE_ENOT_SUPPORTED                 6012 /**< not supported (-1012) */
 /** @} */
 
 /** Log callback: one line (no newline); level 0 debug, 1 verbose, 2 notice, 3 warning. */
@@ -70,18 +70,18 @@ typedef void crescent_store_log_cb(int level, const char *line, void *arg);
  * CRESCENT_STORE_CONFIG_INIT or crescent_store_config_init(); zero fields take defaults.
  */
 struct crescent_store_config {
-    size_t struct_size;          /**< sizeof(struct crescent_store_config) of the caller */
-    const char *local_hostname;  /**< host (or host:port) for the transfer listener and the
-                                      master's same-node placement; NULL = "127.0.0.1" */
-    const char *protocol;        /**< transfer protocol: "tcp" (default), "shm", "rdma",
-                                      "fabric" */
-    const char *device_names;    /**< NIC names for rdma/fabric ("" = any) */
-    uint64_t global_segment_size; /**< bytes contributed to the pool; 0 = none */
-    uint64_t local_buffer_size;  /**< staging buffer of the copying calls; 0 = 16 MiB */
-    const char *tenant;          /**< tenant id; NULL = "default" (accepted, not yet sent) */
-    uint32_t master_timeout_ms;  /**< master connect/command timeout; 0 = 5000 */
+    size_t struct_size;            /**< sizeof(struct crescent_store_config) of the caller */
+    const char *local_hostname;    /**< host (or host:port) for the transfer listener and the
+                                        master's same-node placement; NULL = "127.0.0.1" */
+    const char *protocol;          /**< transfer protocol: "tcp" (default), "shm", "rdma",
+                                        "fabric" */
+    const char *device_names;      /**< NIC names for rdma/fabric ("" = any) */
+    uint64_t global_segment_size;  /**< bytes contributed to the pool; 0 = none */
+    uint64_t local_buffer_size;    /**< staging buffer of the copying calls; 0 = 16 MiB */
+    const char *tenant;            /**< tenant id; NULL = "default" (accepted, not yet sent) */
+    uint32_t master_timeout_ms;    /**< master connect/command timeout; 0 = 5000 */
     crescent_store_log_cb *log_cb; /**< log sink (metrics summary, warnings); NULL = silent */
-    void *log_arg;               /**< passed to log_cb */
+    void *log_arg;                 /**< passed to log_cb */
 };
 
 /** Static initialiser of struct crescent_store_config. */
@@ -93,13 +93,13 @@ CRESCENT_API void crescent_store_config_init(struct crescent_store_config *cfg);
 
 /** Replicate config (Mooncake ReplicateConfig). Zero = one replica, no pins. */
 struct crescent_store_replicate_config {
-    unsigned replica_num;             /**< 1..8 (0 = 1); best effort: at least one lands */
-    int with_soft_pin;                /**< soft pin (evicted only in a second pass) */
-    uint64_t soft_pin_ttl_ms;         /**< soft-pin TTL; 0 = the master's default */
-    int with_hard_pin;                /**< never evicted, removable only with force */
-    int prefer_same_node;             /**< try segments of this host first */
+    unsigned replica_num;                  /**< 1..8 (0 = 1); best effort: at least one lands */
+    int with_soft_pin;                     /**< soft pin (evicted only in a second pass) */
+    uint64_t soft_pin_ttl_ms;              /**< soft-pin TTL; 0 = the master's default */
+    int with_hard_pin;                     /**< never evicted, removable only with force */
+    int prefer_same_node;                  /**< try segments of this host first */
     const char *const *preferred_segments; /**< segment names tried first, in order */
-    size_t n_preferred_segments;      /**< entries in preferred_segments */
+    size_t n_preferred_segments;           /**< entries in preferred_segments */
 };
 
 /** Replica descriptor (crescent_store_get_replica_desc). */
@@ -252,8 +252,7 @@ CRESCENT_API int crescent_store_batch_get_into(struct crescent_store *st, const 
  * @return as crescent_store_batch_get_into()
  */
 CRESCENT_API int crescent_store_batch_get(struct crescent_store *st, const char *const *keys,
-                                          size_t n, void **values, size_t *sizes,
-                                          int64_t *results);
+                                          size_t n, void **values, size_t *sizes, int64_t *results);
 
 /** @brief 1 readable, 0 missing (grants a read lease like Mooncake), or a negative code. */
 CRESCENT_API int crescent_store_is_exist(struct crescent_store *st, const char *key);
