@@ -33,6 +33,14 @@ static int64_t cli_read_map(struct crescent_store *st, const redisReply *map, ui
         return cli_fail(CRESCENT_STORE_EOBJECT_NOT_FOUND, "get: no readable replica");
     }
     uint64_t size = reps[0].size;
+    unsigned char trailer[CLI_TRAILER];
+    if (st->checksum && size < CLI_TRAILER) {
+        return cli_fail(CRESCENT_STORE_ECHECKSUM_MISMATCH,
+                        "get: object of %llu bytes has no "
+                        "checksum trailer",
+                        (unsigned long long)size);
+    }
+    size -= st->checksum ? CLI_TRAILER : 0;
     if (alloc != NULL) {
         buf = *alloc = malloc(size ? size : 1);
         if (buf == NULL) {
@@ -55,8 +63,12 @@ static int64_t cli_read_map(struct crescent_store *st, const redisReply *map, ui
     err = -CRESCENT_STORE_ETRANSFER_FAIL;
     for (int i = 0; i < n && err < 0; i++) {
         if (reps[order[i]].memory) {
-            err = cli__read_replica(st, &reps[order[i]], buf, size, zero_copy);
+            err = cli__read_replica(st, &reps[order[i]], buf, size, zero_copy,
+                                    st->checksum ? trailer : NULL);
         }
+    }
+    if (err == 0 && st->checksum) {
+        err = cli__trailer_check(trailer, buf, size);
     }
     if (err == 0 && cm_mono_ms() > t0_ms + (uint64_t)ttl->integer) {
         err = cli_fail(CRESCENT_STORE_ELEASE_EXPIRED, "get: the read outlived its %lld ms lease",
@@ -280,7 +292,7 @@ int64_t crescent_store_get_size(struct crescent_store *st, const char *key) {
     const redisReply *sz = cli__field(r, "size");
     if (v == 0) {
         v = sz != NULL && sz->type == REDIS_REPLY_INTEGER
-                ? sz->integer
+                ? sz->integer - (st->checksum && sz->integer >= CLI_TRAILER ? CLI_TRAILER : 0)
                 : cli_fail(CRESCENT_STORE_ERPC_FAIL, "get_size: malformed reply");
     }
     freeReplyObject(r);

@@ -57,7 +57,15 @@ static int cli_put_one(struct crescent_store *st, const struct cli_verbs *v, con
     const char *argv[4 + CLI_OPT_MAX];
     size_t lens[4 + CLI_OPT_MAX];
     char size[24], nums[96];
-    snprintf(size, sizeof(size), "%llu", (unsigned long long)src->total);
+    unsigned char trailer[CLI_TRAILER];
+    struct cli_src with = *src;
+    if (st->checksum) {
+        cli__trailer_make(trailer, src);
+        with.trailer = trailer;
+        src = &with;
+    }
+    snprintf(size, sizeof(size), "%llu",
+             (unsigned long long)(src->total + (st->checksum ? CLI_TRAILER : 0)));
     argv[0] = v->start;
     argv[1] = st->client_id;
     argv[2] = key;
@@ -95,7 +103,7 @@ int crescent_store_put_parts(struct crescent_store *st, const char *key, const v
     if (st == NULL || (n > 0 && (parts == NULL || sizes == NULL))) {
         return cli_fail(EINVAL, "put: NULL argument");
     }
-    struct cli_src src = {parts, sizes, n, 0, false};
+    struct cli_src src = {parts, sizes, n, 0, false, NULL};
     for (size_t i = 0; i < n; i++) {
         if (parts[i] == NULL && sizes[i] > 0) {
             return cli_fail(EINVAL, "put: NULL part");
@@ -124,7 +132,7 @@ static int cli_from(struct crescent_store *st, const struct cli_verbs *v, const 
         return cli_fail(CRESCENT_STORE_EINVALID_PARAMS,
                         "put_from: buffer is not inside a registered buffer");
     }
-    struct cli_src src = {&buf, &size, 1, size, true};
+    struct cli_src src = {&buf, &size, 1, size, true, NULL};
     return cli_put_one(st, v, key, &src, rc);
 }
 
@@ -146,7 +154,7 @@ int crescent_store_upsert(struct crescent_store *st, const char *key, const void
     if (st == NULL || (value == NULL && size > 0)) {
         return cli_fail(EINVAL, "upsert: NULL argument");
     }
-    struct cli_src src = {&value, &size, 1, size, false};
+    struct cli_src src = {&value, &size, 1, size, false, NULL};
     return cli_put_one(st, &cli_upsert_verbs, key, &src, rc);
 }
 
@@ -224,7 +232,7 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
     snprintf(num[n], 24, "%zu", n);
     argv[2] = num[n];
     for (size_t i = 0; i < n; i++) {
-        snprintf(num[i], 24, "%zu", sizes[i]);
+        snprintf(num[i], 24, "%zu", sizes[i] + (st->checksum ? CLI_TRAILER : 0));
         argv[3 + 2 * i] = keys[i];
         argv[4 + 2 * i] = num[i];
     }
@@ -253,7 +261,12 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
             k = cli__parse_replicas(r->element[i], reps, CLI_MAX_REPL);
         }
         if (k >= 0) {
-            struct cli_src src = {&bufs[i], &sizes[i], 1, sizes[i], zero_copy};
+            struct cli_src src = {&bufs[i], &sizes[i], 1, sizes[i], zero_copy, NULL};
+            unsigned char trailer[CLI_TRAILER];
+            if (st->checksum) {
+                cli__trailer_make(trailer, &src);
+                src.trailer = trailer;
+            }
             k = cli__write_replicas(st, reps, (size_t)k, &src);
             results[i] = k < 0 ? k : 0;
             if (k < 0) {

@@ -150,15 +150,22 @@ size_t cli__opts_argv(const struct crescent_store_replicate_config *rc, const ch
 
 /* cli_xfer.c: moving bytes for one object */
 struct cli_src {
-    const void *const *parts; /* value parts */
-    const size_t *sizes;      /* part sizes */
-    size_t n;                 /* parts */
-    uint64_t total;           /* sum of sizes */
-    bool zero_copy;           /* one registered part, no staging */
+    const void *const *parts;     /* value parts */
+    const size_t *sizes;          /* part sizes */
+    size_t n;                     /* parts */
+    uint64_t total;               /* sum of sizes */
+    bool zero_copy;               /* one registered part, no staging */
+    const unsigned char *trailer; /* checksum trailer (CLI_TRAILER bytes) after the value, or
+                                     NULL */
 };
+/* MOONCAKE_STORE_CHECKSUM=1: a value is stored followed by a 16-byte trailer, the magic
+ * "CRSCSUM1", the CRC-32C of the value (little-endian u32) and 4 zero bytes. */
+#define CLI_TRAILER 16
+void cli__trailer_make(unsigned char *t, const struct cli_src *src);
+int cli__trailer_check(const unsigned char *t, const void *value, uint64_t len);
 int cli__write_replicas(struct crescent_store *st, const struct cli_replica *reps, size_t n,
                         const struct cli_src *src);
 int cli__read_replica(struct crescent_store *st, const struct cli_replica *r, void *dst,
-                      uint64_t size, bool zero_copy);
+                      uint64_t size, bool zero_copy, unsigned char *trailer);
 
 #endif

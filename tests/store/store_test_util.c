@@ -52,8 +52,8 @@ static pid_t st_spawn(struct st_master *m) {
     snprintf(bin, sizeof(bin), "%s/bin/crescent-master", b != NULL && *b ? b : "build");
     snprintf(port, sizeof(port), "%d", m->port);
     snprintf(extra, sizeof(extra), "%s", m->extra != NULL ? m->extra : "");
-    const char *argv[40] = {bin,   "--port",   port,  "--bind", "127.0.0.1", "--metrics_port",
-                            "0",   "--memory", "16mb"};
+    const char *argv[40] = {bin, "--port",   port,  "--bind", "127.0.0.1", "--metrics_port",
+                            "0", "--memory", "16mb"};
     int n = 9;
     for (char *save = NULL, *t = strtok_r(extra, " ", &save); t != NULL && n < 38;
          t = strtok_r(NULL, " ", &save)) {
@@ -230,7 +230,8 @@ const redisReply *st_field(const redisReply *map, const char *name) {
         return NULL;
     }
     for (size_t i = 0; i + 1 < map->elements; i += 2) {
-        if (map->element[i]->type == REDIS_REPLY_STRING && strcmp(map->element[i]->str, name) == 0) {
+        if (map->element[i]->type == REDIS_REPLY_STRING &&
+            strcmp(map->element[i]->str, name) == 0) {
             return map->element[i + 1];
         }
     }

@@ -15,17 +15,17 @@
 
 /* A master process under test. */
 struct st_master {
-    pid_t pid;       /* process, 0 when stopped */
-    int port;        /* RESP port */
-    char addr[64];   /* "127.0.0.1:port" */
-    char log[256];   /* its log file */
+    pid_t pid;         /* process, 0 when stopped */
+    int port;          /* RESP port */
+    char addr[64];     /* "127.0.0.1:port" */
+    char log[256];     /* its log file */
     const char *extra; /* extra flags, space-separated (copied at start) */
 };
 
 /* A forked peer client contributing a segment. */
 struct st_peer {
-    pid_t pid;         /* process */
-    int ctl;           /* write end of its control pipe; closing it ends the peer */
+    pid_t pid; /* process */
+    int ctl;   /* write end of its control pipe; closing it ends the peer */
     char client_id[33];
     char segment[256]; /* its global segment's name */
 };

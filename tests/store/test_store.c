@@ -35,18 +35,18 @@ static void teardown(void) {
 
 TestSuite(store, .init = setup, .fini = teardown, .timeout = 120);
 
-#define OK(call)                                                                                \
-    do {                                                                                        \
-        int64_t rc_ = (call);                                                                   \
-        cr_assert(rc_ >= 0, "%s: %s (%s)", #call, crescent_store_err_name((int)rc_),            \
-                  crescent_store_last_error());                                                 \
+#define OK(call)                                                                     \
+    do {                                                                             \
+        int64_t rc_ = (call);                                                        \
+        cr_assert(rc_ >= 0, "%s: %s (%s)", #call, crescent_store_err_name((int)rc_), \
+                  crescent_store_last_error());                                      \
     } while (0)
 
-#define ERR(code, call)                                                                         \
-    do {                                                                                        \
-        int64_t rc_ = (call);                                                                   \
-        cr_assert_eq(rc_, -(code), "%s: got %lld %s (%s)", #call, (long long)rc_,               \
-                     crescent_store_err_name((int)rc_), crescent_store_last_error());           \
+#define ERR(code, call)                                                               \
+    do {                                                                              \
+        int64_t rc_ = (call);                                                         \
+        cr_assert_eq(rc_, -(code), "%s: got %lld %s (%s)", #call, (long long)rc_,     \
+                     crescent_store_err_name((int)rc_), crescent_store_last_error()); \
     } while (0)
 
 static void check_get(struct crescent_store *st, const char *key, const void *want, size_t len) {
@@ -88,8 +88,8 @@ static void replicas_and_failover(const char *proto, int iface) {
     }
     check_get(st, "k", val, len);
     const char *pref[] = {a.segment};
-    struct crescent_store_replicate_config on_a = {.replica_num = 1, .preferred_segments = pref,
-                                                   .n_preferred_segments = 1};
+    struct crescent_store_replicate_config on_a = {
+        .replica_num = 1, .preferred_segments = pref, .n_preferred_segments = 1};
     OK(crescent_store_put(st, "only-a", val, 100, &on_a));
     cr_assert_eq(st_replica_segments(rc, "only-a", segs, 8), 1);
     cr_assert_str_eq(segs[0], a.segment);
@@ -214,8 +214,8 @@ Test(store, batch_forms) {
     cr_assert(memcmp(reg + 16384, reg, 4096) == 0 && memcmp(reg + 32768, reg + 4096, 5000) == 0);
     /* a key that fails alone */
     const char *mk[] = {"z-0", "nope"};
-    ERR(CRESCENT_STORE_EOBJECT_NOT_FOUND, crescent_store_batch_get_into(st, mk, into, caps, 2,
-                                                                        gres));
+    ERR(CRESCENT_STORE_EOBJECT_NOT_FOUND,
+        crescent_store_batch_get_into(st, mk, into, caps, 2, gres));
     cr_assert_eq(gres[0], 4096);
     cr_assert_eq(gres[1], -CRESCENT_STORE_EOBJECT_NOT_FOUND);
 
@@ -253,8 +253,8 @@ Test(store, size_sweep_1B_to_64MiB_byte_exact) {
     char *val = malloc(max), *reg = malloc(max);
     cr_assert(val != NULL && reg != NULL);
     OK(crescent_store_register_buffer(st, reg, max));
-    const size_t sizes[] = {1, 63, 64, 4095, 4096, 65537, MIB + 3, 4 * MIB, 4 * MIB + 1,
-                            16 * MIB, 64 * MIB};
+    const size_t sizes[] = {1,       63,      64,          4095,     4096,    65537,
+                            MIB + 3, 4 * MIB, 4 * MIB + 1, 16 * MIB, 64 * MIB};
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         size_t n = sizes[i];
         char key[32];
@@ -300,8 +300,8 @@ Test(store, zero_copy_calls_stage_nothing) {
     cr_assert_eq(m2.staging_bytes - m1.staging_bytes, n);
     /* unregistered memory is refused by the zero-copy calls */
     char stack[64];
-    ERR(CRESCENT_STORE_EINVALID_PARAMS, crescent_store_put_from(st, "x", stack, sizeof(stack),
-                                                                NULL));
+    ERR(CRESCENT_STORE_EINVALID_PARAMS,
+        crescent_store_put_from(st, "x", stack, sizeof(stack), NULL));
     ERR(CRESCENT_STORE_EINVALID_PARAMS, crescent_store_get_into(st, "zc", stack, sizeof(stack)));
     ERR(CRESCENT_STORE_EBUFFER_OVERFLOW, crescent_store_get_into(st, "zc", buf, n - 1));
     crescent_store_destroy(st);
@@ -476,4 +476,52 @@ Test(store, bad_input_gives_clear_errors) {
     cr_assert_eq(crescent_store_mooncake_code(-EINVAL), 0);
     crescent_store_destroy(st);
     crescent_store_destroy(NULL);
+}
+
+Test(store, checksum_verified_when_enabled) {
+    struct st_peer p;
+    st_peer_start(&p, &master, "tcp", 16 * MIB);
+    struct crescent_store *plain = st_store(&master, "tcp", 0);
+    setenv("MOONCAKE_STORE_CHECKSUM", "1", 1);
+    struct crescent_store *st = st_store(&master, "tcp", 8 * MIB);
+    size_t n = 100000;
+    char *val = malloc(n), *reg = malloc(2 * n);
+    st_fill(val, n, 7);
+    const char *pref[] = {p.segment};
+    struct crescent_store_replicate_config remote = {.preferred_segments = pref,
+                                                     .n_preferred_segments = 1};
+    OK(crescent_store_put(st, "c", val, n, &remote));
+    check_get(st, "c", val, n);
+    cr_assert_eq(crescent_store_get_size(st, "c"), (int64_t)n);
+    redisReply *r = st_cmd(rc, "MC.QUERYKEY c");
+    cr_assert_eq(st_field(r, "size")->integer, (long long)n + 16); /* value + trailer */
+    freeReplyObject(r);
+    OK(crescent_store_register_buffer(st, reg, 2 * n));
+    memcpy(reg, val, n);
+    OK(crescent_store_put_from(st, "cz", reg, n, &remote));
+    cr_assert_eq(crescent_store_get_into(st, "cz", reg + n, n), (int64_t)n);
+    cr_assert(memcmp(reg + n, val, n) == 0);
+    /* a value written without the checksum, or damaged in place, fails */
+    OK(crescent_store_put(plain, "raw", val, 64, &remote));
+    void *v;
+    size_t got;
+    ERR(CRESCENT_STORE_ECHECKSUM_MISMATCH, crescent_store_get(st, "raw", &v, &got));
+    const char *own_pref[1];
+    char own[256];
+    OK(crescent_store_segment_name(st, 0, own, sizeof(own)));
+    own_pref[0] = own;
+    struct crescent_store_replicate_config local = {.preferred_segments = own_pref,
+                                                    .n_preferred_segments = 1};
+    OK(crescent_store_put(st, "dmg", val, n, &local));
+    struct crescent_store_replica d[2];
+    cr_assert_eq(crescent_store_get_replica_desc(st, "dmg", d, 2), 1);
+    cr_assert_str_eq(d[0].segment, own);
+    ((char *)(uintptr_t)d[0].addr)[n / 2] ^= 1; /* our own segment: flip one bit */
+    ERR(CRESCENT_STORE_ECHECKSUM_MISMATCH, crescent_store_get(st, "dmg", &v, &got));
+    unsetenv("MOONCAKE_STORE_CHECKSUM");
+    crescent_store_destroy(st);
+    crescent_store_destroy(plain);
+    st_peer_kill(&p);
+    free(val);
+    free(reg);
 }
