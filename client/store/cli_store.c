@@ -20,6 +20,8 @@
 
 #define CLI_DEFAULT_LOCAL_BUFFER (16u << 20)
 
+static void cli_peer_free(struct cli_peer *p);
+
 /* Public: zeroes *cfg and sets struct_size. */
 void crescent_store_config_init(struct crescent_store_config *cfg) {
     if (cfg != NULL) {
@@ -244,10 +246,7 @@ void crescent_store_destroy(struct crescent_store *st) {
     while (st->peers != NULL) {
         struct cli_peer *p = st->peers;
         st->peers = p->next;
-        crescent_xfer_segment_close(p->seg);
-        free(p->name);
-        free(p->desc);
-        free(p);
+        cli_peer_free(p);
     }
     for (size_t i = 0; i < st->n_segs; i++) {
         cli_seg_release(st, &st->segs[i]);
@@ -487,73 +486,96 @@ bool cli__is_registered(struct crescent_store *st, const void *p, size_t len) {
     return ok;
 }
 
+static void cli_peer_free(struct cli_peer *p) {
+    crescent_xfer_segment_close(p->seg);
+    free(p->name);
+    free(p->desc);
+    free(p);
+}
+
+/* Unlinks p from the cache (peer_mu held); returns true when nobody uses it any more. */
+static bool cli_peer_unlink(struct crescent_store *st, struct cli_peer *p) {
+    for (struct cli_peer **pp = &st->peers; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+    p->dead = true;
+    return p->refs == 0;
+}
+
 /* Opens (or finds in the cache) the peer segment of replica r: by its descriptor blob, else
  * by its endpoint. A cached segment opened from another descriptor is replaced. Returns 0 and
- * *out (owned by the cache) or a negative code. Thread-safe. */
-int cli__peer_open(struct crescent_store *st, const struct cli_replica *r,
-                   struct crescent_xfer_segment **out) {
+ * *out with a reference the caller drops with cli__peer_put(), or a negative code.
+ * Thread-safe. */
+int cli__peer_open(struct crescent_store *st, const struct cli_replica *r, struct cli_peer **out) {
     pthread_mutex_lock(&st->peer_mu);
-    struct cli_peer **pp = &st->peers;
-    while (*pp != NULL && strcmp((*pp)->name, r->segment) != 0) {
-        pp = &(*pp)->next;
+    struct cli_peer *p = st->peers, *stale = NULL;
+    while (p != NULL && strcmp(p->name, r->segment) != 0) {
+        p = p->next;
     }
-    struct cli_peer *p = *pp;
     if (p != NULL && p->desc_len == r->desc_len &&
         (r->desc_len == 0 || memcmp(p->desc, r->desc, r->desc_len) == 0)) {
-        *out = p->seg;
+        p->refs++;
+        *out = p;
         pthread_mutex_unlock(&st->peer_mu);
         return 0;
     }
-    if (p != NULL) { /* remounted with a new descriptor */
-        *pp = p->next;
-        crescent_xfer_segment_close(p->seg);
-        free(p->name);
-        free(p->desc);
-        free(p);
+    if (p != NULL && cli_peer_unlink(st, p)) { /* remounted with a new descriptor */
+        stale = p;
+    }
+    pthread_mutex_unlock(&st->peer_mu);
+    if (stale != NULL) {
+        cli_peer_free(stale);
     }
     struct crescent_xfer_segment *seg = NULL;
     int rc = r->desc_len > 0 ? crescent_xfer_segment_open(st->eng, r->desc, r->desc_len, &seg)
                              : crescent_xfer_segment_open_addr(st->eng, r->endpoint, &seg);
-    p = rc == 0 ? calloc(1, sizeof(*p)) : NULL;
+    if (rc < 0) {
+        return cli_fail(-rc, "open segment %s: %s", r->segment, crescent_xfer_last_error());
+    }
+    p = calloc(1, sizeof(*p));
     if (p != NULL) {
         p->name = strdup(r->segment);
         p->desc = malloc(r->desc_len ? r->desc_len : 1);
-        p->desc_len = r->desc_len;
-        if (p->name != NULL && p->desc != NULL) {
-            memcpy(p->desc, r->desc, r->desc_len);
-            p->seg = seg;
-            p->next = st->peers;
-            st->peers = p;
-            *out = seg;
-            pthread_mutex_unlock(&st->peer_mu);
-            return 0;
-        }
-        free(p->name);
-        free(p->desc);
-        free(p);
-        rc = -ENOMEM;
     }
-    pthread_mutex_unlock(&st->peer_mu);
-    crescent_xfer_segment_close(seg);
-    return cli_fail(-rc, "open segment %s: %s", r->segment, crescent_xfer_last_error());
-}
-
-/* Closes and forgets the cached peer segment name (after a failed transfer). Thread-safe. */
-void cli__peer_drop(struct crescent_store *st, const char *name) {
-    pthread_mutex_lock(&st->peer_mu);
-    for (struct cli_peer **pp = &st->peers; *pp != NULL; pp = &(*pp)->next) {
-        struct cli_peer *p = *pp;
-        if (strcmp(p->name, name) == 0) {
-            *pp = p->next;
-            pthread_mutex_unlock(&st->peer_mu);
-            crescent_xfer_segment_close(p->seg);
+    if (p == NULL || p->name == NULL || p->desc == NULL) {
+        if (p != NULL) {
             free(p->name);
             free(p->desc);
             free(p);
-            return;
         }
+        crescent_xfer_segment_close(seg);
+        return -ENOMEM;
+    }
+    memcpy(p->desc, r->desc, r->desc_len);
+    p->desc_len = r->desc_len;
+    p->seg = seg;
+    p->refs = 1;
+    pthread_mutex_lock(&st->peer_mu);
+    p->next = st->peers;
+    st->peers = p;
+    pthread_mutex_unlock(&st->peer_mu);
+    *out = p;
+    return 0;
+}
+
+/* Drops a reference from cli__peer_open(); failed forgets the peer (it is closed once nobody
+ * uses it), so the next transfer opens it afresh. Thread-safe. */
+void cli__peer_put(struct crescent_store *st, struct cli_peer *p, bool failed) {
+    pthread_mutex_lock(&st->peer_mu);
+    p->refs--;
+    bool free_it = false;
+    if (failed && !p->dead) {
+        free_it = cli_peer_unlink(st, p);
+    } else {
+        free_it = p->dead && p->refs == 0;
     }
     pthread_mutex_unlock(&st->peer_mu);
+    if (free_it) {
+        cli_peer_free(p);
+    }
 }
 
 /* Takes a staging chunk (waits for one); returns its size. Thread-safe. */

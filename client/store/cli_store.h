@@ -41,6 +41,8 @@ struct cli_peer {
     size_t desc_len;                   /* bytes */
     struct crescent_xfer_segment *seg; /* opened segment */
     struct cli_peer *next;             /* list */
+    int refs;                          /* transfers using it (under peer_mu) */
+    bool dead;                         /* unlinked: closed when refs drops to 0 */
 };
 
 /* A caller buffer registered for zero-copy calls. */
@@ -136,9 +138,8 @@ void cli__ping_stop(struct crescent_store *st);
 /* cli_store.c */
 bool cli__is_own_segment(struct crescent_store *st, const char *name);
 bool cli__is_registered(struct crescent_store *st, const void *p, size_t len);
-int cli__peer_open(struct crescent_store *st, const struct cli_replica *r,
-                   struct crescent_xfer_segment **out);
-void cli__peer_drop(struct crescent_store *st, const char *name);
+int cli__peer_open(struct crescent_store *st, const struct cli_replica *r, struct cli_peer **out);
+void cli__peer_put(struct crescent_store *st, struct cli_peer *p, bool failed);
 size_t cli__stage_get(struct crescent_store *st, char **chunk);
 void cli__stage_put(struct crescent_store *st, char *chunk);
 int cli__iface(const struct crescent_xfer_segment *seg);

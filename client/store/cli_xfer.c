@@ -77,7 +77,8 @@ static int cli_run(struct crescent_store *st, const struct crescent_xfer_request
 
 struct cli_remote {
     const struct cli_replica *r;       /* replica */
-    struct crescent_xfer_segment *seg; /* opened peer */
+    struct cli_peer *peer;             /* opened peer (a reference) */
+    struct crescent_xfer_segment *seg; /* peer->seg */
 };
 
 static int cli_write_remote(struct crescent_store *st, struct cli_remote *rem, size_t n,
@@ -146,20 +147,21 @@ int cli__write_replicas(struct crescent_store *st, const struct cli_replica *rep
             cli__count(st, true, 0, all, cm_mono_us() - t0);
             continue;
         }
-        int rc = cli__peer_open(st, &reps[i], &rem[nrem].seg);
+        int rc = cli__peer_open(st, &reps[i], &rem[nrem].peer);
         if (rc < 0) {
+            for (size_t j = 0; j < nrem; j++) {
+                cli__peer_put(st, rem[j].peer, false);
+            }
             return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "put: %s", crescent_store_last_error());
         }
+        rem[nrem].seg = rem[nrem].peer->seg;
         rem[nrem++].r = &reps[i];
     }
-    if (nrem == 0) {
-        return 0;
+    int rc = nrem > 0 ? cli_write_remote(st, rem, nrem, src) : 0;
+    for (size_t i = 0; i < nrem; i++) {
+        cli__peer_put(st, rem[i].peer, rc < 0);
     }
-    int rc = cli_write_remote(st, rem, nrem, src);
     if (rc < 0) {
-        for (size_t i = 0; i < nrem; i++) {
-            cli__peer_drop(st, rem[i].r->segment);
-        }
         return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "put: transfer failed: %s",
                         crescent_xfer_strerror(rc));
     }
@@ -194,11 +196,12 @@ int cli__read_replica(struct crescent_store *st, const struct cli_replica *r, vo
         cli__count(st, false, 0, all, cm_mono_us() - t0);
         return 0;
     }
-    struct crescent_xfer_segment *seg;
-    int rc = cli__peer_open(st, r, &seg);
+    struct cli_peer *peer;
+    int rc = cli__peer_open(st, r, &peer);
     if (rc < 0) {
         return rc;
     }
+    struct crescent_xfer_segment *seg = peer->seg;
     if (zero_copy) {
         struct crescent_xfer_request q = {CRESCENT_XFER_READ, dst, seg, r->addr, size};
         rc = cli_run(st, &q, 1);
@@ -219,11 +222,12 @@ int cli__read_replica(struct crescent_store *st, const struct cli_replica *r, vo
     if (rc == 0 && trailer != NULL) {
         rc = cli_read_trailer(st, r, seg, size, trailer);
     }
+    int iface = cli__iface(seg);
+    cli__peer_put(st, peer, rc < 0);
     if (rc < 0) {
-        cli__peer_drop(st, r->segment);
         return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "read from %s: %s", r->segment,
                         crescent_xfer_strerror(rc));
     }
-    cli__count(st, false, cli__iface(seg), all, cm_mono_us() - t0);
+    cli__count(st, false, iface, all, cm_mono_us() - t0);
     return 0;
 }
