@@ -137,10 +137,39 @@ void st_master_restart(struct st_master *m) {
     cr_assert_fail("crescent-master did not restart on port %d", m->port);
 }
 
-/* Stops the master and removes its log. */
+static bool st_log_has_sanitizer_report(const char *path) {
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    bool bad = false;
+    while (f != NULL && !bad && fgets(line, sizeof(line), f) != NULL) {
+        bad = strstr(line, "ERROR: AddressSanitizer") != NULL ||
+              strstr(line, "ERROR: LeakSanitizer") != NULL || strstr(line, "runtime error:");
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return bad;
+}
+
+/* Stops the master (SIGTERM, SIGKILL after 5 s), fails the test when its log holds a sanitizer
+ * report, and removes the log. */
 void st_master_stop(struct st_master *m) {
-    st_master_kill(m);
+    if (m->pid > 0) {
+        kill(m->pid, SIGTERM);
+        long long deadline = st_now_ms() + 5000;
+        while (waitpid(m->pid, NULL, WNOHANG) == 0 && st_now_ms() < deadline) {
+            st_sleep_ms(10);
+        }
+        st_master_kill(m);
+    }
+    bool bad = st_log_has_sanitizer_report(m->log);
+    if (bad) {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "cat %s >&2", m->log);
+        cr_assert(system(cmd) >= 0);
+    }
     unlink(m->log);
+    cr_assert(!bad, "crescent-master's log holds a sanitizer report (above)");
 }
 
 static void st_peer_main(const struct st_master *m, const char *proto, uint64_t seg_size, int out,
