@@ -80,9 +80,9 @@ ALL_SRCS += $(XFER_BENCH_SRCS)
 BINS     += $(BUILD)/bin/crescent-bench
 $(call objs,$(XFER_BENCH_SRCS)): MOD_CFLAGS += $(XFER_DEFS)
 
-$(BUILD)/bin/crescent-bench: $(call objs,$(XFER_BENCH_SRCS)) $(BUILD)/lib/libxfer.a \
-                             $(BUILD)/lib/libcm.a
-	$(LINK) $^ $(XFER_LIBS) -lm
+$(BUILD)/bin/crescent-bench: $(call objs,$(XFER_BENCH_SRCS)) $(CLI_STORE_OBJS) \
+                             $(BUILD)/lib/libxfer.a $(BUILD)/lib/libcm.a
+	$(LINK) $^ $(XFER_LIBS) $(CLI_STORE_LIBS) -lm
 
 .PHONY: bench-transfer bench-transfer-deps
 # Other modules add prerequisites with `bench-transfer-deps: <binary>` (e.g. raw_fi_write).

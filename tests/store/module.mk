@@ -10,3 +10,4 @@ $(BUILD)/tests/store/test_store: $(STORE_TEST_OBJS) $(BUILD)/lib/libcrescent.so 
 	$(LINK) $(STORE_TEST_OBJS) -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent \
 	    $(shell pkg-config --libs hiredis) $(CRITERION_LIBS)
 TEST_PROGS += $(BUILD)/tests/store/test_store
+TEST_SCRIPTS += tests/store/test_bench_store.sh
