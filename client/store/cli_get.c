@@ -152,10 +152,19 @@ static int cli_batch_get(struct crescent_store *st, const char *const *keys, siz
         return err < 0 ? err : cli_fail(CRESCENT_STORE_ERPC_FAIL, "batch get: bad reply");
     }
     int first = 0;
+    bool fast = values == NULL && !st->checksum;
+    if (fast && (err = cli__batch_read_fast(st, r, n, bufs, caps, results, t0)) < 0) {
+        freeReplyObject(r);
+        return err;
+    }
     for (size_t i = 0; i < n; i++) {
-        results[i] = values != NULL
-                         ? cli_read_map(st, r->element[i], t0, NULL, 0, &values[i], false)
-                         : cli_read_map(st, r->element[i], t0, bufs[i], caps[i], NULL, true);
+        if (fast && results[i] != CLI_FALLBACK) {
+            /* done by the fast path */
+        } else if (values != NULL) {
+            results[i] = cli_read_map(st, r->element[i], t0, NULL, 0, &values[i], false);
+        } else {
+            results[i] = cli_read_map(st, r->element[i], t0, bufs[i], caps[i], NULL, true);
+        }
         if (results[i] < 0 && first == 0) {
             first = (int)results[i];
         }

@@ -254,7 +254,20 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
         freeReplyObject(r);
         return err < 0 ? err : cli_fail(CRESCENT_STORE_ERPC_FAIL, "batch put: bad reply");
     }
-    for (size_t i = 0; i < n; i++) {
+    if (zero_copy && !st->checksum) {
+        err = cli__batch_write_fast(st, r, n, bufs, sizes, results);
+        freeReplyObject(r);
+        if (err < 0) {
+            return err;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (results[i] == -CRESCENT_STORE_ETRANSFER_FAIL) {
+                cli_batch_finish(st, "MC.BATCHPUTREVOKE", &keys[i], 1, &results[i], false, results);
+            }
+        }
+        r = NULL;
+    }
+    for (size_t i = 0; r != NULL && i < n; i++) {
         struct cli_replica reps[CLI_MAX_REPL];
         int k = cli__reply_err(r->element[i]);
         if (k == 0) {

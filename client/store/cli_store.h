@@ -169,4 +169,11 @@ int cli__write_replicas(struct crescent_store *st, const struct cli_replica *rep
 int cli__read_replica(struct crescent_store *st, const struct cli_replica *r, void *dst,
                       uint64_t size, bool zero_copy, unsigned char *trailer);
 
+/* cli_batch.c: one transfer batch for the keys of a batch get */
+#define CLI_FALLBACK INT64_MIN /* result of a key left to the per-key path */
+int cli__batch_read_fast(struct crescent_store *st, const redisReply *r, size_t n,
+                         void *const *bufs, const size_t *caps, int64_t *results, uint64_t t0_ms);
+int cli__batch_write_fast(struct crescent_store *st, const redisReply *r, size_t n,
+                          const void *const *bufs, const size_t *sizes, int *results);
+
 #endif
