@@ -21,8 +21,8 @@ struct cli_fast {
 };
 
 /* Classifies key i: an error or a size in results[i], or a remote read to queue (returns 1). */
-static int cli_fast_prepare(struct crescent_store *st, const redisReply *map, void *buf,
-                            size_t cap, struct cli_fast *f, int64_t *result) {
+static int cli_fast_prepare(struct crescent_store *st, const redisReply *map, void *buf, size_t cap,
+                            struct cli_fast *f, int64_t *result) {
     int err = cli__reply_err(map);
     const redisReply *ttl = cli__field(map, "lease_ttl_ms");
     struct cli_replica reps[CLI_MAX_REPL];
@@ -60,8 +60,7 @@ static int cli_fast_prepare(struct crescent_store *st, const redisReply *map, vo
 /* Reads the keys of reply r (n maps) into bufs; results[i] is the size, a negative code, or
  * CLI_FALLBACK for keys the caller must read one by one. Returns 0 or -ENOMEM. */
 int cli__batch_read_fast(struct crescent_store *st, const redisReply *r, size_t n,
-                         void *const *bufs, const size_t *caps, int64_t *results,
-                         uint64_t t0_ms) {
+                         void *const *bufs, const size_t *caps, int64_t *results, uint64_t t0_ms) {
     struct cli_fast *f = calloc(n, sizeof(*f));
     struct crescent_xfer_request *reqs = calloc(n, sizeof(*reqs));
     size_t *idx = calloc(n, sizeof(*idx));
@@ -103,8 +102,8 @@ int cli__batch_read_fast(struct crescent_store *st, const redisReply *r, size_t 
     crescent_xfer_batch_free(b);
     for (size_t i = 0; i < n; i++) {
         if (results[i] >= 0 && cm_mono_ms() > t0_ms + (uint64_t)f[i].ttl) {
-            results[i] = cli_fail(CRESCENT_STORE_ELEASE_EXPIRED,
-                                  "batch get: the read outlived its lease");
+            results[i] =
+                cli_fail(CRESCENT_STORE_ELEASE_EXPIRED, "batch get: the read outlived its lease");
         }
     }
     free(f);
@@ -187,8 +186,8 @@ int cli__batch_write_fast(struct crescent_store *st, const redisReply *r, size_t
         if (ok) {
             cli__count(st, true, cli__iface(peers[j]->seg), reqs[j].length, us);
         } else {
-            results[owner[j]] = cli_fail(CRESCENT_STORE_ETRANSFER_FAIL,
-                                         "batch put: transfer to a replica failed");
+            results[owner[j]] =
+                cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "batch put: transfer to a replica failed");
         }
         cli__peer_put(st, peers[j], !ok);
     }

@@ -8,6 +8,6 @@ $(STORE_TEST_OBJS): MOD_CFLAGS += $(shell pkg-config --cflags hiredis criterion)
 $(BUILD)/tests/store/test_store: $(STORE_TEST_OBJS) $(BUILD)/lib/libcrescent.so \
                                  $(BUILD)/bin/crescent-master
 	$(LINK) $(STORE_TEST_OBJS) -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent \
-	    $(shell pkg-config --libs hiredis) $(CRITERION_LIBS)
+	    $(shell pkg-config --libs hiredis) -ldl $(CRITERION_LIBS)
 TEST_PROGS += $(BUILD)/tests/store/test_store
 TEST_SCRIPTS += tests/store/test_bench_store.sh

@@ -13,6 +13,7 @@
 #include "tests/store/store_test_util.h"
 
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -524,4 +525,14 @@ Test(store, checksum_verified_when_enabled) {
     st_peer_kill(&p);
     free(val);
     free(reg);
+}
+
+Test(store, only_public_symbols_exported) {
+    void *h = dlopen("libcrescent.so.0", RTLD_NOW | RTLD_NOLOAD);
+    cr_assert_not_null(h, "libcrescent.so.0 not loaded: %s", dlerror());
+    cr_assert_not_null(dlsym(h, "crescent_store_create"));
+    cr_assert_not_null(dlsym(h, "crescent_store_get_into"));
+    cr_assert_null(dlsym(h, "cli__cmd"));
+    cr_assert_null(dlsym(h, "cli_fail"));
+    dlclose(h);
 }
