@@ -24,3 +24,8 @@ bench-common: $(BUILD)/bench/bench_common
 .PHONY: bench-metrics
 bench-metrics: $(BINS)
 	@bench/bench-metrics.sh $(abspath $(BUILD))
+
+# Distributed-store metadata: pipelined MC.GETREPLICAS vs redis GET, metadata bytes per object.
+.PHONY: bench-mc
+bench-mc: $(BINS)
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-mc.sh

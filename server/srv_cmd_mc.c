@@ -183,8 +183,7 @@ void srv_mc_gracefulunmount_command(struct srv_client *c) {
         srv_mc_arg_u64(c, 3, "grace period", 0, 0, INT64_MAX / 2, &grace) < 0)
         return;
     srv_mc_lock();
-    int rc =
-        pool_segment_unmount_graceful(srv_mc_pool, &id, name, (int64_t)grace, srv_mc_now());
+    int rc = pool_segment_unmount_graceful(srv_mc_pool, &id, name, (int64_t)grace, srv_mc_now());
     srv_mc_unlock();
     if (rc < 0)
         srv_mc_reply_err(c, rc);

@@ -161,11 +161,11 @@ void srv_mc_stats_command(struct srv_client *c) {
     const struct {
         const char *name;
         uint64_t v;
-    } f[] = {{"objects", st.objects},     {"inflight", st.inflight},
-             {"segments", st.segments},   {"clients", st.clients},
-             {"capacity", st.capacity},   {"used", st.used},
-             {"allocated", st.allocated}, {"discarded", st.discarded},
-             {"evicted", st.evicted},     {"evict_skipped", st.evict_skipped},
+    } f[] = {{"objects", st.objects},      {"inflight", st.inflight},
+             {"segments", st.segments},    {"clients", st.clients},
+             {"capacity", st.capacity},    {"used", st.used},
+             {"allocated", st.allocated},  {"discarded", st.discarded},
+             {"evicted", st.evicted},      {"evict_skipped", st.evict_skipped},
              {"meta_bytes", st.meta_bytes}};
     size_t n = sizeof(f) / sizeof(f[0]);
     resp_add_map_hdr(&c->out, c->proto, (long)n);
@@ -326,8 +326,8 @@ void srv_mc_movestart_command(struct srv_client *c) {
         return;
     struct pool_copy_plan plan;
     srv_mc_lock();
-    int rc = pool_move_start(srv_mc_pool, &id, c->argv[2].p, c->argv[2].len, src, tgt,
-                             srv_mc_now(), &plan);
+    int rc = pool_move_start(srv_mc_pool, &id, c->argv[2].p, c->argv[2].len, src, tgt, srv_mc_now(),
+                             &plan);
     if (rc == 0)
         srv_mc_add_plan(c, &plan);
     srv_mc_unlock();

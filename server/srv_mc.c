@@ -26,7 +26,8 @@
 
 struct pool *srv_mc_pool;
 
-static pthread_mutex_t srv_mc_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Adaptive: spins briefly before sleeping, as pool calls are short (about a microsecond). */
+static pthread_mutex_t srv_mc_mu = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static pthread_mutex_t srv_mc_stop_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t srv_mc_stop_cv;
 static int srv_mc_stopping;
@@ -354,25 +355,65 @@ static void srv_mc_add_str(struct srv_client *c, const char *s) {
     resp_add_bulk(&c->out, s ? s : "", s ? strlen(s) : 0);
 }
 
+/* Copies the literal s (a string constant) to d; returns the end. */
+#define SRV_MC_LIT(d, s) ((char *)memcpy((d), (s), sizeof(s) - 1) + sizeof(s) - 1)
+
+/* Writes a bulk string; returns the end. */
+static char *srv_mc_put_bulk(char *d, const void *p, size_t n) {
+    *d++ = '$';
+    d += resp_ll2str(d, (long long)n);
+    *d++ = '\r';
+    *d++ = '\n';
+    if (n)
+        memcpy(d, p, n);
+    d += n;
+    *d++ = '\r';
+    *d++ = '\n';
+    return d;
+}
+
+/* Writes a RESP integer; returns the end. */
+static char *srv_mc_put_int(char *d, long long v) {
+    *d++ = ':';
+    d += resp_ll2str(d, v);
+    *d++ = '\r';
+    *d++ = '\n';
+    return d;
+}
+
+/*
+ * One descriptor in a single reservation: the field names and fixed values are literals, so
+ * the hot MC.GETREPLICAS path costs a few memcpy calls per replica.
+ */
 void srv_mc_add_replica(struct srv_client *c, const struct pool_replica_desc *d) {
-    struct cm_buf *b = &c->out;
-    resp_add_map_hdr(b, c->proto, 8);
-    srv_mc_add_field(c, "type");
-    srv_mc_add_field(c, srv_mc_type_name(d->type));
-    srv_mc_add_field(c, "status");
-    srv_mc_add_field(c, d->status == POOL_REPLICA_COMPLETE ? "COMPLETE" : "PROCESSING");
-    srv_mc_add_field(c, "segment");
-    srv_mc_add_str(c, d->segment);
-    srv_mc_add_field(c, "endpoint");
-    srv_mc_add_str(c, d->endpoint);
-    srv_mc_add_field(c, "protocol");
-    srv_mc_add_str(c, d->protocol);
-    srv_mc_add_field(c, "desc");
-    resp_add_bulk(b, d->seg_desc ? d->seg_desc : "", d->seg_desc ? d->seg_desc_len : 0);
-    srv_mc_add_field(c, "addr");
-    resp_add_int(b, (long long)d->addr);
-    srv_mc_add_field(c, "size");
-    resp_add_int(b, (long long)d->size);
+    const char *seg = d->segment ? d->segment : "";
+    const char *ep = d->endpoint ? d->endpoint : "";
+    const char *proto = d->protocol ? d->protocol : "";
+    size_t ls = strlen(seg), le = strlen(ep), lp = strlen(proto);
+    size_t ld = d->seg_desc ? d->seg_desc_len : 0;
+    const char *type = srv_mc_type_name(d->type);
+    size_t lt = strlen(type);
+    cm_buf_reserve(&c->out, 512 + ls + le + lp + ld + lt); /* literals + 5 bulk headers */
+    char *o = c->out.data + c->out.len;
+    o = c->proto == 3 ? SRV_MC_LIT(o, "%8\r\n") : SRV_MC_LIT(o, "*16\r\n");
+    o = SRV_MC_LIT(o, "$4\r\ntype\r\n");
+    o = srv_mc_put_bulk(o, type, lt);
+    o = SRV_MC_LIT(o, "$6\r\nstatus\r\n");
+    o = d->status == POOL_REPLICA_COMPLETE ? SRV_MC_LIT(o, "$8\r\nCOMPLETE\r\n")
+                                           : SRV_MC_LIT(o, "$10\r\nPROCESSING\r\n");
+    o = SRV_MC_LIT(o, "$7\r\nsegment\r\n");
+    o = srv_mc_put_bulk(o, seg, ls);
+    o = SRV_MC_LIT(o, "$8\r\nendpoint\r\n");
+    o = srv_mc_put_bulk(o, ep, le);
+    o = SRV_MC_LIT(o, "$8\r\nprotocol\r\n");
+    o = srv_mc_put_bulk(o, proto, lp);
+    o = SRV_MC_LIT(o, "$4\r\ndesc\r\n");
+    o = srv_mc_put_bulk(o, d->seg_desc, ld);
+    o = SRV_MC_LIT(o, "$4\r\naddr\r\n");
+    o = srv_mc_put_int(o, (long long)d->addr);
+    o = SRV_MC_LIT(o, "$4\r\nsize\r\n");
+    o = srv_mc_put_int(o, (long long)d->size);
+    c->out.len = (size_t)(o - c->out.data);
 }
 
 void srv_mc_add_replicas(struct srv_client *c, const struct pool_replica_desc *d, size_t n) {
@@ -383,11 +424,17 @@ void srv_mc_add_replicas(struct srv_client *c, const struct pool_replica_desc *d
 
 void srv_mc_add_get_reply(struct srv_client *c, int64_t lease_ttl_ms,
                           const struct pool_replica_desc *d, size_t n) {
-    resp_add_map_hdr(&c->out, c->proto, 2);
-    srv_mc_add_field(c, "lease_ttl_ms");
-    resp_add_int(&c->out, lease_ttl_ms);
-    srv_mc_add_field(c, "replicas");
-    srv_mc_add_replicas(c, d, n);
+    cm_buf_reserve(&c->out, 96);
+    char *o = c->out.data + c->out.len;
+    o = c->proto == 3 ? SRV_MC_LIT(o, "%2\r\n") : SRV_MC_LIT(o, "*4\r\n");
+    o = SRV_MC_LIT(o, "$12\r\nlease_ttl_ms\r\n");
+    o = srv_mc_put_int(o, lease_ttl_ms);
+    o = SRV_MC_LIT(o, "$8\r\nreplicas\r\n*");
+    o += resp_ll2str(o, (long long)n);
+    o = SRV_MC_LIT(o, "\r\n");
+    c->out.len = (size_t)(o - c->out.data);
+    for (size_t i = 0; i < n; i++)
+        srv_mc_add_replica(c, &d[i]);
 }
 
 void srv_mc_add_segment(struct srv_client *c, const struct pool_segment_info *s) {
