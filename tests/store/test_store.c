@@ -15,6 +15,7 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -535,4 +536,77 @@ Test(store, only_public_symbols_exported) {
     cr_assert_null(dlsym(h, "cli__cmd"));
     cr_assert_null(dlsym(h, "cli_fail"));
     dlclose(h);
+}
+
+struct worker {
+    struct crescent_store *st;
+    int idx, failures;
+    char err[256];
+};
+
+/* One thread's round trips on its own keys: copying and zero-copy, 2 replicas. */
+static void *worker_main(void *arg) {
+    struct worker *w = arg;
+    size_t n = 70000 + (size_t)w->idx * 1000;
+    char *reg = malloc(2 * n), *val = malloc(n);
+    if (crescent_store_register_buffer(w->st, reg, 2 * n) < 0) {
+        w->failures++;
+        return NULL;
+    }
+    struct crescent_store_replicate_config two = {.replica_num = 2};
+    for (int i = 0; i < 40 && w->failures == 0; i++) {
+        char key[64];
+        snprintf(key, sizeof(key), "w%d-%d", w->idx, i);
+        st_fill(val, n, (unsigned)(w->idx * 1000 + i));
+        memcpy(reg, val, n);
+        void *v = NULL;
+        size_t got = 0;
+        int ret = (i & 1) ? crescent_store_put(w->st, key, val, n, &two)
+                          : crescent_store_put_from(w->st, key, reg, n, &two);
+        if (ret == 0) {
+            ret = crescent_store_get(w->st, key, &v, &got);
+        }
+        if (ret == 0 && (got != n || memcmp(v, val, n) != 0)) {
+            ret = -1;
+        }
+        crescent_store_free(v);
+        if (ret == 0 && crescent_store_get_into(w->st, key, reg + n, n) != (int64_t)n) {
+            ret = -2;
+        }
+        if (ret == 0 && memcmp(reg + n, val, n) != 0) {
+            ret = -3;
+        }
+        if (ret == 0) {
+            ret = crescent_store_remove(w->st, key, 1);
+        }
+        if (ret != 0) {
+            w->failures++;
+            snprintf(w->err, sizeof(w->err), "%s: %d %s", key, ret, crescent_store_last_error());
+        }
+    }
+    crescent_store_unregister_buffer(w->st, reg);
+    free(reg);
+    free(val);
+    return NULL;
+}
+
+Test(store, threads_share_one_store) {
+    struct st_peer p;
+    st_peer_start(&p, &master, "tcp", 32 * MIB);
+    struct crescent_store *st = st_store(&master, "tcp", 16 * MIB);
+    struct worker w[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){.st = st, .idx = i};
+        pthread_create(&t[i], NULL, worker_main, &w[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+    }
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(w[i].failures, 0, "thread %d: %s", i, w[i].err);
+    }
+    cr_assert_eq(st_segments_used(rc), 0);
+    crescent_store_destroy(st);
+    st_peer_kill(&p);
 }
