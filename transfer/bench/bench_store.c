@@ -45,7 +45,7 @@ struct sb_thread {
     unsigned idx;
     const struct sb_opts *o;
     struct crescent_store *st;
-    char *buf;  /* registered: batch objects to write, then batch objects to read */
+    char *buf; /* registered: batch objects to write, then batch objects to read */
     uint64_t put_ops, get_ops, put_bytes, get_bytes, errors, verify_fail;
     double secs; /* measured run time, without the prefill */
     struct sb_lat put_lat, get_lat;
@@ -119,9 +119,9 @@ static int sb_put(struct sb_thread *t, uint64_t slot) {
     }
     struct crescent_store_replicate_config rc = {.replica_num = o->replicas};
     uint64_t t0 = cm_mono_ns();
-    int err = o->batch == 1 ? crescent_store_put_from(t->st, keys[0], bufs[0], sizes[0], &rc)
-                            : crescent_store_batch_put_from(t->st, keys, bufs, sizes, o->batch,
-                                                            &rc, res);
+    int err = o->batch == 1
+                  ? crescent_store_put_from(t->st, keys[0], bufs[0], sizes[0], &rc)
+                  : crescent_store_batch_put_from(t->st, keys, bufs, sizes, o->batch, &rc, res);
     sb_record(&t->put_lat, cm_mono_ns() - t0);
     if (err == 0) {
         t->put_ops += o->batch;
@@ -217,7 +217,7 @@ static void sb_pct(struct sb_thread *ts, unsigned n, bool put, double *p50, doub
     qsort(all, total, sizeof(*all), sb_cmp);
     *p50 = (double)all[total / 2] / 1e3;
     *p99 = (double)all[(size_t)((double)total * 0.99) < total ? (size_t)((double)total * 0.99)
-                                                             : total - 1] /
+                                                              : total - 1] /
            1e3;
     free(all);
 }
@@ -242,37 +242,83 @@ static void sb_usage(FILE *f) {
 }
 
 static int sb_parse(int argc, char **argv, struct sb_opts *o) {
-    static const struct option lo[] = {
-        {"master", 1, 0, 'm'},     {"protocol", 1, 0, 'p'},     {"object_size", 1, 0, 's'},
-        {"batch_size", 1, 0, 'b'}, {"threads", 1, 0, 't'},      {"duration", 1, 0, 'd'},
-        {"replica_num", 1, 0, 'r'}, {"operation", 1, 0, 'o'},   {"keys", 1, 0, 'k'},
-        {"segment_size", 1, 0, 'g'}, {"local_buffer_size", 1, 0, 'l'}, {"verify", 0, 0, 'v'},
-        {"keep", 0, 0, 'K'},       {"json", 0, 0, 'j'},         {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
-    *o = (struct sb_opts){.protocol = "tcp", .operation = "put", .object_size = 1 << 20,
-                          .batch = 1, .threads = 1, .replicas = 1, .keys = 64,
-                          .duration = 5, .segment = UINT64_MAX};
+    static const struct option lo[] = {{"master", 1, 0, 'm'},
+                                       {"protocol", 1, 0, 'p'},
+                                       {"object_size", 1, 0, 's'},
+                                       {"batch_size", 1, 0, 'b'},
+                                       {"threads", 1, 0, 't'},
+                                       {"duration", 1, 0, 'd'},
+                                       {"replica_num", 1, 0, 'r'},
+                                       {"operation", 1, 0, 'o'},
+                                       {"keys", 1, 0, 'k'},
+                                       {"segment_size", 1, 0, 'g'},
+                                       {"local_buffer_size", 1, 0, 'l'},
+                                       {"verify", 0, 0, 'v'},
+                                       {"keep", 0, 0, 'K'},
+                                       {"json", 0, 0, 'j'},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    *o = (struct sb_opts){.protocol = "tcp",
+                          .operation = "put",
+                          .object_size = 1 << 20,
+                          .batch = 1,
+                          .threads = 1,
+                          .replicas = 1,
+                          .keys = 64,
+                          .duration = 5,
+                          .segment = UINT64_MAX};
     int c, bad = 0;
     uint64_t v;
     optind = 1;
     while (!bad && (c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
-        case 'm': o->master = optarg; break;
-        case 'p': o->protocol = optarg; break;
-        case 'o': o->operation = optarg; break;
-        case 's': bad = sb_size(optarg, &o->object_size) < 0 || !o->object_size; break;
-        case 'g': bad = sb_size(optarg, &o->segment) < 0; break;
-        case 'l': bad = sb_size(optarg, &o->local_buffer) < 0; break;
-        case 'b': v = strtoull(optarg, NULL, 10), bad = !v || v > 256, o->batch = (unsigned)v; break;
-        case 't': v = strtoull(optarg, NULL, 10), bad = !v || v > 1024, o->threads = (unsigned)v; break;
-        case 'r': v = strtoull(optarg, NULL, 10), bad = !v || v > 8, o->replicas = (unsigned)v; break;
-        case 'k': v = strtoull(optarg, NULL, 10), bad = !v, o->keys = (unsigned)v; break;
-        case 'd': o->duration = strtod(optarg, NULL), bad = !(o->duration > 0); break;
-        case 'v': o->verify = 1; break;
-        case 'K': o->keep = 1; break;
-        case 'j': o->json = 1; break;
-        case 'h': sb_usage(stdout); exit(0);
-        default: bad = 1;
+        case 'm':
+            o->master = optarg;
+            break;
+        case 'p':
+            o->protocol = optarg;
+            break;
+        case 'o':
+            o->operation = optarg;
+            break;
+        case 's':
+            bad = sb_size(optarg, &o->object_size) < 0 || !o->object_size;
+            break;
+        case 'g':
+            bad = sb_size(optarg, &o->segment) < 0;
+            break;
+        case 'l':
+            bad = sb_size(optarg, &o->local_buffer) < 0;
+            break;
+        case 'b':
+            v = strtoull(optarg, NULL, 10), bad = !v || v > 256, o->batch = (unsigned)v;
+            break;
+        case 't':
+            v = strtoull(optarg, NULL, 10), bad = !v || v > 1024, o->threads = (unsigned)v;
+            break;
+        case 'r':
+            v = strtoull(optarg, NULL, 10), bad = !v || v > 8, o->replicas = (unsigned)v;
+            break;
+        case 'k':
+            v = strtoull(optarg, NULL, 10), bad = !v, o->keys = (unsigned)v;
+            break;
+        case 'd':
+            o->duration = strtod(optarg, NULL), bad = !(o->duration > 0);
+            break;
+        case 'v':
+            o->verify = 1;
+            break;
+        case 'K':
+            o->keep = 1;
+            break;
+        case 'j':
+            o->json = 1;
+            break;
+        case 'h':
+            sb_usage(stdout);
+            exit(0);
+        default:
+            bad = 1;
         }
     }
     if (!bad && (o->master == NULL || optind != argc ||
@@ -304,15 +350,15 @@ static void sb_report(const struct sb_opts *o, struct sb_thread *ts, double secs
                "\"get_GBps\":%.4f,\"put_ops\":%llu,\"get_ops\":%llu,\"put_p50_us\":%.1f,"
                "\"put_p99_us\":%.1f,\"get_p50_us\":%.1f,\"get_p99_us\":%.1f,\"errors\":%llu,"
                "\"verify_failures\":%llu}\n",
-               o->operation, o->protocol, (unsigned long long)o->object_size, o->batch,
-               o->threads, o->replicas, secs, (double)pb / secs / 1e9, (double)gb / secs / 1e9,
+               o->operation, o->protocol, (unsigned long long)o->object_size, o->batch, o->threads,
+               o->replicas, secs, (double)pb / secs / 1e9, (double)gb / secs / 1e9,
                (unsigned long long)po, (unsigned long long)go, pp50, pp99, gp50, gp99,
                (unsigned long long)err, (unsigned long long)vf);
     } else {
         printf("store %s over %s: %llu-byte objects, batch %u, %u thread(s), %u replica(s), "
                "%.2f s\n",
-               o->operation, o->protocol, (unsigned long long)o->object_size, o->batch,
-               o->threads, o->replicas, secs);
+               o->operation, o->protocol, (unsigned long long)o->object_size, o->batch, o->threads,
+               o->replicas, secs);
         printf("  put: %llu objects, %.3f GB/s, p50 %.1f us, p99 %.1f us (per call)\n",
                (unsigned long long)po, (double)pb / secs / 1e9, pp50, pp99);
         printf("  get: %llu objects, %.3f GB/s, p50 %.1f us, p99 %.1f us (per call)\n",
