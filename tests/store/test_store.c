@@ -328,7 +328,29 @@ Test(store, local_replica_by_memcpy_and_replica_desc) {
     cr_assert_eq(m.read_ops[0], 1);
     cr_assert_eq(m.read_ops[2], 0);
     cr_assert_eq(m.write_ops[0], 1);
+
+    /* caller memory mounted as a second segment, preferred by a put, then unmounted */
+    char *mem = aligned_alloc(4096, 4 * MIB);
+    OK(crescent_store_mount_segment(st, mem, 4 * MIB, "user-seg"));
+    ERR(EEXIST, crescent_store_mount_segment(st, mem + 2 * MIB, 1 * MIB, "other")); /* overlap */
+    char *mem2 = aligned_alloc(4096, 1 * MIB);
+    ERR(CRESCENT_STORE_ESEGMENT_ALREADY_EXISTS,
+        crescent_store_mount_segment(st, mem2, 1 * MIB, "user-seg"));
+    OK(crescent_store_register_buffer(st, mem2, 1 * MIB)); /* the failed mount unregistered it */
+    OK(crescent_store_unregister_buffer(st, mem2));
+    free(mem2);
+    const char *pref[] = {"user-seg"};
+    struct crescent_store_replicate_config on_user = {.preferred_segments = pref,
+                                                      .n_preferred_segments = 1};
+    OK(crescent_store_put(st, "in-user", "uvw", 3, &on_user));
+    cr_assert_eq(crescent_store_get_replica_desc(st, "in-user", d, 4), 1);
+    cr_assert_str_eq(d[0].segment, "user-seg");
+    cr_assert(d[0].addr >= (uintptr_t)mem && d[0].addr < (uintptr_t)mem + 4 * MIB);
+    cr_assert(memcmp((void *)(uintptr_t)d[0].addr, "uvw", 3) == 0);
+    OK(crescent_store_unmount_segment(st, "user-seg"));
+    ERR(CRESCENT_STORE_EOBJECT_NOT_FOUND, crescent_store_get_size(st, "in-user"));
     crescent_store_destroy(st);
+    free(mem);
 }
 
 Test(store, master_restart_remounts_within_a_ping) {
