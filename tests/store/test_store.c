@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -630,5 +631,59 @@ Test(store, threads_share_one_store) {
     }
     cr_assert_eq(st_segments_used(rc), 0);
     crescent_store_destroy(st);
+    st_peer_kill(&p);
+}
+
+Test(store, put_parts_and_pin_options) {
+    struct crescent_store *st = st_store(&master, "tcp", 8 * MIB);
+    const void *parts[] = {"ab", "", "cdef", "g"};
+    size_t sizes[] = {2, 0, 4, 1};
+    struct crescent_store_replicate_config soft = {.with_soft_pin = 1, .prefer_same_node = 1};
+    OK(crescent_store_put_parts(st, "parts", parts, sizes, 4, &soft));
+    check_get(st, "parts", "abcdefg", 7);
+    redisReply *r = st_cmd(rc, "MC.QUERYKEY parts");
+    cr_assert_eq(st_field(r, "soft_pin")->integer, 1);
+    cr_assert_eq(st_field(r, "hard_pin")->integer, 0);
+    freeReplyObject(r);
+    struct crescent_store_replicate_config ttl = {.with_soft_pin = 1, .soft_pin_ttl_ms = 5000};
+    OK(crescent_store_put(st, "soft-ttl", "x", 1, &ttl));
+    struct crescent_store_replicate_config too_long = {.with_soft_pin = 1,
+                                                       .soft_pin_ttl_ms = 100000000000ull};
+    ERR(CRESCENT_STORE_EINVALID_PARAMS, crescent_store_put(st, "soft-bad", "x", 1, &too_long));
+    crescent_store_destroy(st);
+}
+
+/* A peer stopped for longer than the client TTL is expired by the master; when it resumes, its
+ * next ping gets NEED_REMOUNT and it mounts its segment again. */
+Test(store, expired_client_remounts_on_need_remount) {
+    struct st_peer p;
+    st_peer_start(&p, &master, "tcp", 8 * MIB);
+    redisReply *r = st_cmd(rc, "MC.QUERYSEGMENT %s", p.segment);
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    kill(p.pid, SIGSTOP);
+    long long deadline = st_now_ms() + 15000;
+    for (;;) {
+        r = st_cmd(rc, "MC.QUERYSEGMENT %s", p.segment);
+        bool gone = r->type == REDIS_REPLY_ERROR;
+        freeReplyObject(r);
+        if (gone || st_now_ms() > deadline) {
+            cr_assert(gone, "the stopped peer's segment was not unmounted");
+            break;
+        }
+        st_sleep_ms(100);
+    }
+    kill(p.pid, SIGCONT);
+    deadline = st_now_ms() + 10000;
+    for (;;) {
+        r = st_cmd(rc, "MC.QUERYSEGMENT %s", p.segment);
+        bool back = r->type == REDIS_REPLY_ARRAY;
+        freeReplyObject(r);
+        if (back || st_now_ms() > deadline) {
+            cr_assert(back, "the resumed peer did not remount");
+            break;
+        }
+        st_sleep_ms(50);
+    }
     st_peer_kill(&p);
 }
