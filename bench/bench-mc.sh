@@ -3,7 +3,8 @@
 # Benchmarks the distributed store's metadata path: pipelined MC.GETREPLICAS of one object on
 # crescent-master (after MC.REGISTER, MC.MOUNT of a fake segment and MC.PUTSTART/MC.PUTEND of
 # the key) against redis-server's pipelined GET of a 64-byte value, with redis-benchmark,
-# alternating rounds, medians of requests/s. Then the metadata memory per object: N objects of
+# alternating rounds, medians of requests/s and server CPU per request; then the same with
+# bench/bench_mc_load, a light client that does not build reply objects. Then the metadata memory per object: N objects of
 # 64 bytes with one replica and 10-byte keys loaded with redis-cli --pipe, MC.STATS meta_bytes
 # and INFO used_memory growth per object, against redis-server's used_memory growth per
 # 64-byte key with the same names.
@@ -114,6 +115,36 @@ printf '%-40s %14s req/s %8s server CPU s per 1M\n' "median MC.GETREPLICAS (cres
 printf '%-40s %14s req/s %8s server CPU s per 1M\n' "median GET 64 B (redis-server)" "$r" "$rc"
 awk -v c="$c" -v r="$r" 'BEGIN { printf "%-40s %14.2f  (target >= 0.80)\n", "throughput ratio", c / r }'
 awk -v c="$cc" -v r="$rc" 'BEGIN { printf "%-40s %14.2f  (redis CPU / crescent CPU per request)\n", "server CPU ratio", r / c }'
+
+# ---- the same with a light client ---------------------------------------------------------
+# bench_mc_load finds where each reply ends without building reply objects, so the shape of
+# the MC.GETREPLICAS reply costs the client little and the servers' own rates show.
+LOAD=$BUILD/bench/bench_mc_load
+if [ -x "$LOAD" ]; then
+    echo "light client: $LOAD PORT $CLIENTS $PIPE $REQS ..., $ROUNDS alternating rounds" >&2
+    : >"$TMP/lc" && : >"$TMP/lr"
+    light() { # port out command... ; fails on error replies
+        local out
+        out=$("$LOAD" "$1" "$CLIENTS" "$PIPE" "$REQS" "${@:3}")
+        [ "${out#* }" = 0 ] || { echo "bench-mc: error replies: $out" >&2; exit 1; }
+        echo "${out% *}" >>"$2"
+    }
+    for i in $(seq "$ROUNDS"); do
+        if [ $((i % 2)) -eq 1 ]; then
+            light "$cport" "$TMP/lc" MC.GETREPLICAS key
+            light "$rport" "$TMP/lr" GET key
+        else
+            light "$rport" "$TMP/lr" GET key
+            light "$cport" "$TMP/lc" MC.GETREPLICAS key
+        fi
+        echo "  round $i: MC.GETREPLICAS $(tail -1 "$TMP/lc")/s, redis GET $(tail -1 "$TMP/lr")/s" >&2
+    done
+    c=$(median <"$TMP/lc")
+    r=$(median <"$TMP/lr")
+    printf '%-40s %14s req/s\n' "light: median MC.GETREPLICAS" "$c"
+    printf '%-40s %14s req/s\n' "light: median GET 64 B (redis-server)" "$r"
+    awk -v c="$c" -v r="$r" 'BEGIN { printf "%-40s %14.2f  (target >= 0.80)\n", "light: throughput ratio", c / r }'
+fi
 
 # ---- metadata memory per object ----------------------------------------------------------
 used_memory() { cli "$1" info memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }'; }

@@ -1,11 +1,20 @@
-# bench/: crescent-master vs redis-server (bench/bench-master.sh, docs/benchmarks.md).
-#   make bench          SET/GET throughput, latency and server CPU per request, A/B rounds
+# bench/: crescent-master vs redis-server (bench/bench-master.sh, bench/bench-evict.sh,
+# docs/benchmarks.md).
+#   make bench          SET/GET throughput, latency and server CPU per request, A/B rounds;
+#                       then bench-evict
+#   make bench-evict    eviction-bound SET throughput at 1 M and 10 M resident keys (vs
+#                       redis-server allkeys-lru), INFO memory before and after FLUSHALL
 #   make bench-memory   INFO used_memory after loading 1,000,000 keys of 64 B
-# Tune with BENCH_ROUNDS, BENCH_SCALE, BENCH_MEMORY, BENCH_THREADS (see the script header).
-.PHONY: bench bench-memory
+# Tune with BENCH_ROUNDS, BENCH_SCALE, BENCH_MEMORY, BENCH_THREADS, BENCH_EVICT_* (see the
+# script headers).
+.PHONY: bench bench-evict bench-memory
 
 bench: $(BINS)
 	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-master.sh
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-evict.sh
+
+bench-evict: $(BINS)
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-evict.sh
 
 bench-memory: $(BINS)
 	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-master.sh --memory-only
@@ -29,3 +38,8 @@ bench-metrics: $(BINS)
 .PHONY: bench-mc
 bench-mc: $(BINS)
 	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-mc.sh
+BENCH_MC_LOAD_SRCS := bench/bench_mc_load.c
+ALL_SRCS += $(BENCH_MC_LOAD_SRCS)
+$(BUILD)/bench/bench_mc_load: $(call objs,$(BENCH_MC_LOAD_SRCS))
+	$(LINK) $^
+bench-mc: $(BUILD)/bench/bench_mc_load

@@ -5,6 +5,7 @@
  *   <ms> LEADER epoch=N until=<ms>     <ms> RENEWED epoch=N until=<ms>   (--verbose)
  *   <ms> FOLLOWER leader=X epoch=N     <ms> STEPPED_DOWN reason=R
  *   <ms> HOLDER leader=X epoch=N       (--observe; X is "-" when nobody holds the lease)
+ *   <ms> DATA_LOSS stored=N floor=M    (--verbose: the backend's epoch record fell below M)
  * until is the monotonic instant after which this process no longer acts as leader without
  * another renew. SIGTERM / SIGINT release the lease and exit 0; start-up failures exit 1, usage
  * errors 2, a missing feature (-CM_ENOT_SUPPORTED: Redis without EVAL, ...) 3. help() is the
@@ -50,6 +51,7 @@ static void usage(FILE *f) {
             "usage: crescent-elect --backend URI --cluster ID --identity HOST:PORT\n"
             "                      [--lease-ms N] [--renew-ms N] [--retry-ms N] [--timeout-ms N]\n"
             "                      [--verbose[=BOOL]] [--observe[=BOOL]] [--keep-lease[=BOOL]]\n"
+            "                      [--state-dir DIR]\n"
             "       crescent-elect --help | --version\n");
 }
 
@@ -75,6 +77,10 @@ static void help(void) {
            "  -o, --observe[=BOOL]  never campaign; print HOLDER lines (default no)\n"
            "  --keep-lease[=BOOL]   on SIGTERM/SIGINT keep the lease instead of releasing it\n"
            "                        (default no)\n"
+           "  --state-dir DIR       keep the highest epoch seen in DIR/ha-epoch-<cluster>, so\n"
+           "                        epochs never go backwards across restarts of this\n"
+           "                        candidate or a backend that lost its data (default: none,\n"
+           "                        the floor lives in memory only)\n"
            "  -h, --help            print this help and exit 0\n"
            "  --version             print \"crescent-elect " ELECT_VERSION "\" and exit 0\n"
            "  BOOL is yes/no, true/false, on/off or 1/0; a flag without a value means yes.\n"
@@ -104,6 +110,9 @@ static void help(void) {
            "  <ms> STEPPED_DOWN reason=R            R is stop, lease_lost or renew_deadline\n"
            "  <ms> HOLDER leader=X epoch=N          --observe only: holder changed (X is - for\n"
            "                                        nobody)\n"
+           "  <ms> DATA_LOSS stored=S floor=F       --verbose: the backend's epoch record S is\n"
+           "                                        below the floor F (it lost data; stderr\n"
+           "                                        says what to check)\n"
            "  until: after this instant the process no longer acts as leader without another\n"
            "  renew. Epochs grow strictly from one leadership to the next (fencing tokens).\n"
            "  Backend errors at run time go to stderr as \"crescent-elect: <message> (<CODE>)\",\n"
@@ -171,6 +180,20 @@ static void on_new_leader(const char *identity, uint64_t epoch, void *arg) {
     fflush(stdout);
 }
 
+/* The backend lost data (its epoch record fell below ours): always on stderr, and as a
+   transition line with --verbose. */
+static void on_data_loss(uint64_t stored, uint64_t floor, const char *msg, void *arg) {
+    const struct elect_opts *o = arg;
+
+    fprintf(stderr, "crescent-elect: ERROR: %s\n", msg);
+    fflush(stderr);
+    if (!o->verbose)
+        return;
+    printf("%llu DATA_LOSS stored=%llu floor=%llu\n", (unsigned long long)cm_mono_ms(),
+           (unsigned long long)stored, (unsigned long long)floor);
+    fflush(stdout);
+}
+
 static void on_error(int err, const char *msg, void *arg) {
     (void)arg;
     fprintf(stderr, "crescent-elect: %s (%s)\n", msg, cm_err_name(err));
@@ -219,7 +242,7 @@ static int parse_bool(const char *name, const char *s, bool *out) {
     return -1;
 }
 
-enum { OPT_LEASE = 256, OPT_RENEW, OPT_RETRY, OPT_TIMEOUT, OPT_KEEP, OPT_VERSION };
+enum { OPT_LEASE = 256, OPT_RENEW, OPT_RETRY, OPT_TIMEOUT, OPT_KEEP, OPT_VERSION, OPT_STATE_DIR };
 
 static const struct option elect_longopts[] = {
     {"backend", required_argument, NULL, 'b'},
@@ -232,6 +255,7 @@ static const struct option elect_longopts[] = {
     {"verbose", optional_argument, NULL, 'v'},
     {"observe", optional_argument, NULL, 'o'},
     {"keep-lease", optional_argument, NULL, OPT_KEEP},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -257,6 +281,9 @@ static int parse_value(int c, struct ha_elector_config *cfg, struct elect_opts *
         return parse_bool("verbose", optarg, &o->verbose);
     case 'o':
         return parse_bool("observe", optarg, &o->observe);
+    case OPT_STATE_DIR:
+        cfg->state_dir = optarg;
+        return 0;
     default: /* OPT_KEEP */
         return parse_bool("keep-lease", optarg, &cfg->keep_lease_on_stop);
     }
@@ -330,6 +357,7 @@ int main(int argc, char **argv) {
     cfg.stopped_leading = on_stopped;
     cfg.new_leader = on_new_leader;
     cfg.error = on_error;
+    cfg.data_loss = on_data_loss;
     cfg.arg = &o;
 
     /* The elector thread inherits this mask, so only sigwait below sees these signals. */

@@ -41,6 +41,10 @@ typedef void ha_new_leader_cb(const char *identity, uint64_t epoch, void *arg);
 /* Called on the elector thread when a backend error starts or changes (not once per retry);
    msg is one line. */
 typedef void ha_error_cb(int err, const char *msg, void *arg);
+/* Called on the elector thread once when the backend is found to have lost data: its record of
+   the highest epoch (stored_epoch) is below the highest epoch this candidate has seen (floor).
+   msg is one line saying what the operator should check. */
+typedef void ha_data_loss_cb(uint64_t stored_epoch, uint64_t floor, const char *msg, void *arg);
 
 struct ha_elector_config {
     const char *uri;            /* backend URI, e.g. "redis://127.0.0.1:6379/0" */
@@ -52,20 +56,34 @@ struct ha_elector_config {
     int io_timeout_ms;          /* 0 = HA_DEFAULT_IO_TIMEOUT_MS */
     bool observe_only;          /* never campaign; only report holder changes */
     bool keep_lease_on_stop;    /* stop does not release the lease (default: release) */
+    /* Directory where the highest epoch seen is kept (file ha-epoch-<cluster>, written with
+       fsync before this candidate leads with a new epoch), so that epochs never go backwards
+       for a candidate restarted with the same directory, even if the backend lost its data.
+       Created if missing. NULL = kept in memory only. */
+    const char *state_dir;
     ha_started_leading_cb *started_leading; /* each callback may be NULL */
     ha_renewed_cb *renewed;
     ha_stopped_leading_cb *stopped_leading;
     ha_new_leader_cb *new_leader;
     ha_error_cb *error;
+    ha_data_loss_cb *data_loss;
     void *arg; /* passed to every callback */
+};
+
+/* Counters for metrics; see ha_elector_get_stats. */
+struct ha_elector_stats {
+    uint64_t epoch_floor;      /* highest epoch seen (own terms, holders, the state file) */
+    uint64_t data_loss_events; /* times the backend was found below the floor */
+    bool data_loss;            /* the backend is below the floor right now */
 };
 
 /*
  * Validates cfg, parses the URI, opens the backend (which checks that it is reachable and that
  * credentials work) and returns a stopped elector in *out. Returns 0; -CM_EBAD_URI for a bad
  * URI or unknown scheme, -EINVAL for bad timings, -CM_EUNREACHABLE / -ETIMEDOUT / -CM_EAUTH from
- * the backend, -CM_ENOT_SUPPORTED when it lacks a needed feature (a Redis server without EVAL);
- * err (errlen bytes) then holds one line. Strings in cfg are copied. Caller frees
+ * the backend, -CM_ENOT_SUPPORTED when it lacks a needed feature (a Redis server without EVAL),
+ * -errno or -CM_ECORRUPT for a state_dir that cannot be used or an epoch file that cannot be
+ * read; err (errlen bytes) then holds one line. Strings in cfg are copied. Caller frees
  * with ha_elector_destroy. Thread-safe.
  */
 int ha_elector_create(const struct ha_elector_config *cfg, struct ha_elector **out, char *err,
@@ -108,6 +126,9 @@ int ha_elector_get_holder(struct ha_elector *e, struct ha_view *view, char *err,
  */
 int ha_elector_wait_for_change(struct ha_elector *e, uint64_t epoch, int timeout_ms,
                                struct ha_view *view);
+
+/* Fills *st with the elector's counters. Thread-safe. */
+void ha_elector_get_stats(struct ha_elector *e, struct ha_elector_stats *st);
 
 /* Returns the backend ops for scheme, or NULL when unknown or not compiled in. Thread-safe. */
 const struct ha_backend_ops *ha_backend_find(const char *scheme);

@@ -8,6 +8,7 @@
 #ifndef CRESCENT_HA_HA_BACKEND_H
 #define CRESCENT_HA_HA_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,16 @@ struct ha_view {
     char holder[256]; /* identity of the holder; "" = no holder (expired leases read as none) */
     uint64_t epoch;   /* fencing token of the current (or last) holder */
     int64_t ttl_ms;   /* remaining lease time as the backend reports it, -1 unknown */
+    /* try_acquire success only: CLOCK_MONOTONIC ms just before the request that made the lease
+       ours was sent, when the backend's lease (as others judge it) starts no earlier than that;
+       0 = the start of the call. Lets the elector date a slow acquire from its answer. */
+    uint64_t sent_ms;
+    /* The backend's own record of the highest epoch handed out (Redis counter, Lease epoch
+       annotation / leaseTransitions, etcd epoch key) as this call read it, before any increment
+       by the call; 0 when the record is absent. Valid only when stored_known. The elector
+       compares it with the highest epoch it has seen to detect a backend that lost data. */
+    bool stored_known;
+    uint64_t stored_epoch;
 };
 
 struct ha_backend_ops {
@@ -54,12 +65,17 @@ struct ha_backend_ops {
     /* Current holder and epoch. */
     int (*get_holder)(void *state, struct ha_view *view, char *err, size_t errlen);
     /* Block up to timeout_ms for a change of the view after `epoch` (watch); may return early.
-       0 = maybe changed, -ETIMEDOUT, or -ENOSYS (elector then polls every retry period). */
+       0 = maybe changed, -ETIMEDOUT, -EAGAIN (cannot watch now: the caller sleeps until its
+       deadline, a poll) or -ENOSYS (never: the elector then polls every retry period). */
     int (*wait_change)(void *state, uint64_t epoch, int timeout_ms);
     /* Optional (NULL allowed): bound the following calls by timeout_ms instead of open's
        timeout_ms, until called again. The elector uses it so that a renew never outlives the
        leader's renew deadline. */
     void (*set_timeout)(void *state, int timeout_ms);
+    /* Optional (NULL allowed): the highest epoch this candidate has seen (its floor). A
+       following try_acquire must hand out an epoch above both the backend's record and the
+       floor, and store it, so that epochs keep growing when the backend lost its data. */
+    void (*set_epoch_floor)(void *state, uint64_t floor);
 };
 
 extern const struct ha_backend_ops ha_redis_ops, ha_etcd_ops, ha_k8s_ops;

@@ -8,10 +8,14 @@
 #include "common/fmacros.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/cm_errno.h"
 #include "common/cm_log.h"
@@ -22,7 +26,10 @@
 
 struct ha_elector {
     struct ha_elector_config cfg; /* strings point at the copies below */
-    char *uri, *cluster_id, *identity;
+    char *uri, *cluster_id, *identity, *state_dir;
+    char *state_path;     /* state_dir/ha-epoch-<cluster>, or NULL */
+    uint64_t floor_saved; /* elector thread only: the floor last written to state_path */
+    bool save_failed;     /* elector thread only: the last write of state_path failed */
     struct ha_uri parsed;
     const struct ha_backend_ops *ops;
     void *state;            /* the elector thread's backend handle */
@@ -44,6 +51,9 @@ struct ha_elector {
     char holder[256]; /* observed holder ("" none) */
     uint64_t holder_epoch;
     uint64_t view_seq; /* bumped on every observed change */
+    uint64_t floor;    /* highest epoch seen; written by the elector thread */
+    bool in_loss;      /* the backend's record is below floor */
+    uint64_t loss_events;
 };
 
 static int elapsed_left(uint64_t deadline, uint64_t now) {
@@ -166,6 +176,182 @@ static void do_wait(struct ha_elector *e, const struct ha_fsm_output *out) {
     cond_wait_until(e, out->op_deadline_ms);
 }
 
+/* ---- epoch floor ------------------------------------------------------------------------ */
+
+/* Reads the floor from e->state_path (absent file = 0). Returns 0 or a negative error. */
+static int load_floor(struct ha_elector *e, char *err, size_t errlen) {
+    unsigned long long v = 0;
+    char buf[64] = "", *end;
+    ssize_t n;
+    int fd;
+
+    if (mkdir(e->state_dir, 0700) != 0 && errno != EEXIST)
+        return ha__err(err, errlen, -errno, "state dir %s: %s", e->state_dir, strerror(errno));
+    fd = open(e->state_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return ha__err(err, errlen, -errno, "%s: %s", e->state_path, strerror(errno));
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    int read_errno = errno;
+    close(fd);
+    if (n < 0)
+        return ha__err(err, errlen, -EIO, "%s: %s", e->state_path, strerror(read_errno));
+    buf[n] = '\0';
+    errno = 0;
+    v = strtoull(buf, &end, 10);
+    if (end == buf || errno || (*end && *end != '\n'))
+        return ha__err(err, errlen, -CM_ECORRUPT,
+                       "%s: not an epoch (want one decimal number); move it away to start afresh",
+                       e->state_path);
+    e->floor = e->floor_saved = v;
+    return 0;
+}
+
+/* Writes the floor to e->state_path durably (temporary file, fsync, rename, fsync of the
+   directory). Returns 0 or -errno. Elector thread only. */
+static int save_floor(struct ha_elector *e, uint64_t floor) {
+    char tmp[4200], line[32];
+    int fd, len, rc = 0;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", e->state_path);
+    len = snprintf(line, sizeof(line), "%llu\n", (unsigned long long)floor);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    if (write(fd, line, (size_t)len) != len || fsync(fd) != 0)
+        rc = errno ? -errno : -EIO;
+    close(fd);
+    if (rc == 0 && rename(tmp, e->state_path) != 0)
+        rc = -errno;
+    if (rc == 0) {
+        fd = open(e->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0) {
+            fsync(fd);
+            close(fd);
+        }
+    } else {
+        unlink(tmp);
+    }
+    return rc;
+}
+
+/* Raises the floor to epoch and, with a state dir, persists it before returning. */
+static void raise_floor(struct ha_elector *e, uint64_t epoch) {
+    pthread_mutex_lock(&e->lock);
+    if (epoch > e->floor)
+        e->floor = epoch;
+    epoch = e->floor;
+    pthread_mutex_unlock(&e->lock);
+    if (!e->state_path || epoch <= e->floor_saved)
+        return;
+    int rc = save_floor(e, epoch);
+    if (rc == 0) {
+        e->floor_saved = epoch;
+        e->save_failed = false;
+    } else if (!e->save_failed) {
+        char msg[4400];
+        e->save_failed = true;
+        snprintf(msg, sizeof(msg), "cannot save the epoch floor to %s: %s", e->state_path,
+                 cm_strerror(rc));
+        cm_log(CM_LOG_WARNING, "ha", "%s", msg);
+        if (e->cfg.error)
+            e->cfg.error(rc, msg, e->cfg.arg);
+    }
+}
+
+/* What an operator should check when the backend of scheme lost data. */
+static const char *loss_hint(const char *scheme) {
+    if (strcmp(scheme, "redis") == 0)
+        return "Redis restarted or failed over without its data: enable AOF (appendonly yes) or "
+               "RDB snapshots, or use a dedicated Redis that keeps its data";
+    if (strcmp(scheme, "etcd") == 0)
+        return "etcd was wiped, rebuilt or restored from an old backup: check its data "
+               "directory and members";
+    if (strcmp(scheme, "k8s") == 0)
+        return "the Lease was deleted (kubectl delete lease?) or its epoch annotation removed: "
+               "do not delete it while its epochs are in use";
+    return "check the backend's persistence";
+}
+
+/* Compares the backend's record of the highest epoch with the floor; reports a drop once. */
+static void check_stored(struct ha_elector *e, const struct ha_view *view) {
+    uint64_t floor;
+    bool report = false;
+
+    if (!view->stored_known)
+        return;
+    pthread_mutex_lock(&e->lock);
+    floor = e->floor;
+    if (view->stored_epoch < floor) {
+        if (!e->in_loss) {
+            e->in_loss = true;
+            e->loss_events++;
+            report = true;
+        }
+    } else {
+        e->in_loss = false;
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (!report)
+        return;
+    char msg[700];
+    snprintf(msg, sizeof(msg),
+             "election backend lost data: it records epoch %llu but this candidate has seen "
+             "epoch %llu; the next leadership takes epoch %llu or above. %s",
+             (unsigned long long)view->stored_epoch, (unsigned long long)floor,
+             (unsigned long long)floor + 1, loss_hint(e->ops->scheme));
+    cm_log(CM_LOG_WARNING, "ha", "ERROR: %s", msg);
+    if (e->cfg.data_loss)
+        e->cfg.data_loss(view->stored_epoch, floor, msg, e->cfg.arg);
+}
+
+static void set_floor(struct ha_elector *e) {
+    const struct ha_backend_ops *o = e->ops;
+    uint64_t floor;
+
+    if (o->size < offsetof(struct ha_backend_ops, set_epoch_floor) + sizeof(o->set_epoch_floor) ||
+        !o->set_epoch_floor)
+        return;
+    pthread_mutex_lock(&e->lock);
+    floor = e->floor;
+    pthread_mutex_unlock(&e->lock);
+    o->set_epoch_floor(e->state, floor);
+}
+
+/*
+ * After an acquire or read: detects data loss, refuses an acquired epoch that is not above the
+ * floor (a backend that ignores the floor; the lease is released), and raises the floor to
+ * what was seen (persisted before a new leader acts).
+ */
+static void track_epochs(struct ha_elector *e, struct ha_fsm_event *ev, struct ha_view *view,
+                         char *err, size_t errlen) {
+    if (ev->type != HA_EV_ACQUIRED && ev->type != HA_EV_BUSY && ev->type != HA_EV_VIEW)
+        return;
+    check_stored(e, view);
+    if (ev->type == HA_EV_ACQUIRED) {
+        uint64_t floor;
+        pthread_mutex_lock(&e->lock);
+        floor = e->floor;
+        pthread_mutex_unlock(&e->lock);
+        if (ev->epoch <= floor) {
+            char rerr[256];
+            e->ops->release(e->state, rerr, sizeof(rerr));
+            ev->type = HA_EV_ACQUIRE_FAILED;
+            ev->err =
+                ha__err(err, errlen, -CM_ECORRUPT,
+                        "%s: acquired epoch %llu is not above the highest epoch seen "
+                        "(%llu); released",
+                        e->ops->scheme, (unsigned long long)ev->epoch, (unsigned long long)floor);
+            return;
+        }
+        raise_floor(e, ev->epoch);
+    } else if (view->holder[0] || view->epoch) {
+        raise_floor(e, view->epoch);
+    }
+}
+
 /* Performs one operation and fills ev with its result; err receives a message on failure. */
 static void do_op(struct ha_elector *e, const struct ha_fsm_output *out, struct ha_fsm_event *ev,
                   struct ha_view *view, char *err, size_t errlen) {
@@ -176,12 +362,20 @@ static void do_op(struct ha_elector *e, const struct ha_fsm_output *out, struct 
     err[0] = '\0';
     ev->sent_ms = cm_mono_ms();
     switch (out->op) {
-    case HA_OP_ACQUIRE:
-        set_timeout(e, e->cfg.io_timeout_ms);
+    case HA_OP_ACQUIRE: {
+        /* An answer later than the renew deadline could not be acted on: do not wait longer. */
+        uint64_t bound = e->cfg.renew_deadline_ms;
+        set_floor(e);
+        set_timeout(e, bound < (uint64_t)e->cfg.io_timeout_ms ? (int)bound : e->cfg.io_timeout_ms);
         memset(view, 0, sizeof(*view));
         rc = o->try_acquire(e->state, e->cfg.lease_ms, &ev->epoch, view, err, errlen);
         ev->type = rc == 0 ? HA_EV_ACQUIRED : rc == -EBUSY ? HA_EV_BUSY : HA_EV_ACQUIRE_FAILED;
+        /* Date the lease from the request that won it when the backend knows it (a k8s
+           acquire may have waited on a read during an outage before its write). */
+        if (rc == 0 && view->sent_ms > ev->sent_ms && view->sent_ms <= cm_mono_ms())
+            ev->sent_ms = view->sent_ms;
         break;
+    }
     case HA_OP_RENEW: {
         int left = elapsed_left(out->op_deadline_ms, ev->sent_ms);
         if (left <= 0) {
@@ -218,6 +412,7 @@ static void do_op(struct ha_elector *e, const struct ha_fsm_output *out, struct 
         ha__err(err, errlen, rc, "%s: %s", o->scheme, cm_strerror(rc));
     ev->err = rc;
     ev->view = view;
+    track_epochs(e, ev, view, err, errlen);
     ev->now_ms = cm_mono_ms();
 }
 
@@ -251,6 +446,22 @@ static void *elector_main(void *arg) {
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
     return NULL;
+}
+
+/* "DIR/ha-epoch-<cluster>" with every character of the cluster id other than [A-Za-z0-9._-]
+   as '_'. Caller frees. */
+static char *state_file_path(const char *dir, const char *cluster_id) {
+    size_t n = strlen(dir) + strlen(cluster_id) + 16;
+    char *p = cm_malloc(n);
+    int off = snprintf(p, n, "%s/ha-epoch-", dir);
+
+    for (const char *c = cluster_id; *c; c++) {
+        bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || *c == '.' || *c == '_' || *c == '-';
+        p[off++] = ok ? *c : '_';
+    }
+    p[off] = '\0';
+    return p;
 }
 
 static int check_config(const struct ha_elector_config *c, char *err, size_t errlen) {
@@ -310,6 +521,16 @@ int ha_elector_create(const struct ha_elector_config *cfg, struct ha_elector **o
     c.uri = e->uri;
     c.cluster_id = e->cluster_id;
     c.identity = e->identity;
+    if (c.state_dir && c.state_dir[0]) {
+        e->state_dir = cm_strdup(c.state_dir);
+        c.state_dir = e->state_dir;
+        e->state_path = state_file_path(e->state_dir, c.cluster_id);
+        rc = load_floor(e, err, errlen);
+        if (rc)
+            goto fail;
+    } else {
+        c.state_dir = NULL;
+    }
     e->cfg = c;
     rc =
         e->ops->open(&e->parsed, c.cluster_id, c.identity, c.io_timeout_ms, &e->state, err, errlen);
@@ -328,6 +549,8 @@ int ha_elector_create(const struct ha_elector_config *cfg, struct ha_elector **o
     return 0;
 fail:
     memset(&e->parsed, 0, sizeof(e->parsed));
+    cm_free(e->state_dir);
+    cm_free(e->state_path);
     cm_free(e->uri);
     cm_free(e->cluster_id);
     cm_free(e->identity);
@@ -380,6 +603,8 @@ void ha_elector_destroy(struct ha_elector *e) {
     pthread_mutex_destroy(&e->qlock);
     pthread_cond_destroy(&e->cond);
     memset(&e->parsed, 0, sizeof(e->parsed));
+    cm_free(e->state_dir);
+    cm_free(e->state_path);
     cm_free(e->uri);
     cm_free(e->cluster_id);
     cm_free(e->identity);
@@ -444,4 +669,13 @@ int ha_elector_wait_for_change(struct ha_elector *e, uint64_t epoch, int timeout
     }
     pthread_mutex_unlock(&e->lock);
     return rc;
+}
+
+/* Copies the counters under the lock; see ha.h. Thread-safe. */
+void ha_elector_get_stats(struct ha_elector *e, struct ha_elector_stats *st) {
+    pthread_mutex_lock(&e->lock);
+    st->epoch_floor = e->floor;
+    st->data_loss_events = e->loss_events;
+    st->data_loss = e->in_loss;
+    pthread_mutex_unlock(&e->lock);
 }

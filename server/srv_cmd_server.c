@@ -279,24 +279,49 @@ static void srv_human(char *out, size_t n, double bytes) {
         snprintf(out, n, "%.2f%c", bytes, units[u]);
 }
 
+/* Resident set size of this process in bytes (/proc/self/statm), 0 when unreadable. */
+static uint64_t srv_rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, resident = 0;
+    if (!f)
+        return 0;
+    int n = fscanf(f, "%llu %llu", &size, &resident);
+    fclose(f);
+    return n == 2 ? resident * (uint64_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
 static void srv_info_memory(struct cm_buf *b) {
     struct srv_seg_stats ss;
     srv_seg_stats(srv_segment, &ss);
     uint64_t heap = cm_mem_used();
-    uint64_t used = heap + ss.used;
+    uint64_t peak;
+    uint64_t used = srv_db_used_memory(&peak);
+    uint64_t rss = srv_rss_bytes();
+    uint64_t sysmem = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    char h1[32], h2[32];
-    srv_human(h1, sizeof(h1), (double)used);
-    srv_human(h2, sizeof(h2), (double)ss.size);
+    char hu[32], hr[32], hp[32], hs[32], hm[32];
+    srv_human(hu, sizeof(hu), (double)used);
+    srv_human(hr, sizeof(hr), (double)rss);
+    srv_human(hp, sizeof(hp), (double)peak);
+    srv_human(hs, sizeof(hs), (double)sysmem);
+    srv_human(hm, sizeof(hm), (double)ss.size);
     cm_buf_appendf(b,
                    "# Memory\r\nused_memory:%llu\r\nused_memory_human:%s\r\n"
-                   "used_memory_heap:%llu\r\nused_memory_segment:%llu\r\n"
-                   "used_memory_peak_rss_kb:%ld\r\nmaxmemory:%llu\r\nmaxmemory_human:%s\r\n"
-                   "maxmemory_policy:allkeys-lru\r\nmem_allocator:%s\r\n\r\n",
-                   (unsigned long long)used, h1, (unsigned long long)heap,
-                   (unsigned long long)ss.used, ru.ru_maxrss, (unsigned long long)ss.size, h2,
-                   cm_mem_allocator_name());
+                   "used_memory_rss:%llu\r\nused_memory_rss_human:%s\r\n"
+                   "used_memory_peak:%llu\r\nused_memory_peak_human:%s\r\n"
+                   "used_memory_peak_perc:%.2f%%\r\nused_memory_heap:%llu\r\n"
+                   "used_memory_segment:%llu\r\nused_memory_peak_rss_kb:%ld\r\n"
+                   "segment_resident:%llu\r\nsegment_reclaimed:%llu\r\n"
+                   "total_system_memory:%llu\r\ntotal_system_memory_human:%s\r\n"
+                   "maxmemory:%llu\r\nmaxmemory_human:%s\r\nmaxmemory_policy:allkeys-lru\r\n"
+                   "mem_fragmentation_ratio:%.2f\r\nmem_allocator:%s\r\n\r\n",
+                   (unsigned long long)used, hu, (unsigned long long)rss, hr,
+                   (unsigned long long)peak, hp, peak ? 100.0 * (double)used / (double)peak : 0.0,
+                   (unsigned long long)heap, (unsigned long long)ss.used, ru.ru_maxrss,
+                   (unsigned long long)ss.resident, (unsigned long long)ss.reclaimed,
+                   (unsigned long long)sysmem, hs, (unsigned long long)ss.size, hm,
+                   used ? (double)rss / (double)used : 0.0, cm_mem_allocator_name());
 }
 
 static void srv_info_stats(struct cm_buf *b) {

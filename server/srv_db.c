@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Keyspace shards, object life cycle, lazy and active expiry, LRU eviction. See srv_db.h. */
+/* Keyspace shards, object life cycle, lazy and active expiry, sampled LRU eviction. See srv_db.h.
+ */
 #include "common/fmacros.h"
 
 #include "server/srv_db.h"
@@ -46,6 +47,8 @@ static struct srv_seg *srv_db_seg;
 static uint64_t srv_hash_seed;
 static uint64_t srv_clock_base_ms;
 static _Atomic uint64_t srv_last_evict_ms;
+/* Keys still to evict in the current eviction cycle; written under srv_evict_lock. */
+static _Atomic uint64_t srv_evict_debt;
 
 static _Atomic uint64_t stat_expired, stat_evicted, stat_evict_cycles;
 static struct cm_pcounter srv_meta_bytes; /* object records + their bucket slots */
@@ -53,6 +56,58 @@ static struct cm_pcounter stat_hits, stat_misses;
 
 uint32_t srv_lru_clock(void) {
     return (uint32_t)((cm_mono_ms() - srv_clock_base_ms) >> 4);
+}
+
+/* ---------------------------------------------------------------- memory figures */
+
+#define SRV_RECLAIM_PERIOD_MS  100         /* reclaimer pass interval */
+#define SRV_RECLAIM_MIN_AGE_MS 1000        /* free pages are kept this long for reuse */
+#define SRV_HEAP_PURGE_DROP    (32u << 20) /* heap drop that makes jemalloc purge */
+
+/* Present only when jemalloc is linked in (the server); NULL otherwise. */
+extern int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen)
+    __attribute__((weak));
+
+static _Atomic uint64_t srv_mem_peak;
+static uint64_t srv_heap_high; /* reclaimer thread only */
+
+uint64_t srv_db_used_memory(uint64_t *peak) {
+    uint64_t used = (uint64_t)cm_mem_used() + srv_seg_used(srv_db_seg);
+    uint64_t p = cm_atomic_load_relaxed(&srv_mem_peak);
+    while (used > p && !atomic_compare_exchange_weak_explicit(
+                           &srv_mem_peak, &p, used, memory_order_relaxed, memory_order_relaxed))
+        ;
+    if (peak)
+        *peak = used > p ? used : p;
+    return used;
+}
+
+/* Asks jemalloc (when linked in) to return the free pages of every arena to the kernel. */
+static void srv_heap_purge(void) {
+    if (mallctl)
+        mallctl("arena.4096.purge", NULL, NULL, NULL, 0); /* 4096 = MALLCTL_ARENAS_ALL */
+}
+
+/*
+ * Runs on the segment's reclaimer thread after each pass: samples the used_memory peak and,
+ * when the heap shrank to half its last high point and by SRV_HEAP_PURGE_DROP at least
+ * (FLUSHALL, mass deletes; not the 5 % steps of eviction, whose pages are reused at once), has
+ * jemalloc return its free pages too; purges once more a second later, since
+ * a big FLUSHALL may still have been freeing during the first purge.
+ */
+static void srv_db_mem_tick(void) {
+    static unsigned again; /* ticks until the follow-up purge, 0 = none */
+    srv_db_used_memory(NULL);
+    uint64_t heap = (uint64_t)cm_mem_used();
+    if (heap > srv_heap_high)
+        srv_heap_high = heap;
+    if (again && --again == 0)
+        srv_heap_purge();
+    if (srv_heap_high - heap < SRV_HEAP_PURGE_DROP || heap > srv_heap_high / 2)
+        return;
+    srv_heap_high = heap;
+    srv_heap_purge();
+    again = 1000 / SRV_RECLAIM_PERIOD_MS;
 }
 
 int srv_db_init(struct srv_seg *seg) {
@@ -65,6 +120,10 @@ int srv_db_init(struct srv_seg *seg) {
     srv_db_seg = seg;
     srv_hash_seed = cm_rand64();
     srv_clock_base_ms = cm_mono_ms();
+    int rc = srv_seg_start_reclaimer(seg, SRV_RECLAIM_PERIOD_MS, SRV_RECLAIM_MIN_AGE_MS,
+                                     srv_db_mem_tick);
+    if (rc < 0)
+        cm_log(CM_LOG_WARNING, "db", "cannot start the segment reclaimer: %s", strerror(-rc));
     return 0;
 }
 
@@ -73,7 +132,10 @@ static void srv_db_drop_cb(struct cm_ht_node *n, void *arg) {
     srv_obj_unref((struct srv_obj *)n);
 }
 
+static void srv_pool_clear(void);
+
 void srv_db_fini(void) {
+    srv_pool_clear();
     for (int i = 0; i < SRV_DB_SHARDS; i++) {
         cm_ht_clear(&srv_shards[i].ht, srv_db_drop_cb, NULL);
         cm_ht_fini(&srv_shards[i].ht);
@@ -204,16 +266,36 @@ char *srv_obj_val(const struct srv_obj *o) {
     return srv_seg_ptr(srv_db_seg, o->handle);
 }
 
-/* Evicts when usage passed the high watermark; at most every 10 ms if nothing was freed. */
+static uint64_t srv_db_evict_step(int wait);
+
+/*
+ * Evicts a few keys (SRV_EVICT_STEP) after each allocation when usage passed the high
+ * watermark (waiting for another evicting thread, so writers never outrun eviction) or, below
+ * it, while an eviction cycle is still under way (skipped when another thread is evicting). A
+ * cycle is thus spread over the writes that follow it, a few keys each, instead of stalling one
+ * write. Backs off 10 ms when nothing could be freed.
+ */
 static void srv_db_maybe_evict_watermark(void) {
     uint64_t size = srv_seg_size(srv_db_seg);
-    if ((double)srv_db_mem_used() <= srv_db_high_watermark * (double)size)
+    int above = (double)srv_db_mem_used() > srv_db_high_watermark * (double)size;
+    if (!above && cm_atomic_load_relaxed(&srv_evict_debt) == 0)
         return;
     uint64_t now = cm_mono_ms();
     if (now - cm_atomic_load_relaxed(&srv_last_evict_ms) < 10)
         return;
-    if (srv_db_evict(srv_db_evict_ratio) == 0)
+    uint64_t n = srv_db_evict_step(above);
+    if (n == 0)
         cm_atomic_store_relaxed(&srv_last_evict_ms, now);
+}
+
+/* Heap bytes a record accounts for: its allocation plus its bucket slot. */
+static inline uint64_t srv_obj_meta_bytes(const struct srv_obj *o) {
+    return (uint64_t)malloc_usable_size((void *)o) + sizeof(void *);
+}
+
+/* Subtracts n from srv_meta_bytes (the counter adds modulo 2^64). */
+static inline void srv_meta_sub(uint64_t n) {
+    cm_pcounter_add(&srv_meta_bytes, UINT64_MAX - n + 1);
 }
 
 /* A zeroed record for a key of klen bytes with refs = 1, counted in srv_meta_bytes. */
@@ -222,7 +304,7 @@ static struct srv_obj *srv_obj_alloc(size_t klen) {
     memset(o, 0, sizeof(*o));
     o->refs = 1;
     o->klen = (uint32_t)klen;
-    cm_pcounter_add(&srv_meta_bytes, malloc_usable_size(o) + sizeof(void *));
+    cm_pcounter_add(&srv_meta_bytes, srv_obj_meta_bytes(o));
     return o;
 }
 
@@ -237,8 +319,7 @@ struct srv_obj *srv_obj_rekey(struct srv_obj *o, const char *key, size_t klen) {
     }
     cm_atomic_store_relaxed(&n->expire_ms, cm_atomic_load_relaxed(&o->expire_ms));
     memcpy(n->key, key, klen);
-    cm_pcounter_add(&srv_meta_bytes,
-                    (uint64_t) - (int64_t)(malloc_usable_size(o) + sizeof(void *)));
+    srv_meta_sub(srv_obj_meta_bytes(o));
     cm_free(o);
     return n;
 }
@@ -287,8 +368,7 @@ void srv_obj_unref(struct srv_obj *o) {
         srv_seg_free(srv_db_seg, o->handle);
     else
         srv_type_free((enum srv_type)o->type, o->payload);
-    cm_pcounter_add(&srv_meta_bytes,
-                    (uint64_t) - (int64_t)(malloc_usable_size(o) + sizeof(void *)));
+    srv_meta_sub(srv_obj_meta_bytes(o));
     cm_free(o);
 }
 
@@ -450,112 +530,235 @@ void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, i
 
 /* ---------------------------------------------------------------- eviction */
 
-/* k-th smallest of a[0..n) (0-based), reordering a. */
-static uint32_t srv_select_kth(uint32_t *a, size_t n, size_t k) {
-    size_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        uint32_t pivot = a[lo + (hi - lo) / 2];
-        size_t i = lo, j = hi;
-        while (i <= j) {
-            while (a[i] < pivot)
-                i++;
-            while (a[j] > pivot)
-                j--;
-            if (i <= j) {
-                uint32_t t = a[i];
-                a[i] = a[j];
-                a[j] = t;
-                i++;
-                if (j == 0)
-                    break;
-                j--;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            return a[k];
-    }
-    return a[k];
+/*
+ * DESIGN. Approximated LRU, as Redis does it: every evicted key costs one draw of
+ * SRV_EVICT_SAMPLES keys (from a random bucket on) of one random non-empty shard; the evictable
+ * ones are offered to a pool of the SRV_EVICT_POOL oldest candidates seen so far (kept sorted,
+ * oldest first, with a copy of each key); then the oldest pool entry is looked up again under
+ * its shard lock, checked (still there, LRU stamp unchanged, still evictable) and unlinked. The
+ * cost of one eviction is a few shard locks and table probes, whatever the key count. A cycle
+ * evicts ratio of the keys; the rest of a cycle (the "debt") is paid by later calls: batches of
+ * up to SRV_EVICT_BATCH keys from srv_db_evict() (allocation failures, aggregate writes) and
+ * SRV_EVICT_STEP keys after each allocation past the watermark, so no caller stalls for long.
+ * Everything here runs under srv_evict_lock.
+ */
+
+#define SRV_EVICT_SAMPLES 5   /* keys sampled per draw (Redis maxmemory-samples) */
+#define SRV_EVICT_POOL    16  /* best candidates kept between draws */
+#define SRV_EVICT_KEYBUF  56  /* keys up to this size are copied into the pool entry */
+#define SRV_EVICT_BATCH   128 /* keys evicted per srv_db_evict() call at most */
+#define SRV_EVICT_STEP    8   /* keys evicted after one allocation past the watermark */
+#define SRV_EVICT_DRAWS   16  /* draws per key before the exhaustive fallback */
+
+/* The eviction passes: the second runs only when the first finds nothing to evict. */
+enum srv_evict_pass {
+    SRV_EVICT_FIRST = 0,  /* ordinary objects only */
+    SRV_EVICT_SECOND = 1, /* also objects that are protected by soft rules only */
+};
+
+struct srv_evict_cand {
+    uint64_t hash;
+    uint32_t lru; /* stamp when sampled; a touched key no longer matches */
+    uint32_t klen;
+    char *heap; /* cm_malloc copy of a key longer than SRV_EVICT_KEYBUF, else NULL */
+    char buf[SRV_EVICT_KEYBUF];
+};
+
+static struct srv_evict_cand srv_pool[SRV_EVICT_POOL];
+static int srv_pool_n;
+
+static inline const char *srv_cand_key(const struct srv_evict_cand *c) {
+    return c->heap ? c->heap : c->buf;
 }
 
-/* Collects the LRU stamps of every evictable object. Returns the count; *out owned by caller. */
-static size_t srv_evict_collect(uint32_t **out) {
-    size_t cap = srv_db_size() + 1024, n = 0;
-    uint32_t *a = cm_malloc(cap * sizeof(*a));
-    for (int i = 0; i < SRV_DB_SHARDS; i++) {
-        struct srv_shard *sh = &srv_shards[i];
+/*
+ * The eviction rules, in one place. An object whose value a reply in flight points into
+ * (refs > 1, a pin) is never evicted, in either pass. Read leases (never evicted while held)
+ * and soft pins (evicted only in the second pass) add their tests here.
+ */
+static int srv_obj_evictable(const struct srv_obj *o, enum srv_evict_pass pass) {
+    (void)pass;
+    return cm_atomic_load_relaxed(&o->refs) == 1;
+}
+
+static void srv_pool_drop(int i) {
+    cm_free(srv_pool[i].heap);
+    memmove(&srv_pool[i], &srv_pool[i + 1], (size_t)(srv_pool_n - i - 1) * sizeof(srv_pool[0]));
+    srv_pool_n--;
+}
+
+/* Idle time of an LRU stamp at clock now (stamps wrap; a stamp from the future is 0). */
+static inline uint32_t srv_idle(uint32_t now, uint32_t lru) {
+    return (int32_t)(now - lru) < 0 ? 0 : now - lru;
+}
+
+/* Offers o (shard lock held) to the pool, ordered by idle time at clock now. */
+static void srv_pool_offer(const struct srv_obj *o, uint32_t now) {
+    uint32_t lru = cm_atomic_load_relaxed(&o->lru);
+    uint32_t idle = srv_idle(now, lru);
+    int pos = 0;
+    while (pos < srv_pool_n && srv_idle(now, srv_pool[pos].lru) >= idle)
+        pos++;
+    if (pos == SRV_EVICT_POOL)
+        return; /* younger than every candidate of a full pool */
+    for (int i = 0; i < srv_pool_n; i++)
+        if (srv_pool[i].hash == o->node.hash && srv_pool[i].klen == o->klen &&
+            memcmp(srv_cand_key(&srv_pool[i]), o->key, o->klen) == 0)
+            return; /* already a candidate */
+    if (srv_pool_n == SRV_EVICT_POOL)
+        srv_pool_drop(SRV_EVICT_POOL - 1);
+    memmove(&srv_pool[pos + 1], &srv_pool[pos], (size_t)(srv_pool_n - pos) * sizeof(srv_pool[0]));
+    srv_pool_n++;
+    struct srv_evict_cand *c = &srv_pool[pos];
+    c->hash = o->node.hash;
+    c->lru = lru;
+    c->klen = o->klen;
+    c->heap = o->klen > SRV_EVICT_KEYBUF ? cm_malloc(o->klen) : NULL;
+    memcpy(c->heap ? c->heap : c->buf, o->key, o->klen);
+}
+
+/*
+ * Offers up to SRV_EVICT_SAMPLES objects of sh (locked) to the pool: the chains of consecutive
+ * buckets from a random one (as Redis's dictGetSomeKeys), which reads the bucket array
+ * sequentially instead of missing the cache once per sample. At most 8 buckets per sample.
+ */
+static void srv_shard_sample(struct srv_shard *sh, uint32_t now, enum srv_evict_pass pass) {
+    const struct cm_ht *t = &sh->ht;
+    size_t b = (size_t)cm_rand64() & t->mask;
+    size_t steps = t->mask + 1 < 8 * SRV_EVICT_SAMPLES ? t->mask + 1 : 8 * SRV_EVICT_SAMPLES;
+    int seen = 0;
+    for (size_t i = 0; i < steps && seen < SRV_EVICT_SAMPLES; i++, b = (b + 1) & t->mask) {
+        for (struct cm_ht_node *n = t->buckets[b]; n && seen < SRV_EVICT_SAMPLES; n = n->next) {
+            seen++;
+            if (srv_obj_evictable((struct srv_obj *)n, pass))
+                srv_pool_offer((struct srv_obj *)n, now);
+        }
+    }
+}
+
+/* One draw: samples a random non-empty shard into the pool. Returns 0 when every shard is empty. */
+static int srv_pool_populate(enum srv_evict_pass pass) {
+    uint64_t start = cm_rand64();
+    for (unsigned i = 0; i < SRV_DB_SHARDS; i++) {
+        struct srv_shard *sh = &srv_shards[(start + i) & (SRV_DB_SHARDS - 1)];
+        if (cm_atomic_load_relaxed(&sh->nkeys) == 0)
+            continue;
         pthread_mutex_lock(&sh->lock);
-        size_t b;
-        struct cm_ht_node *nd, *tmp;
-        cm_ht_foreach_node(&sh->ht, b, nd, tmp) {
-            struct srv_obj *o = (struct srv_obj *)nd;
-            if (cm_atomic_load_relaxed(&o->refs) != 1)
-                continue;
-            if (n == cap) {
-                cap *= 2;
-                a = cm_realloc(a, cap * sizeof(*a));
-            }
-            a[n++] = cm_atomic_load_relaxed(&o->lru);
-        }
+        uint32_t now = srv_lru_clock(); /* after the lock: stamps here are not newer */
+        srv_shard_sample(sh, now, pass);
         pthread_mutex_unlock(&sh->lock);
+        return 1;
     }
-    *out = a;
-    return n;
+    return 0;
 }
 
-/* Evicts unpinned objects with lru <= threshold from one shard, at most *left of them. */
-static uint64_t srv_evict_shard(struct srv_shard *sh, uint32_t threshold, uint64_t *left) {
-    struct srv_obj *victims[256];
-    uint64_t total = 0;
+/* Takes the oldest pool entry and evicts its key if it still qualifies. Returns 1 if evicted. */
+static int srv_pool_evict_best(enum srv_evict_pass pass) {
+    struct srv_evict_cand *c = &srv_pool[0];
+    struct srv_shard *sh = srv_shard_of(c->hash);
+    int done = 0;
     pthread_mutex_lock(&sh->lock);
-    for (;;) {
-        int nv = 0;
-        size_t b;
-        struct cm_ht_node *nd, *tmp;
-        cm_ht_foreach_node(&sh->ht, b, nd, tmp) {
-            struct srv_obj *o = (struct srv_obj *)nd;
-            if (nv < 256 && (uint64_t)nv < *left && cm_atomic_load_relaxed(&o->refs) == 1 &&
-                cm_atomic_load_relaxed(&o->lru) <= threshold)
-                victims[nv++] = o;
-        }
-        for (int k = 0; k < nv; k++)
-            srv_shard_unlink(sh, victims[k]);
-        total += (uint64_t)nv;
-        *left -= (uint64_t)nv;
-        if (nv < 256 || *left == 0)
-            break;
+    struct srv_obj *o =
+        (struct srv_obj *)cm_ht_find(&sh->ht, c->hash, srv_cand_key(c), c->klen, srv_obj_eq);
+    if (o && cm_atomic_load_relaxed(&o->lru) == c->lru && srv_obj_evictable(o, pass)) {
+        srv_shard_unlink(sh, o);
+        done = 1;
     }
     pthread_mutex_unlock(&sh->lock);
-    return total;
+    srv_pool_drop(0);
+    return done;
+}
+
+/*
+ * Fallback when sampling found nothing: walks the shards from a random one and evicts the first
+ * evictable object. O(keys) only when almost nothing is evictable. Returns 1 if one was evicted.
+ */
+static int srv_evict_first_found(enum srv_evict_pass pass) {
+    uint64_t start = cm_rand64();
+    for (unsigned i = 0; i < SRV_DB_SHARDS; i++) {
+        struct srv_shard *sh = &srv_shards[(start + i) & (SRV_DB_SHARDS - 1)];
+        if (cm_atomic_load_relaxed(&sh->nkeys) == 0)
+            continue;
+        struct srv_obj *victim = NULL;
+        pthread_mutex_lock(&sh->lock);
+        for (size_t b = 0; b <= sh->ht.mask && !victim; b++)
+            for (struct cm_ht_node *nd = sh->ht.buckets[b]; nd && !victim; nd = nd->next)
+                if (srv_obj_evictable((struct srv_obj *)nd, pass))
+                    victim = (struct srv_obj *)nd;
+        if (victim)
+            srv_shard_unlink(sh, victim);
+        pthread_mutex_unlock(&sh->lock);
+        if (victim)
+            return 1;
+    }
+    return 0;
+}
+
+/* Evicts one key in the given pass. Returns 1, or 0 when nothing is evictable in that pass. */
+static int srv_evict_one(enum srv_evict_pass pass) {
+    for (int draw = 0; draw < SRV_EVICT_DRAWS; draw++) {
+        if (!srv_pool_populate(pass))
+            return 0;
+        while (srv_pool_n > 0)
+            if (srv_pool_evict_best(pass))
+                return 1;
+    }
+    return srv_evict_first_found(pass);
+}
+
+/* Starts a cycle when none is running, then evicts up to max keys of it. Lock held. */
+static uint64_t srv_evict_batch(double ratio, uint64_t max) {
+    uint64_t debt = cm_atomic_load_relaxed(&srv_evict_debt);
+    if (debt == 0) {
+        debt = (uint64_t)((double)srv_db_size() * ratio);
+        if (debt == 0)
+            debt = 1;
+        cm_atomic_add_relaxed(&stat_evict_cycles, 1);
+    }
+    uint64_t want = debt < max ? debt : max;
+    uint64_t done = 0;
+    enum srv_evict_pass pass = SRV_EVICT_FIRST;
+    while (done < want) {
+        if (srv_evict_one(pass)) {
+            done++;
+        } else if (pass == SRV_EVICT_FIRST) {
+            pass = SRV_EVICT_SECOND;
+        } else {
+            break;
+        }
+    }
+    cm_atomic_store_relaxed(&srv_evict_debt, done < want ? 0 : debt - done);
+    cm_atomic_add_relaxed(&stat_evicted, done);
+    return done;
 }
 
 uint64_t srv_db_evict(double ratio) {
     pthread_mutex_lock(&srv_evict_lock);
-    uint32_t *lrus;
-    size_t n = srv_evict_collect(&lrus);
-    uint64_t evicted = 0;
-    if (n > 0) {
-        size_t k = (size_t)((double)n * ratio);
-        if (k == 0)
-            k = 1;
-        uint32_t threshold = srv_select_kth(lrus, n, k - 1);
-        uint64_t left = k;
-        unsigned start = (unsigned)(cm_rand64() & (SRV_DB_SHARDS - 1));
-        for (unsigned i = 0; i < SRV_DB_SHARDS && left > 0; i++)
-            evicted +=
-                srv_evict_shard(&srv_shards[(start + i) & (SRV_DB_SHARDS - 1)], threshold, &left);
-    }
-    cm_free(lrus);
-    cm_atomic_add_relaxed(&stat_evicted, evicted);
-    cm_atomic_add_relaxed(&stat_evict_cycles, 1);
+    uint64_t evicted = srv_evict_batch(ratio, SRV_EVICT_BATCH);
     pthread_mutex_unlock(&srv_evict_lock);
-    if (evicted)
-        cm_log(CM_LOG_VERBOSE, "evict", "evicted %llu of %zu evictable objects",
-               (unsigned long long)evicted, n);
     return evicted;
+}
+
+/*
+ * One watermark step of SRV_EVICT_STEP keys. wait = 0 returns at once (UINT64_MAX) when another
+ * thread is evicting.
+ */
+static uint64_t srv_db_evict_step(int wait) {
+    if (wait)
+        pthread_mutex_lock(&srv_evict_lock);
+    else if (pthread_mutex_trylock(&srv_evict_lock) != 0)
+        return UINT64_MAX;
+    uint64_t evicted = srv_evict_batch(srv_db_evict_ratio, SRV_EVICT_STEP);
+    pthread_mutex_unlock(&srv_evict_lock);
+    return evicted;
+}
+
+static void srv_pool_clear(void) {
+    pthread_mutex_lock(&srv_evict_lock);
+    while (srv_pool_n > 0)
+        srv_pool_drop(srv_pool_n - 1);
+    cm_atomic_store_relaxed(&srv_evict_debt, 0);
+    pthread_mutex_unlock(&srv_evict_lock);
 }
 
 void srv_db_get_stats(struct srv_db_stats *st) {

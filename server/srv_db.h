@@ -68,7 +68,11 @@ struct srv_db_ref {
     size_t klen;
 };
 
-/* Creates the keyspace over seg. Call once at startup. Returns 0 or -errno. */
+/*
+ * Creates the keyspace over seg and starts seg's background page reclaimer (free pages go back
+ * to the kernel after 1 s; see srv_seg_reclaim), which also samples the used_memory peak.
+ * Call once at startup. Returns 0 or -errno.
+ */
 int srv_db_init(struct srv_seg *seg);
 
 /* Frees every object (the segment must still exist). Call once at exit, no threads running. */
@@ -169,6 +173,13 @@ int srv_db_exists(const char *key, size_t klen, int64_t now_ms);
  */
 uint64_t srv_db_mem_used(void);
 
+/*
+ * INFO's used_memory: heap bytes (cm_mem_used) plus segment blocks in use. Updates the peak,
+ * which the reclaimer thread also samples every 100 ms, and stores it in *peak (may be NULL).
+ * Thread-safe.
+ */
+uint64_t srv_db_used_memory(uint64_t *peak);
+
 /* Number of keys / keys with an expiry. Approximate while writers run. */
 uint64_t srv_db_size(void);
 uint64_t srv_db_expires(void);
@@ -197,9 +208,13 @@ char *srv_db_random_key(int64_t now_ms, size_t *klen);
 void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, int64_t now_ms);
 
 /*
- * Evicts about ratio of the evictable objects (unpinned), least recently used first; at
- * least one object when any is evictable. Returns the number evicted. Caller holds the shared
- * or exclusive keyspace lock and no shard lock. Serialized internally.
+ * Evicts least recently used objects, never a pinned one. LRU is approximated by sampling
+ * (random keys offered to a pool of the oldest candidates, as Redis's allkeys-lru), so one
+ * eviction costs the same at any key count. A cycle evicts about ratio of the keys (at least
+ * one); each call evicts one batch of at most 128 keys of the current cycle, starting a cycle
+ * when none is under way; later calls, and allocations past the high watermark (8 keys each),
+ * pay the rest. Returns the number evicted, 0 when nothing is evictable. Caller holds the shared or
+ * exclusive keyspace lock and no shard lock. Serialized internally.
  */
 uint64_t srv_db_evict(double ratio);
 

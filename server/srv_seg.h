@@ -24,7 +24,8 @@ struct srv_block {
  */
 int srv_seg_create(const char *name, uint64_t size, struct srv_seg **out);
 
-/* Unmaps and frees the segment. Every block must be freed first. NULL is fine. */
+/* Stops the reclaimer, unmaps and frees the segment. Every block must be freed first. NULL is fine.
+ */
 void srv_seg_destroy(struct srv_seg *seg);
 
 /* Allocates len bytes. Returns 0 and fills *blk, or -ENOSPC when no block fits. */
@@ -50,6 +51,8 @@ struct srv_seg_stats {
     uint64_t nallocs;      /* allocated values */
     double fragmentation;  /* 1 - largest_free / free */
     int memfd;             /* the backing fd, for sharing */
+    uint64_t resident;     /* bytes of the memfd backed by memory now (allocated pages) */
+    uint64_t reclaimed;    /* bytes of free pages returned to the kernel so far */
 };
 
 /* Fills *st. Takes the allocator lock briefly. */
@@ -60,5 +63,30 @@ uint64_t srv_seg_used(const struct srv_seg *seg);
 
 /* Total managed bytes. */
 uint64_t srv_seg_size(const struct srv_seg *seg);
+
+/*
+ * Returns the pages of free space to the kernel (punches holes in the memfd): every 64 KiB
+ * granule that no allocated block overlaps, that was written since it was last punched, and
+ * that has been free for at least min_age_ms. Works in batches and releases the allocator lock
+ * while it punches; an allocation that lands on a granule being punched waits for that batch.
+ * Never touches an allocated (or pinned) block. Returns the bytes punched. Thread-safe; meant
+ * for a background thread (srv_seg_start_reclaimer), not the request path. If the kernel
+ * refuses to punch, logs once and stops reclaiming.
+ */
+uint64_t srv_seg_reclaim(struct srv_seg *seg, uint32_t min_age_ms);
+
+/* Called by the reclaimer thread after each pass (no segment lock held). */
+typedef void srv_seg_tick_cb(void);
+
+/*
+ * Starts the background reclaimer: a thread that every period_ms runs
+ * srv_seg_reclaim(seg, min_age_ms) and then tick (may be NULL). Returns 0, -EALREADY, or the
+ * pthread_create error as -errno. Stopped by srv_seg_stop_reclaimer() or srv_seg_destroy().
+ */
+int srv_seg_start_reclaimer(struct srv_seg *seg, unsigned period_ms, unsigned min_age_ms,
+                            srv_seg_tick_cb *tick);
+
+/* Stops and joins the reclaimer thread; no-op when none runs. */
+void srv_seg_stop_reclaimer(struct srv_seg *seg);
 
 #endif

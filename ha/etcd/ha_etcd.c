@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * etcd election backend over the etcd v3 JSON gateway (/v3/..., etcd 3.4+) with libcurl and
- * jansson. Acquire = lease grant + a create-if-absent transaction (create_revision == 0) that puts
- * crescent/<cluster>/master_view = identity bound to the lease; the transaction's revision is the
- * epoch. Renew = lease keep-alive; release = lease revoke (which deletes the key). Standbys watch
- * the key from epoch+1, so a delete (expiry or release) wakes them at once. Requests fail over
+ * jansson. Acquire = a read of both keys, a lease grant, and a transaction that, if the view key
+ * crescent/<cluster>/master_view is absent and the epoch key crescent/<cluster>/epoch is unchanged
+ * since the read, puts master_view = identity bound to the lease and sets the epoch key (not
+ * bound to a lease) to max(epoch key, store revision, the candidate's floor) + 1: that value is
+ * the epoch, so epochs grow strictly, also past an etcd that was wiped. Renew = lease keep-alive;
+ * release = lease revoke (which deletes the view key). Standbys watch the view key from just
+ * after their last read, so a delete (expiry or release) wakes them at once. Requests fail over
  * across the endpoints of the URI when one cannot be reached; a request that may have executed
  * (timeout after sending) is not retried elsewhere.
  */
@@ -31,14 +34,17 @@ struct ha_etcd {
     int nendpoints;
     int cur; /* endpoint in use */
     char key_b64[512];
+    char epoch_key_b64[512]; /* crescent/<cluster>/epoch: the last epoch handed out */
     char value_b64[512];
     char identity[256];
     char user[128], password[256];
     char auth_header[600]; /* "Authorization: <token>" or "" */
     CURL *curl;
     int timeout_ms;
-    int64_t lease; /* our lease while we hold the key, else 0 */
-    char *body;    /* response being received */
+    int64_t lease;      /* our lease while we hold the key, else 0 */
+    uint64_t floor;     /* an acquire takes an epoch above this */
+    uint64_t watch_rev; /* watch from here: one past the revision of the last read */
+    char *body;         /* response being received */
     size_t len;
     bool watching;      /* the write callback stops at the first event */
     bool watch_changed; /* it saw one */
@@ -266,17 +272,66 @@ static int authenticate(struct ha_etcd *s, char *err, size_t errlen) {
     return 0;
 }
 
-/* Fills view from a range response's first kv (or "no holder"). */
-static void view_from_kvs(json_t *kvs, struct ha_view *view) {
-    json_t *kv = json_array_get(kvs, 0);
+/* What one read of the two keys says. */
+struct etcd_state {
+    uint64_t epoch;    /* value of the epoch key, 0 when absent */
+    int64_t epoch_mod; /* its mod_revision, 0 when absent */
+    uint64_t revision; /* the store's revision at the read */
+};
 
+static json_t *range_kv(json_t *responses, size_t i) {
+    json_t *rr = json_object_get(json_array_get(responses, i), "response_range");
+    return json_array_get(json_object_get(rr, "kvs"), 0);
+}
+
+/*
+ * Fills view and st from a txn answer whose responses are [range view key, range epoch key].
+ * The holder's epoch is the epoch key (a view key written before the epoch key existed reads
+ * as its create_revision). The backend's record of the highest epoch is the larger of the
+ * epoch key and the store's revision (earlier epochs were revisions), so a wiped etcd shows.
+ */
+static void parse_state(struct ha_etcd *s, json_t *resp, struct ha_view *view,
+                        struct etcd_state *st) {
+    json_t *responses = json_object_get(resp, "responses");
+    json_t *kv = range_kv(responses, 0), *ekv = range_kv(responses, 1);
+    char num[32];
+
+    memset(st, 0, sizeof(*st));
+    st->revision = (uint64_t)json_int64(json_object_get(resp, "header"), "revision");
+    if (ekv) {
+        b64_decode(json_string_value(json_object_get(ekv, "value")) ?: "", num, sizeof(num));
+        st->epoch = strtoull(num, NULL, 10);
+        st->epoch_mod = json_int64(ekv, "mod_revision");
+    }
+    s->watch_rev = st->revision + 1;
     memset(view, 0, sizeof(*view));
     view->ttl_ms = -1;
+    view->epoch = st->epoch;
+    view->stored_known = true;
+    view->stored_epoch = st->epoch > st->revision ? st->epoch : st->revision;
     if (!kv)
         return;
     b64_decode(json_string_value(json_object_get(kv, "value")) ?: "", view->holder,
                sizeof(view->holder));
-    view->epoch = (uint64_t)json_int64(kv, "create_revision");
+    if (!ekv)
+        view->epoch = (uint64_t)json_int64(kv, "create_revision");
+}
+
+/* Reads both keys in one transaction. */
+static int read_state(struct ha_etcd *s, struct ha_view *view, struct etcd_state *st, char *err,
+                      size_t errlen) {
+    json_t *resp;
+    int rc;
+
+    rc = postf(s, "kv/txn", &resp, err, errlen,
+               "{\"success\":[{\"request_range\":{\"key\":\"%s\"}},"
+               "{\"request_range\":{\"key\":\"%s\"}}]}",
+               s->key_b64, s->epoch_key_b64);
+    if (rc)
+        return rc;
+    parse_state(s, resp, view, st);
+    json_decref(resp);
+    return 0;
 }
 
 static void revoke(struct ha_etcd *s, int64_t lease) {
@@ -310,6 +365,8 @@ static int ha_etcd_open(const struct ha_uri *uri, const char *cluster_id, const 
         snprintf(s->endpoints[i], sizeof(s->endpoints[i]), "%s", uri->hosts[i]);
     snprintf(key, sizeof(key), "crescent/%s/master_view", cluster_id);
     b64_encode(key, strlen(key), s->key_b64, sizeof(s->key_b64));
+    snprintf(key, sizeof(key), "crescent/%s/epoch", cluster_id);
+    b64_encode(key, strlen(key), s->epoch_key_b64, sizeof(s->epoch_key_b64));
     b64_encode(identity, strlen(identity), s->value_b64, sizeof(s->value_b64));
     snprintf(s->identity, sizeof(s->identity), "%s", identity);
     snprintf(s->user, sizeof(s->user), "%s", uri->user);
@@ -355,7 +412,10 @@ static int ha_etcd_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch,
                                struct ha_view *view, char *err, size_t errlen) {
     struct ha_etcd *s = state;
     long long ttl_s = (long long)((lease_ms + 999) / 1000);
-    json_t *resp, *resp0;
+    struct etcd_state st;
+    char num[32], num_b64[64];
+    json_t *resp;
+    uint64_t next;
     int64_t lease;
     int rc;
 
@@ -363,6 +423,16 @@ static int ha_etcd_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch,
         revoke(s, s->lease);
         s->lease = 0;
     }
+    rc = read_state(s, view, &st, err, errlen);
+    if (rc)
+        return rc;
+    if (view->holder[0])
+        return -EBUSY;
+    /* Above the epoch key, the store's revision and our floor. */
+    next = st.epoch > st.revision ? st.epoch : st.revision;
+    next = (next > s->floor ? next : s->floor) + 1;
+    snprintf(num, sizeof(num), "%llu", (unsigned long long)next);
+    b64_encode(num, strlen(num), num_b64, sizeof(num_b64));
     rc = postf(s, "lease/grant", &resp, err, errlen, "{\"TTL\":%lld}", ttl_s);
     if (rc)
         return rc;
@@ -370,29 +440,35 @@ static int ha_etcd_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch,
     json_decref(resp);
     if (!lease)
         return ha__err(err, errlen, -CM_EPROTOCOL, "etcd: lease grant: no ID in the answer");
+    /* The epoch key must be as read (nobody acquired since) and the view key absent. */
     rc = postf(s, "kv/txn", &resp, err, errlen,
-               "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"create_revision\":\"0\"}],"
+               "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"create_revision\":\"0\"},"
+               "{\"key\":\"%s\",\"target\":\"MOD\",\"mod_revision\":\"%lld\"}],"
                "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\","
-               "\"lease\":\"%lld\"}}],"
-               "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}",
-               s->key_b64, s->key_b64, s->value_b64, (long long)lease, s->key_b64);
+               "\"lease\":\"%lld\"}},{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}],"
+               "\"failure\":[{\"request_range\":{\"key\":\"%s\"}},"
+               "{\"request_range\":{\"key\":\"%s\"}}]}",
+               s->key_b64, s->epoch_key_b64, (long long)st.epoch_mod, s->key_b64, s->value_b64,
+               (long long)lease, s->epoch_key_b64, num_b64, s->key_b64, s->epoch_key_b64);
     if (rc) {
         revoke(s, lease); /* whether or not the put happened, the key goes with the lease */
         return rc;
     }
     if (json_is_true(json_object_get(resp, "succeeded"))) {
+        uint64_t stored = view->stored_epoch;
         s->lease = lease;
-        *epoch = (uint64_t)json_int64(json_object_get(resp, "header"), "revision");
+        s->watch_rev = (uint64_t)json_int64(json_object_get(resp, "header"), "revision") + 1;
+        *epoch = next;
         memset(view, 0, sizeof(*view));
         snprintf(view->holder, sizeof(view->holder), "%s", s->identity);
-        view->epoch = *epoch;
+        view->epoch = next;
         view->ttl_ms = (int64_t)lease_ms;
+        view->stored_known = true;
+        view->stored_epoch = stored;
         json_decref(resp);
         return 0;
     }
-    resp0 =
-        json_object_get(json_array_get(json_object_get(resp, "responses"), 0), "response_range");
-    view_from_kvs(json_object_get(resp0, "kvs"), view);
+    parse_state(s, resp, view, &st);
     json_decref(resp);
     revoke(s, lease);
     return -EBUSY;
@@ -437,16 +513,9 @@ static int ha_etcd_release(void *state, char *err, size_t errlen) {
 }
 
 static int ha_etcd_get_holder(void *state, struct ha_view *view, char *err, size_t errlen) {
-    struct ha_etcd *s = state;
-    json_t *resp;
-    int rc;
+    struct etcd_state st;
 
-    rc = postf(s, "kv/range", &resp, err, errlen, "{\"key\":\"%s\"}", s->key_b64);
-    if (rc)
-        return rc;
-    view_from_kvs(json_object_get(resp, "kvs"), view);
-    json_decref(resp);
-    return 0;
+    return read_state(state, view, &st, err, errlen);
 }
 
 /* Runs one watch of the key from start_rev (0 = from now) for up to timeout_ms. Returns 0 when
@@ -483,8 +552,8 @@ static int ha_etcd_wait_change(void *state, uint64_t epoch, int timeout_ms) {
     uint64_t now;
     int rc;
 
-    /* From epoch+1, so that a delete since the caller's read is not missed. */
-    rc = watch_once(s, epoch ? epoch + 1 : 0, timeout_ms);
+    /* From just after the caller's read, so that a delete since then is not missed. */
+    rc = watch_once(s, s->watch_rev ? s->watch_rev : epoch ? epoch + 1 : 0, timeout_ms);
     if (rc != 1)
         return rc;
     /* That history is compacted: watch from now for the rest of the time instead. */
@@ -501,6 +570,12 @@ static void ha_etcd_set_timeout(void *state, int timeout_ms) {
     s->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
 }
 
+static void ha_etcd_set_epoch_floor(void *state, uint64_t floor) {
+    struct ha_etcd *s = state;
+
+    s->floor = floor;
+}
+
 /* The etcd backend (scheme "etcd"); see the file comment. Immutable, shared by all threads. */
 const struct ha_backend_ops ha_etcd_ops = {
     .size = sizeof(struct ha_backend_ops),
@@ -513,4 +588,5 @@ const struct ha_backend_ops ha_etcd_ops = {
     .get_holder = ha_etcd_get_holder,
     .wait_change = ha_etcd_wait_change,
     .set_timeout = ha_etcd_set_timeout,
+    .set_epoch_floor = ha_etcd_set_epoch_floor,
 };

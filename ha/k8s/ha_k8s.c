@@ -8,11 +8,20 @@
  * leaseDurationSeconds as measured by OUR monotonic clock since we first saw its current
  * resourceVersion (client-go's "observed time"), so clock skew between hosts does not matter;
  * renewTime is written for humans and other tools but never trusted. Acquiring writes our
- * identity and leaseTransitions + 1, which is the epoch (strictly increasing, also when the
- * same identity re-acquires after a release); a 409 Conflict means another candidate wrote
+ * identity, leaseTransitions + 1 and the epoch annotation crescent.io/epoch =
+ * max(annotation, leaseTransitions, floor) + 1, which is the epoch (strictly increasing, also
+ * when the same identity re-acquires after a release, and past a deleted Lease as long as the
+ * candidate's floor remembers); a 409 Conflict means another candidate wrote
  * first: re-read and try once more, then report -EBUSY. Renew and release are PUTs against the
  * resourceVersion of our own last write, re-read once on 409 to check we still hold the lease.
- * wait_change watches the Lease (fieldSelector on the name) from the last resourceVersion seen.
+ *
+ * The expiry clock is tied to what we observed of the Lease (its resourceVersion and renewTime)
+ * and nothing else: watch errors, reconnects and re-reads never restart it. wait_change watches
+ * the Lease (fieldSelector on the name) from the last resourceVersion seen; when the API server
+ * says that version left its watch window (410 Expired, as an ERROR event in a 200 answer or as
+ * a plain 410), the caller re-reads at once and, while the Lease keeps that version (an idle
+ * Lease: its holder is dead or nobody holds it), we poll instead of watching, so a dead holder
+ * is detected one lease duration after the last change we saw, as client-go does.
  */
 #include "common/fmacros.h"
 
@@ -47,9 +56,12 @@ struct ha_k8s {
     struct ha_k8s_lease last; /* the last Lease read or written (obj owned) */
     bool seen;
     uint64_t seen_mono_ms;
+    char expired_rv[64];    /* a version the API server called too old to watch from */
+    uint64_t write_sent_ms; /* CLOCK_MONOTONIC just before the last POST/PUT was sent */
     /* Leadership. */
     bool leading;
     uint64_t epoch;
+    uint64_t floor; /* an acquire takes an epoch above this */
 };
 
 /* ---------------------------------------------------------------------------------------- */
@@ -148,9 +160,11 @@ static int64_t duration_s_of(uint64_t lease_ms) {
     return s < 1 ? 1 : s;
 }
 
-/* Records l as the latest version seen; a new resourceVersion restarts the expiry clock. */
+/* Records l as the latest version seen; only a new resourceVersion or renewTime restarts the
+   expiry clock. */
 static void observe(struct ha_k8s *st, struct ha_k8s_lease *l) {
-    if (!st->seen || strcmp(st->last.resource_version, l->resource_version) != 0) {
+    if (!st->seen || strcmp(st->last.resource_version, l->resource_version) != 0 ||
+        strcmp(st->last.renew_time, l->renew_time) != 0) {
         st->seen = true;
         st->seen_mono_ms = cm_mono_ms();
     }
@@ -203,6 +217,7 @@ static int write_lease(struct ha_k8s *st, bool create, const struct ha_k8s_lease
         return -ENOMEM;
     }
     long status = 0;
+    st->write_sent_ms = cm_mono_ms();
     int rc = ha_k8s__http_request(st->http, create ? "POST" : "PUT",
                                   create ? st->coll_path : st->item_path, body, &status, &st->resp,
                                   err, errlen);
@@ -228,6 +243,26 @@ static int write_lease(struct ha_k8s *st, bool create, const struct ha_k8s_lease
     return 0;
 }
 
+/* The epoch of l's current (or last) holder: the annotation, or leaseTransitions when that is
+   higher (a Lease written by a tool that does not know the annotation). */
+static uint64_t epoch_of(const struct ha_k8s_lease *l) {
+    int64_t e = l->epoch_note > l->transitions ? l->epoch_note : l->transitions;
+    return e > 0 ? (uint64_t)e : 0;
+}
+
+/* The epoch a new acquisition of l (NULL: a new Lease) takes. */
+static uint64_t next_epoch(const struct ha_k8s *st, const struct ha_k8s_lease *l) {
+    uint64_t e = l ? epoch_of(l) : 0;
+    return (e > st->floor ? e : st->floor) + 1;
+}
+
+static void set_stored(struct ha_view *view, uint64_t stored) {
+    if (view) {
+        view->stored_known = true;
+        view->stored_epoch = stored;
+    }
+}
+
 /* The lease length others must wait for: the record's, else ours. */
 static uint64_t record_ms(const struct ha_k8s *st) {
     if (st->last.duration_s > 0)
@@ -249,8 +284,9 @@ static void fill_view(const struct ha_k8s *st, struct ha_view *view) {
         return;
     int64_t left = remaining_ms(st);
     snprintf(view->holder, sizeof(view->holder), "%s", left > 0 ? st->last.holder : "");
-    view->epoch = (uint64_t)st->last.transitions;
+    view->epoch = epoch_of(&st->last);
     view->ttl_ms = left > 0 ? left : -1;
+    set_stored(view, epoch_of(&st->last));
 }
 
 /* Starts an operation: all its requests together get op_timeout_ms. */
@@ -331,15 +367,18 @@ static void new_lease(const struct ha_k8s *st, uint64_t lease_ms, struct ha_k8s_
     snprintf(l->holder, sizeof(l->holder), "%s", st->identity);
     l->duration_s = duration_s_of(lease_ms);
     l->transitions = 1;
+    l->epoch_note = (int64_t)next_epoch(st, NULL);
     now_micro(l->acquire_time, sizeof(l->acquire_time));
     snprintf(l->renew_time, sizeof(l->renew_time), "%s", l->acquire_time);
 }
 
-static int acquired(struct ha_k8s *st, uint64_t *epoch) {
+static int acquired(struct ha_k8s *st, uint64_t *epoch, struct ha_view *view) {
     st->leading = true;
-    st->epoch = (uint64_t)st->last.transitions;
+    st->epoch = epoch_of(&st->last);
     if (epoch)
         *epoch = st->epoch;
+    if (view) /* observers start their clocks after this write: the lease counts from it */
+        view->sent_ms = st->write_sent_ms;
     cm_log(CM_LOG_VERBOSE, "ha-k8s", "acquired %s/%s epoch %llu rv %s", st->ns, st->name,
            (unsigned long long)st->epoch, st->last.resource_version);
     return 0;
@@ -356,10 +395,11 @@ static int k8s_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch, stru
         rc = read_lease(st, err, errlen);
         struct ha_k8s_lease l;
         if (rc == -ENOENT) {
+            set_stored(view, 0); /* no Lease: no record of any epoch */
             new_lease(st, lease_ms, &l);
             rc = write_lease(st, true, &l, err, errlen);
             if (rc == 0)
-                return acquired(st, epoch);
+                return acquired(st, epoch, view);
             if (rc == -EAGAIN || rc == -ENOENT)
                 continue; /* created by someone else meanwhile */
             return rc;
@@ -370,15 +410,17 @@ static int k8s_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch, stru
             fill_view(st, view);
             return -EBUSY;
         }
+        set_stored(view, epoch_of(&st->last));
         l = st->last; /* shallow: obj stays owned by st->last */
         snprintf(l.holder, sizeof(l.holder), "%s", st->identity);
         l.duration_s = duration_s_of(lease_ms);
         l.transitions = st->last.transitions + 1;
+        l.epoch_note = (int64_t)next_epoch(st, &st->last);
         now_micro(l.acquire_time, sizeof(l.acquire_time));
         snprintf(l.renew_time, sizeof(l.renew_time), "%s", l.acquire_time);
         rc = write_lease(st, false, &l, err, errlen);
         if (rc == 0)
-            return acquired(st, epoch);
+            return acquired(st, epoch, view);
         if (rc != -EAGAIN && rc != -ENOENT)
             return rc;
     }
@@ -389,7 +431,7 @@ static int k8s_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch, stru
     }
     if (view) {
         view->holder[0] = '\0';
-        view->epoch = (uint64_t)st->last.transitions;
+        view->epoch = epoch_of(&st->last);
         view->ttl_ms = -1;
     }
     return -EBUSY;
@@ -397,8 +439,7 @@ static int k8s_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch, stru
 
 /* True when st->last still names us at our epoch. */
 static bool still_ours(const struct ha_k8s *st) {
-    return strcmp(st->last.holder, st->identity) == 0 &&
-           (uint64_t)st->last.transitions == st->epoch;
+    return strcmp(st->last.holder, st->identity) == 0 && epoch_of(&st->last) == st->epoch;
 }
 
 /*
@@ -422,9 +463,9 @@ static int update_own(struct ha_k8s *st, bool release, char *err, size_t errlen)
             return rc;
         rc = read_lease(st, err, errlen);
         if (rc == -ENOENT || (rc == 0 && !still_ours(st))) {
-            snprintf(err, errlen, "kubernetes lease %s/%s now held by \"%s\" (epoch %lld)", st->ns,
+            snprintf(err, errlen, "kubernetes lease %s/%s now held by \"%s\" (epoch %llu)", st->ns,
                      st->name, rc == 0 ? st->last.holder : "",
-                     rc == 0 ? (long long)st->last.transitions : 0LL);
+                     rc == 0 ? (unsigned long long)epoch_of(&st->last) : 0ULL);
             return -CM_ENOT_LEADER;
         }
         if (rc < 0)
@@ -465,6 +506,7 @@ static int k8s_get_holder(void *state, struct ha_view *view, char *err, size_t e
     if (rc == -ENOENT) {
         memset(view, 0, sizeof(*view));
         view->ttl_ms = -1;
+        set_stored(view, 0);
         return 0;
     }
     if (rc < 0)
@@ -478,7 +520,8 @@ static int k8s_get_holder(void *state, struct ha_view *view, char *err, size_t e
 /* ---------------------------------------------------------------------------------------- */
 
 struct watch_ctx {
-    bool expired_rv; /* 410 Gone: our resourceVersion fell out of the watch cache */
+    bool expired_rv; /* 410 Expired: our resourceVersion left the watch window */
+    bool error;      /* another ERROR event */
 };
 
 static bool watch_line(void *arg, const char *line, size_t len) {
@@ -491,6 +534,7 @@ static bool watch_line(void *arg, const char *line, size_t len) {
     if (type && strcmp(type, "ERROR") == 0) {
         json_t *code = json_object_get(json_object_get(ev, "object"), "code");
         w->expired_rv = json_integer_value(code) == 410;
+        w->error = !w->expired_rv;
     }
     json_decref(ev);
     return stop;
@@ -501,6 +545,10 @@ static int k8s_wait_change(void *state, uint64_t epoch, int timeout_ms) {
     (void)epoch; /* we watch from the last version read, which is what the caller saw */
     char err[256];
     uint64_t deadline = cm_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+    /* That version is too old to watch from and nothing newer was read: poll (the caller
+       sleeps until its deadline, and re-reads then). */
+    if (st->seen && st->expired_rv[0] && strcmp(st->expired_rv, st->last.resource_version) == 0)
+        return -EAGAIN;
     for (;;) {
         uint64_t now = cm_mono_ms();
         if (now >= deadline)
@@ -515,20 +563,21 @@ static int k8s_wait_change(void *state, uint64_t epoch, int timeout_ms) {
                      st->last.resource_version);
         struct watch_ctx w = {0};
         int rc = ha_k8s__http_stream(st->http, path, left, watch_line, &w, err, sizeof(err));
-        if (rc == 1) {
-            if (w.expired_rv)
-                st->seen = false;
+        if ((rc == 1 && w.expired_rv) || rc == -ESTALE) {
+            /* Re-read now (the caller's next operation) and poll while the version stays. */
+            cm_log(CM_LOG_VERBOSE, "ha-k8s", "watch from %s: version too old, polling",
+                   st->last.resource_version);
+            snprintf(st->expired_rv, sizeof(st->expired_rv), "%s", st->last.resource_version);
             return 0;
         }
+        if (rc == 1 && !w.error)
+            return 0;
         if (rc == -ETIMEDOUT)
             return -ETIMEDOUT;
-        if (rc < 0) {
+        if (rc < 0 || w.error) {
             /* API trouble: behave like a poll so the caller does not spin. */
-            cm_log(CM_LOG_VERBOSE, "ha-k8s", "watch failed: %s", err);
-            uint64_t t = cm_mono_ms();
-            if (t < deadline)
-                cm_sleep_ms(deadline - t);
-            return -ETIMEDOUT;
+            cm_log(CM_LOG_VERBOSE, "ha-k8s", "watch failed: %s", w.error ? "ERROR event" : err);
+            return -EAGAIN;
         }
         cm_sleep_ms(20); /* the server closed the stream early: reconnect */
     }
@@ -537,6 +586,11 @@ static int k8s_wait_change(void *state, uint64_t epoch, int timeout_ms) {
 static void k8s_set_timeout(void *state, int timeout_ms) {
     struct ha_k8s *st = state;
     st->op_timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
+}
+
+static void k8s_set_epoch_floor(void *state, uint64_t floor) {
+    struct ha_k8s *st = state;
+    st->floor = floor;
 }
 
 /* The Kubernetes Lease backend (scheme "k8s"); see the DESIGN note at the top of this file. */
@@ -551,4 +605,5 @@ const struct ha_backend_ops ha_k8s_ops = {
     .get_holder = k8s_get_holder,
     .wait_change = k8s_wait_change,
     .set_timeout = k8s_set_timeout,
+    .set_epoch_floor = k8s_set_epoch_floor,
 };

@@ -114,7 +114,8 @@ typedef bool ha_k8s_line_cb(void *arg, const char *line, size_t len);
 /*
  * Streams GET path (a watch) until line_cb asks to stop (returns 1), the server closes the
  * stream (returns 0) or timeout_ms passes (-ETIMEDOUT). HTTP errors are reported as in
- * ha_k8s__http_request (a non-200 status returns -CM_EPROTOCOL). Uses its own easy handle.
+ * ha_k8s__http_request; a plain HTTP 410 (the resourceVersion left the watch window) returns
+ * -ESTALE, any other non-200 status -CM_EPROTOCOL. Uses its own easy handle.
  */
 int ha_k8s__http_stream(struct ha_k8s_http *h, const char *path, int timeout_ms,
                         ha_k8s_line_cb *line_cb, void *arg, char *err, size_t errlen);
@@ -135,8 +136,13 @@ struct ha_k8s_lease {
     int64_t transitions;   /* spec.leaseTransitions, 0 when absent */
     char acquire_time[40]; /* spec.acquireTime as sent, "" when absent */
     char renew_time[40];   /* spec.renewTime as sent, "" when absent */
+    int64_t epoch_note;    /* metadata.annotations[HA_K8S_EPOCH_ANNOTATION], 0 when absent */
     json_t *obj;           /* owned reference to the whole object, or NULL */
 };
+
+/* The annotation that holds the epoch of the current (or last) holder: the epoch is
+   max(this, spec.leaseTransitions), so Leases written by other tools still read right. */
+#define HA_K8S_EPOCH_ANNOTATION "crescent.io/epoch"
 
 /* Releases l->obj and zeroes l. */
 void ha_k8s__lease_fini(struct ha_k8s_lease *l);
@@ -153,9 +159,10 @@ int ha_k8s__lease_from_json(json_t *obj, struct ha_k8s_lease *out, char *err, si
 
 /*
  * Encodes l as JSON text for a POST or PUT: a copy of l->obj (or a fresh object) with
- * apiVersion, kind, metadata.name/namespace, metadata.resourceVersion (when non-empty) and
- * the spec fields of l. Empty holder, acquire_time or renew_time drop the field; a zero
- * duration_s drops leaseDurationSeconds. Returns a string the caller frees with free().
+ * apiVersion, kind, metadata.name/namespace, metadata.resourceVersion (when non-empty), the
+ * epoch annotation (when epoch_note > 0) and the spec fields of l. Empty holder, acquire_time or
+ * renew_time drop the field; a zero duration_s drops leaseDurationSeconds. Returns a string the
+ * caller frees with free().
  */
 char *ha_k8s__lease_encode(const struct ha_k8s_lease *l);
 

@@ -271,7 +271,10 @@ int ha_k8s__http_stream(struct ha_k8s_http *h, const char *path, int timeout_ms,
     } else {
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &s.status);
         rc = status_error(s.status, &s.line, err, errlen);
-        if (rc == 0 && s.status != 200) {
+        if (rc == 0 && s.status == 410) {
+            snprintf(err, errlen, "kubernetes API: watch answered 410 Gone (version too old)");
+            rc = -ESTALE;
+        } else if (rc == 0 && s.status != 200) {
             snprintf(err, errlen, "kubernetes API: watch answered %ld", s.status);
             rc = -CM_EPROTOCOL;
         }

@@ -54,6 +54,18 @@ int ha_k8s__lease_from_json(json_t *obj, struct ha_k8s_lease *out, char *err, si
     copy_str(out->namespace_, sizeof(out->namespace_), obj_str(md, "namespace"));
     copy_str(out->resource_version, sizeof(out->resource_version), obj_str(md, "resourceVersion"));
     copy_str(out->uid, sizeof(out->uid), obj_str(md, "uid"));
+    const char *note = obj_str(json_object_get(md, "annotations"), HA_K8S_EPOCH_ANNOTATION);
+    if (note) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(note, &end, 10);
+        if (!*note || *end || errno || v < 0) {
+            snprintf(err, errlen, "kubernetes API: Lease annotation %s is not an epoch: \"%s\"",
+                     HA_K8S_EPOCH_ANNOTATION, note);
+            return -CM_EPROTOCOL;
+        }
+        out->epoch_note = v;
+    }
     json_t *spec = json_object_get(obj, "spec");
     if (spec && !json_is_object(spec) && !json_is_null(spec)) {
         snprintf(err, errlen, "kubernetes API: Lease spec is not an object");
@@ -115,6 +127,16 @@ char *ha_k8s__lease_encode(const struct ha_k8s_lease *l) {
     set_or_del(md, "resourceVersion",
                l->resource_version[0] ? json_string(l->resource_version) : NULL);
     json_object_del(md, "managedFields");
+    if (l->epoch_note > 0) {
+        json_t *notes = json_object_get(md, "annotations");
+        if (!json_is_object(notes)) {
+            notes = json_object();
+            json_object_set_new(md, "annotations", notes);
+        }
+        char v[32];
+        snprintf(v, sizeof(v), "%lld", (long long)l->epoch_note);
+        json_object_set_new(notes, HA_K8S_EPOCH_ANNOTATION, json_string(v));
+    }
     json_t *spec = json_object_get(o, "spec");
     if (!json_is_object(spec)) {
         spec = json_object();

@@ -2,12 +2,14 @@
 /*
  * Redis election backend (hiredis). A hash-tagged view key crescent/{<cluster>}/master_view
  * holds the fields leader, epoch and owner (a random token per backend handle) and expires by
- * PEXPIRE; the counter crescent/{<cluster>}/epoch is INCR'd on every acquisition, so epochs grow
- * strictly while Redis keeps its data. Acquire, renew and release are Lua scripts that check the
- * owner token, so they are atomic. Redis has no watch here: wait_change returns -ENOSYS.
- * open probes EVAL once, so a server without Lua scripting (crescent-master itself, for one) is
- * refused at start-up with -CM_ENOT_SUPPORTED. Failures are classified by hiredis's c->err and
- * the errno of the failing call, never by matching its error text; messages never quote a script.
+ * PEXPIRE; the counter crescent/{<cluster>}/epoch is raised on every acquisition to
+ * max(counter, the candidate's floor) + 1, so epochs grow strictly, also past a Redis that lost
+ * its data (which the counter, read back with every answer, reveals). Acquire, renew and release
+ * are Lua scripts that check the owner token, so they are atomic. Redis has no watch here:
+ * wait_change returns -ENOSYS. open probes EVAL once, so a server without Lua scripting
+ * (crescent-master itself, for one) is refused at start-up with -CM_ENOT_SUPPORTED. Failures are
+ * classified by hiredis's c->err and the errno of the failing call, never by matching its error
+ * text; messages never quote a script.
  */
 #include "common/fmacros.h"
 
@@ -25,15 +27,20 @@
 #include "common/cm_mem.h"
 #include "ha/ha_int.h"
 
+/* The counter may be absent (-1 below): a Redis that lost its data. The new epoch is above both
+   the counter and the caller's floor (ARGV[4]), and is stored as the counter. */
 static const char ha_redis_acquire_lua[] =
+    "local c = tonumber(redis.call('GET', KEYS[2]) or '-1')\n"
     "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
     "  local v = redis.call('HMGET', KEYS[1], 'leader', 'epoch')\n"
-    "  return {0, v[1] or '', tonumber(v[2] or '0'), redis.call('PTTL', KEYS[1])}\n"
+    "  return {0, v[1] or '', tonumber(v[2] or '0'), redis.call('PTTL', KEYS[1]), c}\n"
     "end\n"
-    "local e = redis.call('INCR', KEYS[2])\n"
-    "redis.call('HSET', KEYS[1], 'leader', ARGV[1], 'epoch', e, 'owner', ARGV[2])\n"
+    "local e = math.max(c, tonumber(ARGV[4])) + 1\n"
+    "redis.call('SET', KEYS[2], string.format('%d', e))\n"
+    "redis.call('HSET', KEYS[1], 'leader', ARGV[1], 'epoch', string.format('%d', e), 'owner', "
+    "ARGV[2])\n"
     "redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
-    "return {1, ARGV[1], e, tonumber(ARGV[3])}\n";
+    "return {1, ARGV[1], e, tonumber(ARGV[3]), c}\n";
 
 static const char ha_redis_renew_lua[] = "if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] then\n"
                                          "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
@@ -49,9 +56,10 @@ static const char ha_redis_release_lua[] =
     "return 0\n";
 
 static const char ha_redis_read_lua[] =
+    "local c = tonumber(redis.call('GET', KEYS[2]) or '-1')\n"
     "local v = redis.call('HMGET', KEYS[1], 'leader', 'epoch')\n"
-    "if v[1] then return {v[1], tonumber(v[2] or '0'), redis.call('PTTL', KEYS[1])} end\n"
-    "return {'', tonumber(redis.call('GET', KEYS[2]) or '0'), -1}\n";
+    "if v[1] then return {v[1], tonumber(v[2] or '0'), redis.call('PTTL', KEYS[1]), c} end\n"
+    "return {'', math.max(c, 0), -1, c}\n";
 
 struct ha_redis {
     char host[256]; /* for hiredis: an IPv6 literal without brackets */
@@ -64,6 +72,7 @@ struct ha_redis {
     char token[33]; /* owner token of this handle */
     redisContext *c;
     int timeout_ms; /* current bound for one call */
+    uint64_t floor; /* an acquire takes an epoch above this */
 };
 
 static struct timeval tv_ms(int ms) {
@@ -218,9 +227,10 @@ static int redis_connect(struct ha_redis *r, char *err, size_t errlen) {
     return 0;
 }
 
-/* Runs an EVAL of script over the view and epoch keys with up to three arguments. */
+/* Runs an EVAL of script over the view and epoch keys with four arguments. */
 static int eval(struct ha_redis *r, const char *script, const char *what, redisReply **out,
-                char *err, size_t errlen, const char *a1, const char *a2, const char *a3) {
+                char *err, size_t errlen, const char *a1, const char *a2, const char *a3,
+                const char *a4) {
     int rc;
 
     if (!r->c) {
@@ -230,8 +240,8 @@ static int eval(struct ha_redis *r, const char *script, const char *what, redisR
     } else {
         redisSetTimeout(r->c, tv_ms(r->timeout_ms));
     }
-    rc = raw_cmd(r, out, what, err, errlen, "EVAL %s 2 %s %s %s %s %s", script, r->view_key,
-                 r->epoch_key, a1, a2, a3);
+    rc = raw_cmd(r, out, what, err, errlen, "EVAL %s 2 %s %s %s %s %s %s", script, r->view_key,
+                 r->epoch_key, a1, a2, a3, a4);
     if (rc == 0 && (*out)->type != REDIS_REPLY_ARRAY && (*out)->type != REDIS_REPLY_INTEGER) {
         freeReplyObject(*out);
         return ha__err(err, errlen, -CM_EPROTOCOL, "redis: %s: unexpected reply type", what);
@@ -268,6 +278,14 @@ static int64_t elem_int(const redisReply *rep, size_t i) {
     if (rep->element[i]->type == REDIS_REPLY_STRING)
         return strtoll(rep->element[i]->str, NULL, 10);
     return 0;
+}
+
+/* The epoch counter as a script read it (-1 = absent, reported as 0). */
+static void stored_from(const redisReply *rep, size_t i, struct ha_view *view) {
+    int64_t c = elem_int(rep, i);
+
+    view->stored_known = true;
+    view->stored_epoch = c > 0 ? (uint64_t)c : 0;
 }
 
 static void elem_str(const redisReply *rep, size_t i, char *dst, size_t cap) {
@@ -342,14 +360,16 @@ static int ha_redis_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch,
                                 struct ha_view *view, char *err, size_t errlen) {
     struct ha_redis *r = state;
     redisReply *rep;
-    char ttl[32];
+    char ttl[32], floor[32];
     int rc;
 
     snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)lease_ms);
-    rc = eval(r, ha_redis_acquire_lua, "acquire", &rep, err, errlen, r->identity, r->token, ttl);
+    snprintf(floor, sizeof(floor), "%llu", (unsigned long long)r->floor);
+    rc = eval(r, ha_redis_acquire_lua, "acquire", &rep, err, errlen, r->identity, r->token, ttl,
+              floor);
     if (rc)
         return rc;
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4) {
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 5) {
         freeReplyObject(rep);
         return ha__err(err, errlen, -CM_EPROTOCOL, "redis: acquire: unexpected reply");
     }
@@ -358,6 +378,7 @@ static int ha_redis_try_acquire(void *state, uint64_t lease_ms, uint64_t *epoch,
     view->ttl_ms = elem_int(rep, 3);
     if (view->ttl_ms < 0)
         view->ttl_ms = -1;
+    stored_from(rep, 4, view);
     rc = elem_int(rep, 0) == 1 ? 0 : -EBUSY;
     if (rc == 0)
         *epoch = view->epoch;
@@ -373,7 +394,7 @@ static int owner_script(struct ha_redis *r, const char *script, const char *what
     int rc;
 
     snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)lease_ms);
-    rc = eval(r, script, what, &rep, err, errlen, r->token, ttl, "-");
+    rc = eval(r, script, what, &rep, err, errlen, r->token, ttl, "-", "-");
     if (rc)
         return rc;
     rc =
@@ -397,10 +418,10 @@ static int ha_redis_get_holder(void *state, struct ha_view *view, char *err, siz
     redisReply *rep;
     int rc;
 
-    rc = eval(r, ha_redis_read_lua, "read", &rep, err, errlen, "-", "-", "-");
+    rc = eval(r, ha_redis_read_lua, "read", &rep, err, errlen, "-", "-", "-", "-");
     if (rc)
         return rc;
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3) {
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4) {
         freeReplyObject(rep);
         return ha__err(err, errlen, -CM_EPROTOCOL, "redis: read: unexpected reply");
     }
@@ -409,6 +430,7 @@ static int ha_redis_get_holder(void *state, struct ha_view *view, char *err, siz
     view->ttl_ms = elem_int(rep, 2);
     if (view->ttl_ms < 0)
         view->ttl_ms = -1;
+    stored_from(rep, 3, view);
     freeReplyObject(rep);
     return 0;
 }
@@ -426,6 +448,12 @@ static void ha_redis_set_timeout(void *state, int timeout_ms) {
     r->timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
 }
 
+static void ha_redis_set_epoch_floor(void *state, uint64_t floor) {
+    struct ha_redis *r = state;
+
+    r->floor = floor;
+}
+
 /* The Redis backend (scheme "redis"); see the file comment. Immutable, shared by all threads. */
 const struct ha_backend_ops ha_redis_ops = {
     .size = sizeof(struct ha_backend_ops),
@@ -438,4 +466,5 @@ const struct ha_backend_ops ha_redis_ops = {
     .get_holder = ha_redis_get_holder,
     .wait_change = ha_redis_wait_change,
     .set_timeout = ha_redis_set_timeout,
+    .set_epoch_floor = ha_redis_set_epoch_floor,
 };

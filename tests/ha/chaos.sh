@@ -6,7 +6,8 @@
 # 1 s) suffer random kill -9, SIGSTOP/SIGCONT, SIGTERM and restarts for SECONDS; then their logs
 # are checked for overlapping leader intervals and the leader share and failover times (p50,
 # max) are printed. redis and etcd are started here on free loopback ports; k8s uses the Lease
-# API double from tests/ha/k8s_env.sh. Needs a built tree (CRESCENT_BUILD, default ./build).
+# API double from tests/ha/k8s_env.sh (with a bounded watch window and background writes, see
+# below; $K8S_DOUBLE_ARGS overrides). Needs a built tree (CRESCENT_BUILD, default ./build).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 : "${CRESCENT_BUILD:=$(pwd)/build}"
@@ -16,6 +17,9 @@ backend=$1 seconds=$2
 shift 2
 if [ "$backend" = k8s ]; then
     . "$here/k8s_env.sh"
+    # Like a busy cluster: another object is written every 100 ms and the watch window keeps 20
+    # events, so the version of an idle Lease is too old to watch from after about 2 s.
+    export K8S_DOUBLE_ARGS=${K8S_DOUBLE_ARGS:---churn-ms 100 --watch-window 20}
     dir=$(mktemp -d /tmp/crescent-chaos-k8s.XXXXXX)
     trap 'k8s_env_stop; rm -rf "$dir"' EXIT
     k8s_env_start "$dir"

@@ -94,6 +94,10 @@ int main(int argc, char **argv) {
     check(rc == 0, "b sees the change after a releases");
     eb = wait_leading(b, 3000);
     check(eb > ea, "b leads with a greater epoch");
+    struct ha_elector_stats st;
+    ha_elector_get_stats(b, &st);
+    check(st.epoch_floor == eb && st.data_loss_events == 0 && !st.data_loss,
+          "b's stats: floor = its epoch, no data loss");
     rc = ha_elector_get_holder(a, &v, err, sizeof(err));
     check(rc == 0 && strcmp(v.holder, "probe-b:1") == 0 && v.epoch == eb,
           "get_holder (from a stopped elector) names b");

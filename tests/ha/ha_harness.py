@@ -63,9 +63,9 @@ class RedisBackend:
         self.port = None
         self.proc = None
 
-    def start(self):
+    def start(self, port=None):
         for _ in range(5):
-            self.port = free_port()
+            self.port = port or free_port()
             log = open(os.path.join(self.tmp, "redis.log"), "a")
             self.proc = spawn(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
                                "--save", "", "--appendonly", "no", "--dir", self.tmp], log)
@@ -117,6 +117,11 @@ class RedisBackend:
     def resume(self):
         os.kill(self.proc.pid, signal.SIGCONT)
 
+    def restart_empty(self):
+        """kill -9 and start again on the same port without data (no persistence)."""
+        self.stop()
+        self.start(self.port)
+
 
 class EtcdBackend:
     kind = "etcd"
@@ -126,10 +131,13 @@ class EtcdBackend:
         self.port = None
         self.proc = None
 
-    def start(self):
+    def start(self, ports=None):
         for attempt in range(5):
-            self.port, peer = free_port(), free_port()
+            self.port, peer = ports or (free_port(), free_port())
+            self.peer = peer
             data = os.path.join(self.tmp, "etcd-data-%d" % attempt)
+            shutil.rmtree(data, ignore_errors=True)
+            self.data = data
             log = open(os.path.join(self.tmp, "etcd.log"), "a")
             c, p = "http://127.0.0.1:%d" % self.port, "http://127.0.0.1:%d" % peer
             # Short raft ticks so that 1 s leases are honoured (etcd's minimum lease TTL is
@@ -183,6 +191,13 @@ class EtcdBackend:
 
     def resume(self):
         os.kill(self.proc.pid, signal.SIGCONT)
+
+    def restart_empty(self):
+        """kill -9, delete the data directory and start a new one-member cluster on the same
+        ports (an etcd rebuilt from nothing)."""
+        self.stop()
+        shutil.rmtree(self.data, ignore_errors=True)
+        self.start((self.port, self.peer))
 
 
 class ExternalBackend:

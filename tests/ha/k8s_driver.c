@@ -6,7 +6,7 @@
  *
  *   k8s_driver URI CLUSTER IDENTITY OP...
  *   OP: acquire:LEASE_MS | renew:LEASE_MS | release | holder | wait:TIMEOUT_MS | sleep:MS
- *   output: "OP rc=NAME [epoch=N] [holder=X] [ttl=MS] [ms=ELAPSED] [err=...]"
+ *   output: "OP rc=NAME [epoch=N] [wrote_at=MS] [holder=X] [ttl=MS] [ms=ELAPSED] [err=...]"
  * Exit status: 0 when every operation ran (whatever it returned), 2 when open failed.
  */
 #include "common/fmacros.h"
@@ -41,6 +41,8 @@ static void run_op(const struct ha_backend_ops *o, void *st, const char *op) {
         printf("acquire rc=%s", rc_name(rc));
         if (rc == 0)
             printf(" epoch=%llu", (unsigned long long)epoch);
+        if (rc == 0 && view.sent_ms) /* when the winning write was sent, from the call's start */
+            printf(" wrote_at=%llu", (unsigned long long)(view.sent_ms - t0));
         else if (rc == -EBUSY)
             print_view(&view);
     } else if (strncmp(op, "renew", 5) == 0) {
@@ -56,6 +58,11 @@ static void run_op(const struct ha_backend_ops *o, void *st, const char *op) {
             print_view(&view);
     } else if (strncmp(op, "wait", 4) == 0) {
         rc = o->wait_change(st, 0, (int)arg);
+        if (rc == -EAGAIN) { /* a poll: sleep out the wait, as the elector does */
+            uint64_t spent = cm_mono_ms() - t0;
+            if (spent < (uint64_t)arg)
+                cm_sleep_ms((uint64_t)arg - spent);
+        }
         printf("wait rc=%s", rc_name(rc));
         err[0] = '\0';
     } else if (strncmp(op, "sleep", 5) == 0) {

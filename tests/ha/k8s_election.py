@@ -7,8 +7,11 @@ Scenarios: one winner and growing epochs; hand-off after release (SIGTERM); thre
 candidates; stop => prompt loss; kill -9 => a running observer reads no holder after the lease
 and a standby leads within lease + retry; API outage (503, and a hanging API) => the leader
 steps down by its renew deadline; leader SIGSTOPped past the lease => a new leader, and the
-paused one steps down on SIGCONT without overlapping (checked from the until= figures); wrong
-token and unreachable API => one error line and exit 1. Exit 0 pass, 1 fail, 77 skip."""
+paused one steps down on SIGCONT without overlapping (checked from the until= figures); a dead
+leader's Lease whose resourceVersion left the watch window (410 Expired as an ERROR event and as
+a plain HTTP 410) is taken over by the standby and by a freshly started candidate; the Lease
+deleted while candidates run (epochs keep growing, the loss is reported; --state-dir); wrong token
+and unreachable API => one error line and exit 1. Exit 0 pass, 1 fail, 77 skip."""
 import os
 import shutil
 import signal
@@ -43,9 +46,10 @@ class K8sDouble:
     kind = "k8s"
     uri = "k8s://"  # lease crescent-<cluster> in the kubeconfig's namespace
 
-    def __init__(self, tmp, mode="503"):
-        self.dir = os.path.join(tmp, "k8s-%s" % mode)
+    def __init__(self, tmp, mode="503", extra=(), name=None):
+        self.dir = os.path.join(tmp, "k8s-%s" % (name or mode))
         self.mode = mode
+        self.extra = list(extra)
         self.token = "tok-%d" % os.getpid()
         self.proc = None
         self.port = None
@@ -73,7 +77,7 @@ class K8sDouble:
         self.proc = H.spawn([sys.executable, os.path.join(HERE, "k8s_lease_server.py"),
                              "--cert", os.path.join(d, "server.crt"),
                              "--key", os.path.join(d, "server.key"), "--token", self.token,
-                             "--port-file", port_file, "--outage", self.mode], log)
+                             "--port-file", port_file, "--outage", self.mode] + self.extra, log)
         for _ in range(200):
             if os.path.exists(port_file):
                 break
@@ -98,6 +102,11 @@ class K8sDouble:
 
     def use(self):
         os.environ["KUBECONFIG"] = self.kubeconfig
+
+    def requests(self):
+        """How many requests the double has logged (needs --verbose)."""
+        with open(os.path.join(self.dir, "double.log")) as f:
+            return sum(1 for ln in f if '"GET ' in ln or '"PUT ' in ln or '"POST ' in ln)
 
     def pause(self):
         if not self.outage:
@@ -207,7 +216,8 @@ def test_kill9(c):
           "observer reads no holder %s ms after kill -9 (lease %d)" % (took, LEASE))
     obs.term()
     a = c.elect("c4", "a:2").start()
-    la = a.wait_for("LEADER", 3000)
+    # A new candidate waits a full lease from its first read of the (dead) holder's Lease.
+    la = a.wait_for("LEADER", 3 * LEASE)
     if not check(la is not None, "a:2 leads"):
         return
     b = c.elect("c4", "b:2").start()
@@ -221,6 +231,116 @@ def test_kill9(c):
           "standby leads %s ms after kill -9 (bound %d + slack)" % (took, LEASE + RETRY))
     check(lb is not None and ep(lb) == ep(la) + 1, "epoch %d -> %s" % (ep(la), lb and ep(lb)))
     b.term()
+
+
+def test_expired_window(c, backend, cluster):
+    """Issue 13: a dead leader's Lease whose resourceVersion has left the API server's watch
+    window (the double writes another object every 50 ms and keeps 8 events, so a version is
+    too old after about 0.4 s). (a) The standby must still take over one lease after the last
+    renew; (b) a candidate started on such a Lease must lead one lease after its first read."""
+    print("watch window %s: a dead leader's Lease whose version left the window is taken over"
+          % backend.expired)
+    bound = 3 * LEASE  # the property is liveness: it must happen, at about lease + retry
+    a = c.elect(cluster, "a:1").start()
+    la = a.wait_for("LEADER", 3000)
+    if not check(la is not None, "a leads"):
+        return
+    b = c.elect(cluster, "b:1").start()
+    check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
+    time.sleep(0.3)
+    t_kill = H.mono_ms()
+    n0 = backend.requests()
+    a.kill9()
+    lb = b.wait_for("LEADER", bound + SLACK, after_ms=t_kill)
+    took_a = took = lb[0] - t_kill if lb else None
+    n1 = backend.requests()
+    check(lb is not None and took < bound,
+          "(a) standby leads %s ms after kill -9 (lease %d, retry %d; bound %d)"
+          % (took, LEASE, RETRY, bound))
+    # b alone talks to the API meanwhile: about one read per retry period, and a watch or two;
+    # a follower that re-watches a too-old version in a loop makes ~18 requests a second.
+    rate = (n1 - n0) * 1000.0 / max(took or bound, 1)
+    check(rate <= 3 * 1000.0 / RETRY, "the standby made %d requests in that time (%.1f/s, "
+          "bound %.1f/s)" % (n1 - n0, rate, 3 * 1000.0 / RETRY))
+    time.sleep(0.3)
+    b.kill9()  # (b) runs whether or not (a) passed: the Lease is left by a dead holder
+    time.sleep(1.0)  # b's last version leaves the window before the new candidate starts
+    t0 = H.mono_ms()
+    n = c.elect(cluster, "n:1").start()
+    ln = n.wait_for("LEADER", bound + SLACK, after_ms=t0)
+    took = ln[0] - t0 if ln else None
+    check(ln is not None and took < bound,
+          "(b) a candidate started on the dead holder's Lease leads after %s ms (bound %d)"
+          % (took, bound))
+    check(ln is not None and ep(ln) > ep(lb or la),
+          "epoch grows: %d -> %s" % (ep(lb or la), ln and ep(ln)))
+    FIGURES.append((backend.expired, took_a, took))
+    n.term()
+
+
+FIGURES = []
+
+
+def delete_lease(backend, name):
+    """DELETE the Lease as `kubectl delete lease` would; returns the HTTP status."""
+    import ssl
+    import urllib.request
+    ctx = ssl.create_default_context(cafile=os.path.join(backend.dir, "ca.crt"))
+    req = urllib.request.Request(
+        "https://127.0.0.1:%d/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s"
+        % (backend.port, NS, name), method="DELETE",
+        headers={"Authorization": "Bearer " + backend.token})
+    try:
+        return urllib.request.urlopen(req, context=ctx, timeout=5).status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_lease_deleted(c, backend):
+    """Issue 14: the Lease is deleted (leaseTransitions would restart at 1) while candidates
+    run: the next leader's epoch is above every epoch printed before and the loss is reported;
+    then durably, a candidate restarted with the same --state-dir after another delete."""
+    print("Lease deleted and recreated: epochs keep growing, the loss is logged; --state-dir")
+    a = c.elect("d1", "a:1").start()
+    la = a.wait_for("LEADER", 3000)
+    if not check(la is not None, "a leads"):
+        return
+    b = c.elect("d1", "b:1").start()
+    check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
+    time.sleep(0.3)
+    t_kill = H.mono_ms()
+    a.kill9()
+    lb = b.wait_for("LEADER", LEASE + RETRY + 2 * SLACK, after_ms=t_kill)
+    if not check(lb is not None and ep(lb) > ep(la),
+                 "b leads after a's kill -9, epoch %d -> %s" % (ep(la), lb and ep(lb))):
+        b.term()
+        return
+    time.sleep(0.3)
+    before = max(ep(ln) for e in (a, b) for ln in e.lines() if "epoch" in ln[2])
+    t_del = H.mono_ms()
+    check(delete_lease(backend, "crescent-d1") == 200, "Lease crescent-d1 deleted")
+    lb2 = b.wait_for("LEADER", 8000, after_ms=t_del)
+    check(lb2 is not None and ep(lb2) > before,
+          "after the delete b leads again with epoch %s > %d (every epoch printed before)"
+          % (lb2 and ep(lb2), before))
+    dl = b.wait_for("DATA_LOSS", 3000, after_ms=t_del)
+    check(dl is not None and int(dl[2]["floor"]) == before and int(dl[2]["stored"]) < before,
+          "b reports DATA_LOSS %s" % (dl and dl[2]))
+    errs = [x for x in b.raw().splitlines() if "ERROR: election backend lost data" in x]
+    check(len(errs) == 1, "one ERROR line on stderr: %s" % errs[:2])
+    b.term()
+    state = os.path.join(c.tmp, "state-d2")
+    p = c.elect("d2", "p:1", ["--state-dir", state]).start()
+    lp = p.wait_for("LEADER", 3000)
+    p.term()
+    delete_lease(backend, "crescent-d2")
+    q = c.elect("d2", "q:1", ["--state-dir", state]).start()
+    lq = q.wait_for("LEADER", 8000)
+    check(lq is not None and lp is not None and ep(lq) > ep(lp),
+          "a candidate restarted with the same --state-dir after another delete leads with "
+          "epoch %s > %s" % (lq and ep(lq), lp and ep(lp)))
+    check(q.wait_for("DATA_LOSS", 3000) is not None, "and reports DATA_LOSS")
+    q.term()
 
 
 def test_backend_down(c, backend, cluster):
@@ -335,16 +455,27 @@ def main():
         t0 = time.time()
         backend = K8sDouble(tmp.path)
         hang = K8sDouble(tmp.path, "hang")
-        doubles = [backend, hang]
-        backend.start()
-        hang.start()
+        churn = ["--churn-ms", "50", "--watch-window", "8", "--verbose"]
+        window = K8sDouble(tmp.path, extra=churn + ["--expired", "event"], name="window-event")
+        window410 = K8sDouble(tmp.path, extra=churn + ["--expired", "http"], name="window-http")
+        window.expired, window410.expired = "ERROR event", "plain HTTP 410"
+        doubles = [backend, hang, window, window410]
+        for d in doubles:
+            d.start()
         backend.use()
         c = Ctx(backend, tmp.path)
         for t in (test_one_winner_and_epochs, test_three_candidates, test_kill9, test_sigstop):
             t(c)
+        test_lease_deleted(c, backend)
         test_backend_down(c, backend, "c5")
         hang.use()
         test_backend_down(c, hang, "c7")
+        for w, cluster in ((window, "c8"), (window410, "c9")):
+            w.use()
+            test_expired_window(c, w, cluster)
+        for form, a, b in FIGURES:
+            print("  figures (%s): kill -9 -> standby leads %s ms; fresh candidate leads %s ms"
+                  % (form, a, b))
         backend.use()
         test_errors(c, backend)
         check_no_overlap()

@@ -4,7 +4,7 @@
 # kubeconfig for it.
 #
 #   . tests/ha/k8s_env.sh
-#   k8s_env_start DIR [503|hang]   # exports KUBECONFIG, K8S_PORT, K8S_PID, K8S_DIR, K8S_TOKEN,
+#   k8s_env_start DIR [503|hang]   # ($K8S_DOUBLE_ARGS: more options for the double) exports KUBECONFIG, K8S_PORT, K8S_PID, K8S_DIR, K8S_TOKEN,
 #                                  # K8S_BACKEND_NS (namespace for URIs, "crescent-test");
 #                                  # $K8S_TOKEN-ro may only read (403 on writes); DIR/client.crt
 #                                  # + DIR/client.key authenticate by client certificate
@@ -46,7 +46,7 @@ k8s_env_start() {
     python3 "$K8S_ENV_SRC_DIR/k8s_lease_server.py" --cert "$dir/server.crt" \
         --key "$dir/server.key" --token "$K8S_TOKEN" --port-file "$dir/port" \
         --readonly-token "$K8S_TOKEN-ro" --client-ca "$dir/ca.crt" \
-        --outage "$mode" >"$dir/double.out" 2>"$dir/double.err" &
+        --outage "$mode" ${K8S_DOUBLE_ARGS:-} >"$dir/double.out" 2>"$dir/double.err" &
     K8S_PID=$!
     local i
     for i in $(seq 100); do

@@ -7,19 +7,35 @@ real API's JSON shapes and status codes: GET/POST/PUT/DELETE of namespaced Lease
 optimistic concurrency on metadata.resourceVersion (409 Conflict Status), 404 NotFound Status,
 bearer-token authentication (401), over TLS. Python 3 standard library only.
 
+Closer to a real API server than a toy:
+- resourceVersions are opaque strings of a global counter that starts past 2^31 and advances by
+  random steps (never contiguous), as etcd revisions shared by all resources do;
+- the watch window is bounded (--watch-window events, as the apiserver's watch cache): a watch
+  from a version older than the window is answered like the watch cache does, HTTP 200 with one
+  ERROR event carrying a 410 Expired Status "too old resource version: X (Y)" (or, with
+  --expired http, a plain HTTP 410 with that Status); --churn-ms N writes an unrelated object
+  every N ms (a node heartbeat Lease in kube-node-lease), so versions of an idle Lease leave the
+  window as they do in a busy cluster;
+- an update without metadata.resourceVersion is refused with 422 Invalid (Lease does not allow
+  unconditional update), a create with one with 400 BadRequest; malformed JSON or a malformed MicroTime is 400 BadRequest; semantic
+  errors (leaseDurationSeconds <= 0, bad names) are 422 Invalid.
+
 Also: --readonly-token (reads allowed, writes answered 403 Forbidden as RBAC would) and
 --client-ca (client certificates signed by that CA authenticate without a token).
 
 Fault injection: SIGUSR1 toggles outage mode; in outage mode every request gets 503 (default) or
-hangs until the outage ends (--outage hang). SIGUSR2 drops every open watch stream.
+hangs until the outage ends (--outage hang). SIGUSR2 drops every open watch stream. SIGHUP
+empties the watch window (every earlier version becomes too old).
 
 Usage: k8s_lease_server.py --cert C --key K --token T [--port-file F] [--outage 503|hang]
-                           [--readonly-token R] [--client-ca CA]
+                           [--readonly-token R] [--client-ca CA] [--watch-window N]
+                           [--churn-ms N] [--expired event|http]
 Prints "READY <port>" on stdout once listening (and writes the port to --port-file).
 """
 import argparse
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -37,7 +53,7 @@ API_VERSION = GROUP + "/v1"
 ITEM_RE = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases/([^/]+)$")
 COLL_RE = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases$")
 DNS_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-HISTORY = 1000  # watch events kept for resourceVersion resumes
+RV_START = (1 << 31) + 12345  # resourceVersions start past 2^31 (clients must not parse them)
 
 
 def now_rfc3339():
@@ -58,16 +74,30 @@ class Store:
     def __init__(self):
         self.cond = threading.Condition()
         self.leases = {}
-        self.rv = 1000
-        self.events = []  # (rv, type, object)
+        self.rv = RV_START
+        self.events = []  # (rv, type, object): the watch window, oldest first
+        self.window = 1000  # --watch-window
+        self.compacted = 0  # versions up to this one have left the window
         self.outage = False
         self.generation = 0  # bumped by SIGUSR2 to drop watches
 
     def bump(self, typ, obj):
-        self.rv += 1
+        self.rv += random.randint(1, 97)  # other resources share the counter: gaps
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self.events.append((self.rv, typ, json.loads(json.dumps(obj))))
-        del self.events[:-HISTORY]
+        if len(self.events) > self.window:
+            self.compacted = self.events[-self.window - 1][0]
+            del self.events[:-self.window]
+        self.cond.notify_all()
+
+    def oldest(self):
+        """The oldest version a watch can resume from, as the watch cache computes it: a
+        watch from rv is served when rv >= oldest - 1."""
+        return self.events[0][0] if self.events else self.compacted + 1
+
+    def compact(self):
+        self.compacted = self.rv
+        self.events = []
         self.cond.notify_all()
 
 
@@ -144,7 +174,8 @@ class Handler(BaseHTTPRequestHandler):
     def read_body(self):
         try:
             return json.loads(self.raw_body or b"null")
-        except ValueError:
+        except ValueError as e:
+            self.json_error = ("the body of the request was in an unknown format: %s" % e)
             return ValueError
 
     def gate(self):
@@ -243,7 +274,7 @@ class Handler(BaseHTTPRequestHandler):
                 405, status(405, "MethodNotAllowed", "the server does not allow this method on "
                             "the requested resource"))
         if obj is ValueError:
-            return self.send_json(400, status(400, "BadRequest", "invalid JSON"))
+            return self.send_json(400, status(400, "BadRequest", self.json_error))
         err = validate(obj, ns, None)
         if err:
             return self.send_json(err["code"], err)
@@ -253,10 +284,12 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(409, status(409, "AlreadyExists", 'leases.coordination.k8s.io'
                                                   ' "%s" already exists' % name, details(name)))
             md = obj["metadata"]
+            if md.get("resourceVersion"):
+                return self.send_json(400, status(400, "BadRequest", "resourceVersion should not "
+                                                  "be set on objects to be created"))
             md["namespace"] = ns
             md["uid"] = str(uuid.uuid4())
             md["creationTimestamp"] = now_rfc3339()
-            md.pop("resourceVersion", None)
             obj["apiVersion"], obj["kind"] = API_VERSION, "Lease"
             obj.setdefault("spec", {})
             STORE.leases[(ns, name)] = obj
@@ -272,7 +305,7 @@ class Handler(BaseHTTPRequestHandler):
         if kind != "item":
             return self.not_found_path()
         if obj is ValueError:
-            return self.send_json(400, status(400, "BadRequest", "invalid JSON"))
+            return self.send_json(400, status(400, "BadRequest", self.json_error))
         err = validate(obj, ns, name)
         if err:
             return self.send_json(err["code"], err)
@@ -282,7 +315,12 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(404, status(404, "NotFound", 'leases.coordination.k8s.io '
                                                   '"%s" not found' % name, details(name)))
             rv = obj["metadata"].get("resourceVersion")
-            if rv and rv != cur["metadata"]["resourceVersion"]:
+            if not rv:
+                return self.send_json(422, status(
+                    422, "Invalid", 'Lease.coordination.k8s.io "%s" is invalid: '
+                    "metadata.resourceVersion: Invalid value: 0x0: must be specified for an "
+                    "update" % name, details(name)))
+            if rv != cur["metadata"]["resourceVersion"]:
                 return self.send_json(409, status(
                     409, "Conflict", 'Operation cannot be fulfilled on leases.coordination.k8s.io'
                     ' "%s": the object has been modified; please apply your changes to the latest'
@@ -330,6 +368,15 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             return self.send_json(400, status(400, "BadRequest", "invalid resourceVersion"))
         timeout = min(int(q.get("timeoutSeconds", ["1800"])[0]), 1800)
+        with STORE.cond:
+            oldest = STORE.oldest()
+        expired = None
+        if since and since < oldest - 1:
+            # The watch cache's answer (staging/.../cacher/watch_cache.go): Expired, 410.
+            expired = status(410, "Expired", "too old resource version: %d (%d)"
+                             % (since, oldest - 1))
+            if ARGS.expired == "http":
+                return self.send_json(410, expired)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -342,14 +389,13 @@ class Handler(BaseHTTPRequestHandler):
         try:
             with STORE.cond:
                 gen = STORE.generation
-                if since == 0:  # no resourceVersion: synthetic ADDED for what exists now
+                if expired:
+                    pending = [("ERROR", expired)]
+                    end = 0
+                elif since == 0:  # no resourceVersion: synthetic ADDED for what exists now
                     pending = [("ADDED", json.loads(json.dumps(o))) for o in STORE.leases.values()
                                if match(o)]
                     since = STORE.rv
-                elif STORE.events and since < STORE.events[0][0] - 1:
-                    pending = [("ERROR", status(410, "Expired", "too old resource version: %d "
-                                                "(%d)" % (since, STORE.events[0][0])))]
-                    end = 0
                 else:
                     pending = []
             while True:
@@ -389,6 +435,38 @@ def toggle_outage(signum, frame):
     threading.Thread(target=flip, daemon=True).start()
 
 
+def compact(signum, frame):
+    def run():
+        with STORE.cond:
+            STORE.compact()
+    threading.Thread(target=run, daemon=True).start()
+
+
+def churn(period_s):
+    """Renews a node heartbeat Lease in another namespace every period_s, as kubelets do: it
+    moves the global resourceVersion and pushes idle versions out of the watch window."""
+    ns, name = "kube-node-lease", "node-1"
+    while True:
+        time.sleep(period_s)
+        with STORE.cond:
+            if STORE.outage:
+                continue
+            obj = STORE.leases.get((ns, name))
+            typ = "MODIFIED"
+            if obj is None:
+                typ = "ADDED"
+                obj = {"apiVersion": API_VERSION, "kind": "Lease",
+                       "metadata": {"name": name, "namespace": ns, "uid": str(uuid.uuid4()),
+                                    "creationTimestamp": now_rfc3339()},
+                       "spec": {"holderIdentity": name, "leaseDurationSeconds": 40}}
+            else:
+                obj = json.loads(json.dumps(obj))
+            obj["spec"]["renewTime"] = datetime.now(timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%S.%fZ")
+            STORE.leases[(ns, name)] = obj
+            STORE.bump(typ, obj)
+
+
 def drop_watches(signum, frame):
     def bump():
         with STORE.cond:
@@ -409,8 +487,15 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--outage", choices=("503", "hang"), default="503")
+    ap.add_argument("--watch-window", type=int, default=1000,
+                    help="watch events kept (older versions answer 410 Expired)")
+    ap.add_argument("--churn-ms", type=int, default=0,
+                    help="write an unrelated object every N ms (0 = never)")
+    ap.add_argument("--expired", choices=("event", "http"), default="event",
+                    help="how a too-old watch is answered: ERROR event in HTTP 200, or HTTP 410")
     ap.add_argument("--verbose", action="store_true")
     ARGS = ap.parse_args()
+    STORE.window = max(1, ARGS.watch_window)
     server_class = ThreadingHTTPServer
     if ":" in ARGS.host:
         class Server6(ThreadingHTTPServer):
@@ -426,6 +511,9 @@ def main():
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     signal.signal(signal.SIGUSR1, toggle_outage)
     signal.signal(signal.SIGUSR2, drop_watches)
+    signal.signal(signal.SIGHUP, compact)
+    if ARGS.churn_ms > 0:
+        threading.Thread(target=churn, args=(ARGS.churn_ms / 1000.0,), daemon=True).start()
     signal.signal(signal.SIGTERM, lambda s, f: os._exit(0))
     port = srv.server_address[1]
     if ARGS.port_file:

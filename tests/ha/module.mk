@@ -2,13 +2,22 @@
 # the URI parser; test_ha_{redis,etcd}.sh run crescent-elect processes against a real
 # redis-server / etcd (tests/ha/test_election.py); test_elect_cli.sh checks crescent-elect's
 # command line, error messages and IPv6 backends. chaos.sh is not part of make test.
-# The Kubernetes backend's tests bring their own fragment, tests/ha/k8s*.mk.
+# The Kubernetes Lease backend (ha/k8s) is tested against the Lease API double
+# tests/ha/k8s_lease_server.py: the backend alone through a driver (k8s_backend.sh) and
+# crescent-elect scenarios (k8s_election.py); tests/ha/chaos.sh k8s uses tests/ha/k8s_env.sh.
 
 $(eval $(call unit_test,ha/test_ha_fsm,tests/ha/test_ha_fsm.c,$(BUILD)/lib/libha.a $(BUILD)/lib/libcm.a,$(HA_LIBS) $(MALLOC_LIBS)))
 
 TEST_SCRIPTS += tests/ha/test_ha_redis.sh tests/ha/test_ha_etcd.sh tests/ha/test_elect_cli.sh
 
-include $(wildcard tests/ha/k8s*.mk)
+ifneq ($(wildcard ha/k8s/ha_k8s.c),)
+HAK_DRIVER := $(BUILD)/tests/ha/k8s_driver
+$(HAK_DRIVER): $(call objs,tests/ha/k8s_driver.c) $(BUILD)/lib/libha.a $(BUILD)/lib/libcm.a
+	$(LINK) $^ $(HA_LIBS) $(MALLOC_LIBS)
+ALL_SRCS     += tests/ha/k8s_driver.c
+all: $(HAK_DRIVER)
+TEST_SCRIPTS += tests/ha/k8s_backend.sh tests/ha/k8s_election.py
+endif
 
 # ha_api_probe: drives the library API (two electors in one process); run by test_election.py.
 HA_PROBE := $(BUILD)/tests/ha/ha_api_probe

@@ -5,7 +5,9 @@ free loopback ports, with crescent-elect processes at short timings (lease 1000 
 deadline 600 ms, retry 200 ms): one winner, growing epochs, hand-off after release, three
 simultaneous candidates, prompt loss on stop, kill -9 (expired lease reads as no holder,
 standby leads within lease + retry), backend outage (leader steps down by its renew deadline),
-SIGSTOP of the leader (no overlap after SIGCONT). Exit 0 pass, 1 fail, 77 skip."""
+SIGSTOP of the leader (no overlap after SIGCONT), the backend losing its data while candidates
+run (redis-server restarted empty, etcd wiped: epochs keep growing, the loss is reported) and
+--state-dir across a candidate restart. Exit 0 pass, 1 fail, 77 skip."""
 import os
 import shutil
 import signal
@@ -195,6 +197,60 @@ def test_sigstop(c):
     b.term()
 
 
+def test_data_loss(c):
+    """Issue 14: the backend loses its data (redis-server restarted without persistence, etcd
+    wiped and rebuilt) while candidates run: the next leader's epoch is above every epoch
+    printed before, and the loss is reported (stderr ERROR line, DATA_LOSS with --verbose).
+    Then durably: a candidate restarted with the same --state-dir after another wipe."""
+    print("backend loses its data: epochs keep growing, the loss is logged; --state-dir")
+    lag = 600 if c.backend.kind == "etcd" else 0
+    a = c.elect("d1", "a:1").start()
+    la = a.wait_for("LEADER", 3000)
+    if not check(la is not None, "a leads"):
+        return
+    b = c.elect("d1", "b:1").start()
+    check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
+    time.sleep(0.3)
+    t_kill = H.mono_ms()
+    a.kill9()
+    lb = b.wait_for("LEADER", LEASE + RETRY + lag + 2 * SLACK, after_ms=t_kill)
+    if not check(lb is not None and int(lb[2]["epoch"]) > int(la[2]["epoch"]),
+                 "b leads after a's kill -9, epoch %s -> %s"
+                 % (la[2]["epoch"], lb and lb[2]["epoch"])):
+        b.term()
+        return
+    time.sleep(0.3)
+    before = max(int(ln[2]["epoch"]) for e in (a, b) for ln in e.lines() if "epoch" in ln[2])
+    t_wipe = H.mono_ms()
+    c.backend.restart_empty()
+    lb2 = b.wait_for("LEADER", 15000, after_ms=t_wipe)
+    check(lb2 is not None and int(lb2[2]["epoch"]) > before,
+          "after the wipe b leads again with epoch %s > %d (every epoch printed before)"
+          % (lb2 and lb2[2]["epoch"], before))
+    dl = b.wait_for("DATA_LOSS", 3000, after_ms=t_wipe)
+    check(dl is not None and int(dl[2]["floor"]) == before and int(dl[2]["stored"]) < before,
+          "b reports DATA_LOSS %s" % (dl and dl[2]))
+    errs = [x for x in b.raw().splitlines() if "ERROR: election backend lost data" in x]
+    check(len(errs) == 1, "one ERROR line on stderr: %s" % errs[:2])
+    b.term()
+    state = os.path.join(c.tmp, "state-d2")
+    p = c.elect("d2", "p:1", ["--state-dir", state]).start()
+    lp = p.wait_for("LEADER", 3000)
+    p.term()
+    saved = open(os.path.join(state, "ha-epoch-d2")).read().strip() if lp else None
+    check(lp is not None and saved == lp[2]["epoch"],
+          "the state file holds the epoch p led with (%s, file %s)" % (lp and lp[2]["epoch"],
+                                                                         saved))
+    c.backend.restart_empty()
+    q = c.elect("d2", "q:1", ["--state-dir", state]).start()
+    lq = q.wait_for("LEADER", 15000)
+    check(lq is not None and lp is not None and int(lq[2]["epoch"]) > int(lp[2]["epoch"]),
+          "a candidate restarted with the same --state-dir after another wipe leads with "
+          "epoch %s > %s" % (lq and lq[2]["epoch"], lp and lp[2]["epoch"]))
+    check(q.wait_for("DATA_LOSS", 3000) is not None, "and reports DATA_LOSS")
+    q.term()
+
+
 def run_elect_once(uri, timeout=6):
     """Runs crescent-elect expecting it to fail at start: (rc, stderr lines, seconds)."""
     t0 = time.time()
@@ -280,7 +336,7 @@ def main():
         c = Ctx(backend, tmp.path)
         t0 = time.time()
         for t in (test_one_winner_and_epochs, test_three_candidates, test_kill9,
-                  test_sigstop, test_backend_down, test_api, test_errors):
+                  test_sigstop, test_backend_down, test_api, test_data_loss, test_errors):
             t(c)
         check_no_overlap()
         test_checker_itself()

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CA "0123456789abcdef0123456789abcdef"
-#define CB "fedcba98-7654-3210-fedc-ba9876543210" /* canonical UUID form */
+#define CA     "0123456789abcdef0123456789abcdef"
+#define CB     "fedcba98-7654-3210-fedc-ba9876543210" /* canonical UUID form */
 #define CB_HEX "fedcba9876543210fedcba9876543210"
-#define MIB 1048576
+#define MIB    1048576
 
 TestSuite(mc, .init = it_setup, .fini = it_teardown, .timeout = 60);
 
@@ -93,7 +93,8 @@ Test(mc, register_ping_and_mount) {
           MIB); /* same geometry: refreshes endpoint, protocol and descriptor */
     IT_ERR_PREFIX("SEGMENT_ALREADY_EXISTS ", it_c, "MC.MOUNT %s seg-a 0x20000000 %d", CB, MIB);
     IT_ERR_PREFIX("INVALID_PARAMS ", it_c, "MC.MOUNT %s seg-x 4096 100", CA); /* < 1 KiB */
-    IT_ERR_PREFIX("INVALID_PARAMS ", it_c, "MC.MOUNT %s seg-x 0x10080000 %d", CA, MIB); /* overlap */
+    IT_ERR_PREFIX("INVALID_PARAMS ", it_c, "MC.MOUNT %s seg-x 0x10080000 %d", CA,
+                  MIB); /* overlap */
     IT_ERR("INVALID_PARAMS segment range beyond 2^63 - 1", it_c,
            "MC.MOUNT %s seg-x 0x7fffffffffffff00 %d", CA, MIB);
     IT_ERR("INVALID_PARAMS invalid base", it_c, "MC.MOUNT %s seg-x 0xzz %d", CA, MIB);
@@ -120,8 +121,8 @@ Test(mc, register_ping_and_mount) {
     IT_TYPE(r, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 2);
 
-    IT_ERR("ILLEGAL_CLIENT client does not own this segment or object", it_c,
-           "MC.UNMOUNT %s seg-a", CB);
+    IT_ERR("ILLEGAL_CLIENT client does not own this segment or object", it_c, "MC.UNMOUNT %s seg-a",
+           CB);
     IT_ERR("SEGMENT_NOT_FOUND segment not found", it_c, "MC.UNMOUNT %s nope", CA);
     IT_OK(it_c, "MC.GRACEFULUNMOUNT %s seg-b 60000", CB);
     cr_assert_str_eq(mc_str(it_cmd(it_c, "MC.QUERYSEGMENT seg-b"), "status"),
@@ -130,8 +131,8 @@ Test(mc, register_ping_and_mount) {
     IT_OK(it_c, "MC.UNMOUNT %s seg-a", CA);
     IT_ERR_PREFIX("SEGMENT_NOT_FOUND ", it_c, "MC.QUERYSEGMENT seg-a");
     /* Remount: fixed 6-field tuples. */
-    IT_OK(it_c, "MC.REMOUNT %s seg-a 0x10000000 %d ep tcp d seg-c 0x30000000 %d %s %s %s", CA,
-          MIB, MIB, "", "", "");
+    IT_OK(it_c, "MC.REMOUNT %s seg-a 0x10000000 %d ep tcp d seg-c 0x30000000 %d %s %s %s", CA, MIB,
+          MIB, "", "", "");
     cr_assert_str_eq(mc_str(it_cmd(it_c, "MC.QUERYSEGMENT seg-c"), "protocol"), "tcp");
     cr_assert_str_eq(mc_str(it_cmd(it_c, "MC.QUERYSEGMENT seg-c"), "endpoint"), "");
     IT_ERR("ERR wrong number of arguments for 'mc.remount' command", it_c,
@@ -149,8 +150,8 @@ Test(mc, put_end_get_and_errors) {
     cr_assert_eq(r->elements, 1);
     const redisReply *d = r->element[0];
     cr_assert_eq(d->elements, 16, "a replica descriptor has 8 fields");
-    const char *order[] = {"type", "status", "segment", "endpoint", "protocol", "desc", "addr",
-                           "size"};
+    const char *order[] = {"type",     "status", "segment", "endpoint",
+                           "protocol", "desc",   "addr",    "size"};
     for (int i = 0; i < 8; i++)
         cr_assert_str_eq(d->element[2 * i]->str, order[i]);
     cr_assert_str_eq(mc_str(d, "type"), "MEMORY");
@@ -191,8 +192,8 @@ Test(mc, put_end_get_and_errors) {
     IT_ERR_PREFIX("OBJECT_NOT_FOUND ", it_c, "MC.QUERYKEY k2");
     cr_assert_eq(mc_used("seg-a"), 1000);
     /* No space. */
-    IT_ERR("NO_AVAILABLE_HANDLE no space available in any segment", it_c,
-           "MC.PUTSTART %s big %d", CA, 2 * MIB);
+    IT_ERR("NO_AVAILABLE_HANDLE no space available in any segment", it_c, "MC.PUTSTART %s big %d",
+           CA, 2 * MIB);
     IT_ERR_PREFIX("CLIENT_NOT_FOUND ", it_c, "MC.PUTSTART %s k3 10",
                   "00000000000000000000000000000009");
 }
@@ -201,7 +202,8 @@ Test(mc, malformed_arguments) {
     IT_CRESCENT_ONLY();
     mc_client(CA, "host-a", "seg-a", 0x10000000, MIB);
     const char *bad_ids[] = {"xyz", "0123456789abcdef0123456789abcde", /* 31 digits */
-                             "0123456789abcdef0123456789abcdeg", "01234567-89ab-cdef-0123456789abcdef",
+                             "0123456789abcdef0123456789abcdeg",
+                             "01234567-89ab-cdef-0123456789abcdef",
                              "0123456789abcdef0123456789abcdef0"};
     for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++)
         IT_ERR("INVALID_PARAMS invalid client id (32 hex digits or a UUID)", it_c,
@@ -217,8 +219,7 @@ Test(mc, malformed_arguments) {
     IT_ERR("ERR syntax error", it_c, "MC.PUTSTART %s k 10 NOPE", CA);
     IT_ERR("ERR syntax error", it_c, "MC.PUTSTART %s k 10 SEGMENTS 2 seg-a", CA);
     IT_ERR_PREFIX("INVALID_PARAMS ", it_c, "MC.PUTSTART %s k 10 SOFTPIN_TTL 999999999999", CA);
-    IT_ERR("ERR wrong number of arguments for 'mc.putstart' command", it_c, "MC.PUTSTART %s k",
-           CA);
+    IT_ERR("ERR wrong number of arguments for 'mc.putstart' command", it_c, "MC.PUTSTART %s k", CA);
     IT_ERR("ERR wrong number of arguments for 'mc.putend' command", it_c, "MC.PUTEND %s k x", CA);
     IT_ERR("ERR wrong number of arguments for 'mc.getreplicas' command", it_c, "MC.GETREPLICAS");
     IT_ERR("ERR syntax error", it_c, "MC.REMOVE k FORCE extra");
@@ -392,8 +393,8 @@ Test(mc, batch_replica_clear_only_that_client_and_segment) {
     IT_OK(it_c, "MC.MOUNT %s seg-a2 0x20000000 %d", CA, MIB);
     mc_client(CB, "host-b", "seg-b", 0x30000000, MIB);
     for (int i = 0; i < 4; i++) {
-        redisReply *r = it_cmd(it_c, "MC.PUTSTART %s x%d 100 SEGMENTS 2 %s seg-b REPLICAS 2", CA,
-                               i, i % 2 ? "seg-a1" : "seg-a2");
+        redisReply *r = it_cmd(it_c, "MC.PUTSTART %s x%d 100 SEGMENTS 2 %s seg-b REPLICAS 2", CA, i,
+                               i % 2 ? "seg-a1" : "seg-a2");
         cr_assert_eq(r->elements, 2);
         IT_OK(it_c, "MC.PUTEND %s x%d", CA, i);
     }

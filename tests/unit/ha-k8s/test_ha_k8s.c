@@ -130,6 +130,41 @@ Test(lease, encode_fresh_and_cleared) {
     free(s);
 }
 
+Test(lease, epoch_annotation) {
+    /* Written next to other annotations, read back, and refused when it is not a number. */
+    const char *with = "{\"kind\":\"Lease\",\"metadata\":{\"name\":\"l\",\"annotations\":"
+                       "{\"team\":\"kv\",\"crescent.io/epoch\":\"41\"}},"
+                       "\"spec\":{\"leaseTransitions\":3}}";
+    struct ha_k8s_lease l = {0};
+    char err[256];
+    cr_assert_eq(ha_k8s__lease_decode(with, strlen(with), &l, err, sizeof(err)), 0);
+    cr_assert_eq(l.epoch_note, 41);
+    cr_assert_eq(l.transitions, 3);
+    struct ha_k8s_lease m = l; /* shallow: obj stays owned by l */
+    m.epoch_note = 42;
+    char *s = ha_k8s__lease_encode(&m);
+    json_t *o = json_loads(s, 0, NULL);
+    json_t *notes = json_object_get(json_object_get(o, "metadata"), "annotations");
+    cr_assert_str_eq(json_string_value(json_object_get(notes, "crescent.io/epoch")), "42");
+    cr_assert_str_eq(json_string_value(json_object_get(notes, "team")), "kv");
+    json_decref(o);
+    free(s);
+    ha_k8s__lease_fini(&l);
+    struct ha_k8s_lease fresh = {0};
+    strcpy(fresh.name, "l");
+    fresh.transitions = 1;
+    fresh.epoch_note = 7;
+    s = ha_k8s__lease_encode(&fresh);
+    cr_assert_str_eq(s, "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+                        "\"metadata\":{\"name\":\"l\",\"annotations\":"
+                        "{\"crescent.io/epoch\":\"7\"}},\"spec\":{\"leaseTransitions\":1}}");
+    free(s);
+    const char *bad = "{\"kind\":\"Lease\",\"metadata\":{\"name\":\"l\",\"annotations\":"
+                      "{\"crescent.io/epoch\":\"seven\"}}}";
+    cr_assert_eq(ha_k8s__lease_decode(bad, strlen(bad), &l, err, sizeof(err)), -CM_EPROTOCOL);
+    cr_assert(strstr(err, "crescent.io/epoch") != NULL, "%s", err);
+}
+
 Test(lease, status_objects) {
     const char *st = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
                      "\"Failure\",\"message\":\"Operation cannot be fulfilled on "

@@ -550,3 +550,55 @@ Test(pool_obj, abandoned_or_orphaned_tasks_are_cleaned_up) {
     cr_assert_eq(pt_seg_used("c"), 0);
     pt_check();
 }
+
+/* pool_keys_regex visitor: records the keys seen. */
+struct keys_seen {
+    char keys[8][16];
+    int n;
+};
+
+static void keys_seen_cb(void *arg, const char *key, size_t klen) {
+    struct keys_seen *s = arg;
+    cr_assert_lt(s->n, 8);
+    cr_assert_lt(klen, sizeof(s->keys[0]));
+    memcpy(s->keys[s->n], key, klen);
+    s->keys[s->n++][klen] = '\0';
+}
+
+Test(pool_obj, keys_regex_lists_readable_matches_without_lease) {
+    pt_put(1, "user:1", 10, NULL, 0, NULL);
+    pt_put(1, "user:22", 10, NULL, 0, NULL);
+    pt_put(1, "item:1", 10, NULL, 0, NULL);
+    struct pool_replica_desc d[POOL_MAX_REPLICAS];
+    size_t nd;
+    cr_assert_eq(pt_start(1, "user:3", 10, NULL, 0, d, &nd), 0); /* in flight: skipped */
+    struct keys_seen s = {0};
+    cr_assert_eq(pool_keys_regex(P, "^user:[0-9]+$", keys_seen_cb, &s), 2);
+    cr_assert_eq(s.n, 2);
+    int one = strcmp(s.keys[0], "user:1") == 0 || strcmp(s.keys[1], "user:1") == 0;
+    int two = strcmp(s.keys[0], "user:22") == 0 || strcmp(s.keys[1], "user:22") == 0;
+    cr_assert(one && two);
+    cr_assert_eq(pool_keys_regex(P, "(", keys_seen_cb, &s), POOL_EINVALID_PARAMS);
+    cr_assert_eq(pool_remove(P, "user:1", 6, 0, 1), 0, "listing granted no lease");
+    cr_assert_eq(pool_check(P), 0);
+}
+
+Test(pool_obj, reconfigure_changes_ttls_and_refuses_bad_settings) {
+    struct pool_config cfg;
+    pool_config_default(&cfg);
+    cfg.kv_lease_ttl_ms = 500;
+    cr_assert_eq(pool_reconfigure(P, &cfg), 0);
+    pt_put(1, "k", 10, NULL, 0, NULL);
+    struct pool_replica_desc g[POOL_MAX_REPLICAS];
+    size_t ng;
+    int64_t ttl = 0;
+    cr_assert_eq(pool_get_replicas(P, "k", 1, 1000, g, &ng, &ttl), 0);
+    cr_assert_eq(ttl, 500);
+    cr_assert_eq(pool_remove(P, "k", 1, 0, 1400), POOL_EOBJECT_HAS_LEASE);
+    cr_assert_eq(pool_remove(P, "k", 1, 0, 1501), 0);
+    cfg.put_start_release_timeout_ms = cfg.put_start_discard_timeout_ms - 1;
+    cr_assert_eq(pool_reconfigure(P, &cfg), POOL_EINVALID_PARAMS);
+    cfg.put_start_release_timeout_ms = 600000;
+    cfg.eviction_ratio = 2;
+    cr_assert_eq(pool_reconfigure(P, &cfg), POOL_EINVALID_PARAMS);
+}
