@@ -52,13 +52,20 @@ $(BUILD)/lib/libxfer.a: $(XFER_OBJS)
 	@mkdir -p $(dir $@)
 	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
 
-# ---- libcrescent: transfer + common objects, soname libcrescent.so.0 ----
-CRESCENT_SO_OBJS := $(XFER_OBJS) $(COMMON_OBJS)
+# ---- libcrescent: transfer + store client + common objects, soname libcrescent.so.0 ----
+# The store client (client/store/, prefix cli_, public crescent_store_*) talks to the master
+# with hiredis.
+CLI_STORE_SRCS := $(sort $(wildcard client/store/*.c))
+CLI_STORE_OBJS := $(call objs,$(CLI_STORE_SRCS))
+CLI_STORE_LIBS := $(shell pkg-config --libs hiredis) -lpthread
+ALL_SRCS += $(CLI_STORE_SRCS)
+$(CLI_STORE_OBJS): MOD_CFLAGS += -fvisibility=hidden $(shell pkg-config --cflags hiredis)
+CRESCENT_SO_OBJS := $(XFER_OBJS) $(CLI_STORE_OBJS) $(COMMON_OBJS)
 LIBS_OUT += $(BUILD)/lib/libcrescent.so $(BUILD)/lib/libcrescent.a
 
 $(BUILD)/lib/libcrescent.so.0: $(CRESCENT_SO_OBJS) client/libcrescent.map
 	$(LINK) -shared -Wl,-soname,libcrescent.so.0 -Wl,--version-script=client/libcrescent.map \
-	    -Wl,-z,defs $(CRESCENT_SO_OBJS) $(XFER_LIBS)
+	    -Wl,-z,defs $(CRESCENT_SO_OBJS) $(XFER_LIBS) $(CLI_STORE_LIBS)
 
 $(BUILD)/lib/libcrescent.so: $(BUILD)/lib/libcrescent.so.0
 	@ln -sf libcrescent.so.0 $@
@@ -73,9 +80,9 @@ ALL_SRCS += $(XFER_BENCH_SRCS)
 BINS     += $(BUILD)/bin/crescent-bench
 $(call objs,$(XFER_BENCH_SRCS)): MOD_CFLAGS += $(XFER_DEFS)
 
-$(BUILD)/bin/crescent-bench: $(call objs,$(XFER_BENCH_SRCS)) $(BUILD)/lib/libxfer.a \
-                             $(BUILD)/lib/libcm.a
-	$(LINK) $^ $(XFER_LIBS) -lm
+$(BUILD)/bin/crescent-bench: $(call objs,$(XFER_BENCH_SRCS)) $(CLI_STORE_OBJS) \
+                             $(BUILD)/lib/libxfer.a $(BUILD)/lib/libcm.a
+	$(LINK) $^ $(XFER_LIBS) $(CLI_STORE_LIBS) -lm
 
 .PHONY: bench-transfer bench-transfer-deps
 # Other modules add prerequisites with `bench-transfer-deps: <binary>` (e.g. raw_fi_write).

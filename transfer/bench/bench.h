@@ -9,4 +9,10 @@
  */
 int bench_transfer_main(int argc, char **argv);
 
+/*
+ * `crescent-bench store`: store client benchmark (put_from / get_into against crescent-master,
+ * or `--operation serve` to contribute a segment). Returns the process exit status.
+ */
+int bench_store_main(int argc, char **argv);
+
 #endif

@@ -16,6 +16,7 @@ static const struct {
     const char *help;
 } subcommands[] = {
     {"transfer", bench_transfer_main, "transfer engine throughput and latency (shm, tcp, ...)"},
+    {"store", bench_store_main, "store client put/get throughput and latency (needs a master)"},
 };
 
 static void usage(FILE *f) {

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The store client's master side: hiredis connections to crescent-master (reconnect and one
+ * retry on a broken connection), error replies mapped to CRESCENT_STORE_E* codes, replica
+ * descriptor parsing (RESP2 flat maps), remount, and the 1 s ping thread that follows
+ * NEED_REMOUNT and a restarted master.
+ */
+#include "common/fmacros.h"
+
+#include "client/store/cli_store.h"
+#include "common/cm_time.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLI_PING_MS 1000 /* ping period */
+
+/* Opens a connection to the master with the store's timeout; NULL when it cannot connect.
+ * Thread-safe. */
+redisContext *cli__connect(struct crescent_store *st) {
+    struct timeval tv = {st->timeout_ms / 1000, (st->timeout_ms % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(st->host, st->port, tv);
+    if (c == NULL || c->err) {
+        if (c != NULL) {
+            cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d: %s", st->host, st->port, c->errstr);
+        }
+        redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    return c;
+}
+
+/* Maps an error reply to a negative CRESCENT_STORE_E* code and records its text as the last
+ * error; 0 for a non-error reply. Thread-safe. */
+int cli__reply_err(const redisReply *r) {
+    if (r->type != REDIS_REPLY_ERROR) {
+        return 0;
+    }
+    size_t w = 0;
+    while (w < r->len && r->str[w] != ' ') {
+        w++;
+    }
+    return cli_fail(cli_err_from_name(r->str, w), "master: %.*s", (int)r->len, r->str);
+}
+
+/* Runs one command on *slot (connecting first when it is NULL); on a connection error the
+ * connection is dropped, reopened and the command sent once more. *out is the reply (any type;
+ * the caller frees it). Returns 0 or -CRESCENT_STORE_ERPC_FAIL. The caller serialises uses of
+ * *slot. */
+int cli__command(struct crescent_store *st, redisContext **slot, int argc, const char **argv,
+                 const size_t *lens, redisReply **out) {
+    *out = NULL;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (*slot == NULL) {
+            *slot = cli__connect(st);
+            if (*slot == NULL) {
+                return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d unreachable", st->host,
+                                st->port);
+            }
+            if (attempt > 0 || slot == &st->rc) { /* the main one first connects in create */
+                __atomic_fetch_add(&st->m.master_reconnects, 1, __ATOMIC_RELAXED);
+            }
+        }
+        redisReply *r = redisCommandArgv(*slot, argc, argv, lens);
+        if (r != NULL) {
+            *out = r;
+            return 0;
+        }
+        cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d: %s", st->host, st->port, (*slot)->errstr);
+        redisFree(*slot);
+        *slot = NULL;
+    }
+    return -CRESCENT_STORE_ERPC_FAIL;
+}
+
+/* cli__command on the main connection under st->mu. Thread-safe. */
+int cli__cmd(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
+             redisReply **out) {
+    pthread_mutex_lock(&st->mu);
+    int rc = cli__command(st, &st->rc, argc, argv, lens, out);
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+/* Value of field name in a RESP2 flat map (field, value, ...) or RESP3 map; NULL if absent. */
+const redisReply *cli__field(const redisReply *map, const char *name) {
+    if (map == NULL || map->type != REDIS_REPLY_ARRAY) {
+        return NULL;
+    }
+    size_t nl = strlen(name);
+    for (size_t i = 0; i + 1 < map->elements; i += 2) {
+        const redisReply *k = map->element[i];
+        if ((k->type == REDIS_REPLY_STRING || k->type == REDIS_REPLY_STATUS) && k->len == nl &&
+            memcmp(k->str, name, nl) == 0) {
+            return map->element[i + 1];
+        }
+    }
+    return NULL;
+}
+
+static void cli_copy_str(char *dst, size_t cap, const redisReply *v) {
+    dst[0] = '\0';
+    if (v != NULL && (v->type == REDIS_REPLY_STRING || v->type == REDIS_REPLY_STATUS)) {
+        size_t n = v->len < cap - 1 ? v->len : cap - 1;
+        memcpy(dst, v->str, n);
+        dst[n] = '\0';
+    }
+}
+
+static bool cli_str_is(const redisReply *v, const char *s) {
+    return v != NULL && (v->type == REDIS_REPLY_STRING || v->type == REDIS_REPLY_STATUS) &&
+           v->len == strlen(s) && memcmp(v->str, s, v->len) == 0;
+}
+
+/* Parses one replica descriptor map into *out (desc points into r, valid while r lives).
+ * Returns 0 or -CRESCENT_STORE_ERPC_FAIL for a malformed descriptor. */
+int cli__parse_replica(const redisReply *r, struct cli_replica *out) {
+    const redisReply *addr = cli__field(r, "addr"), *size = cli__field(r, "size");
+    const redisReply *desc = cli__field(r, "desc");
+    if (addr == NULL || addr->type != REDIS_REPLY_INTEGER || size == NULL ||
+        size->type != REDIS_REPLY_INTEGER) {
+        return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master: malformed replica descriptor");
+    }
+    memset(out, 0, sizeof(*out));
+    cli_copy_str(out->segment, sizeof(out->segment), cli__field(r, "segment"));
+    cli_copy_str(out->endpoint, sizeof(out->endpoint), cli__field(r, "endpoint"));
+    cli_copy_str(out->protocol, sizeof(out->protocol), cli__field(r, "protocol"));
+    if (desc != NULL && desc->type == REDIS_REPLY_STRING) {
+        out->desc = desc->str;
+        out->desc_len = desc->len;
+    }
+    out->addr = (uint64_t)addr->integer;
+    out->size = (uint64_t)size->integer;
+    out->complete = cli_str_is(cli__field(r, "status"), "COMPLETE");
+    out->memory = cli_str_is(cli__field(r, "type"), "MEMORY");
+    return 0;
+}
+
+/* Parses an array of replica descriptors (at most max). Returns the count or a negative
+ * code. */
+int cli__parse_replicas(const redisReply *arr, struct cli_replica *out, size_t max) {
+    if (arr == NULL || arr->type != REDIS_REPLY_ARRAY) {
+        return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master: expected a replica array");
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < arr->elements && n < max; i++) {
+        int rc = cli__parse_replica(arr->element[i], &out[n]);
+        if (rc < 0) {
+            return rc;
+        }
+        n++;
+    }
+    return (int)n;
+}
+
+/* Registers the client again and remounts every segment over *slot (MC.REGISTER, then one
+ * MC.REMOUNT). Returns 0 or a negative code. Caller serialises *slot. */
+int cli__remount(struct crescent_store *st, redisContext **slot) {
+    const char *reg[] = {"MC.REGISTER", st->client_id, st->hostname};
+    redisReply *r;
+    int rc = cli__command(st, slot, 3, reg, NULL, &r);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = cli__reply_err(r);
+    freeReplyObject(r);
+    if (rc < 0) {
+        return rc;
+    }
+    ssize_t dlen = crescent_xfer_export_desc(st->eng, NULL, 0);
+    char *desc = dlen > 0 ? malloc((size_t)dlen) : NULL;
+    if (desc == NULL || crescent_xfer_export_desc(st->eng, desc, (size_t)dlen) < 0) {
+        free(desc);
+        return cli_fail(ENOMEM, "remount: cannot export the segment descriptor");
+    }
+    pthread_mutex_lock(&st->seg_mu);
+    size_t n = st->n_segs;
+    const char **argv = calloc(2 + 6 * (n ? n : 1), sizeof(*argv));
+    size_t *lens = calloc(2 + 6 * (n ? n : 1), sizeof(*lens));
+    char(*nums)[2][24] = calloc(n ? n : 1, sizeof(*nums));
+    size_t argc = 0;
+    if (argv != NULL && lens != NULL && nums != NULL) {
+        argv[argc] = "MC.REMOUNT";
+        lens[argc++] = 10;
+        argv[argc] = st->client_id;
+        lens[argc++] = 32;
+        for (size_t i = 0; i < n; i++) {
+            snprintf(nums[i][0], 24, "%llu", (unsigned long long)(uintptr_t)st->segs[i].base);
+            snprintf(nums[i][1], 24, "%llu", (unsigned long long)st->segs[i].size);
+            const char *v[6] = {st->segs[i].name, nums[i][0],   nums[i][1],
+                                st->endpoint,     st->protocol, desc};
+            for (int k = 0; k < 6; k++) {
+                argv[argc] = v[k];
+                lens[argc++] = k == 5 ? (size_t)dlen : strlen(v[k]);
+            }
+        }
+    }
+    pthread_mutex_unlock(&st->seg_mu);
+    rc = -ENOMEM;
+    if (argv != NULL && lens != NULL && nums != NULL) {
+        rc = 0;
+        if (n > 0) {
+            rc = cli__command(st, slot, (int)argc, argv, lens, &r);
+            if (rc == 0) {
+                rc = cli__reply_err(r);
+                freeReplyObject(r);
+            }
+        }
+    }
+    free(argv);
+    free(lens);
+    free(nums);
+    free(desc);
+    if (rc == 0) {
+        __atomic_fetch_add(&st->m.remounts, 1, __ATOMIC_RELAXED);
+        cli_log(st, 2, "store client %s: remounted %zu segment(s)", st->client_id, n);
+    }
+    return rc;
+}
+
+/* One ping: MC.PING, and a remount on NEED_REMOUNT. Updates st->health. */
+static void cli_ping_once(struct crescent_store *st) {
+    const char *argv[] = {"MC.PING", st->client_id};
+    redisReply *r;
+    int rc = cli__command(st, &st->ping_rc, 2, argv, NULL, &r);
+    if (rc < 0) {
+        __atomic_store_n(&st->health, 2, __ATOMIC_RELAXED);
+        return;
+    }
+    bool remount = false;
+    if (r->type == REDIS_REPLY_ARRAY) {
+        remount = cli_str_is(cli__field(r, "status"), "NEED_REMOUNT");
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        /* An unknown client (the master restarted) may also be refused outright. */
+        remount = cli__reply_err(r) == -CRESCENT_STORE_ECLIENT_NOT_FOUND;
+    }
+    freeReplyObject(r);
+    if (remount) {
+        rc = cli__remount(st, &st->ping_rc);
+        if (rc < 0) {
+            cli_log(st, 3, "store client %s: remount failed: %s", st->client_id,
+                    crescent_store_last_error());
+        }
+    }
+    __atomic_store_n(&st->health, 0, __ATOMIC_RELAXED);
+}
+
+static void *cli_ping_main(void *arg) {
+    struct crescent_store *st = arg;
+    pthread_mutex_lock(&st->ping_mu);
+    while (!st->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += CLI_PING_MS / 1000;
+        pthread_cond_timedwait(&st->ping_cv, &st->ping_mu, &ts);
+        if (st->stop) {
+            break;
+        }
+        pthread_mutex_unlock(&st->ping_mu);
+        cli_ping_once(st);
+        cli__metrics_tick(st);
+        pthread_mutex_lock(&st->ping_mu);
+    }
+    pthread_mutex_unlock(&st->ping_mu);
+    return NULL;
+}
+
+/* Starts the ping thread. Returns 0 or -errno. Called once from create. */
+int cli__ping_start(struct crescent_store *st) {
+    int rc = pthread_create(&st->ping_thr, NULL, cli_ping_main, st);
+    if (rc != 0) {
+        return -rc;
+    }
+    st->ping_started = true;
+    return 0;
+}
+
+/* Stops and joins the ping thread and closes its connection. Called from destroy. */
+void cli__ping_stop(struct crescent_store *st) {
+    if (st->ping_started) {
+        pthread_mutex_lock(&st->ping_mu);
+        st->stop = true;
+        pthread_cond_broadcast(&st->ping_cv);
+        pthread_mutex_unlock(&st->ping_mu);
+        pthread_join(st->ping_thr, NULL);
+        st->ping_started = false;
+    }
+    redisFree(st->ping_rc);
+    st->ping_rc = NULL;
+}

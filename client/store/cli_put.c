@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Store writes: put / put_parts / put_from / upsert / upsert_from and their batch forms.
+ * Each is MC.(BATCH)PUTSTART (or UPSERTSTART) -> write every replica (cli_xfer.c) ->
+ * MC.(BATCH)PUTEND, or the matching REVOKE when a transfer failed.
+ */
+#include "common/fmacros.h"
+
+#include "client/store/cli_store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLI_OPT_MAX 64 /* option arguments (8 + preferred segments, capped) */
+
+struct cli_verbs {
+    const char *start, *end, *revoke;    /* single-key commands */
+    const char *bstart, *bend, *brevoke; /* batch commands */
+};
+
+static const struct cli_verbs cli_put_verbs = {"MC.PUTSTART",    "MC.PUTEND",
+                                               "MC.PUTREVOKE",   "MC.BATCHPUTSTART",
+                                               "MC.BATCHPUTEND", "MC.BATCHPUTREVOKE"};
+static const struct cli_verbs cli_upsert_verbs = {"MC.UPSERTSTART",    "MC.UPSERTEND",
+                                                  "MC.UPSERTREVOKE",   "MC.BATCHUPSERTSTART",
+                                                  "MC.BATCHUPSERTEND", "MC.BATCHUPSERTREVOKE"};
+
+static int cli_simple(struct crescent_store *st, const char *verb, const char *key) {
+    const char *argv[] = {verb, st->client_id, key};
+    redisReply *r;
+    int rc = cli__cmd(st, 3, argv, NULL, &r);
+    if (rc == 0) {
+        rc = cli__reply_err(r);
+        freeReplyObject(r);
+    }
+    return rc;
+}
+
+static int cli_check_rc(const struct crescent_store_replicate_config *rc) {
+    if (rc != NULL &&
+        (rc->replica_num > CLI_MAX_REPL || rc->n_preferred_segments > CLI_OPT_MAX - 10 ||
+         (rc->n_preferred_segments > 0 && rc->preferred_segments == NULL))) {
+        return cli_fail(CRESCENT_STORE_EINVALID_PARAMS, "bad replicate config");
+    }
+    return 0;
+}
+
+static int cli_put_one(struct crescent_store *st, const struct cli_verbs *v, const char *key,
+                       const struct cli_src *src,
+                       const struct crescent_store_replicate_config *rc) {
+    int err = cli__check_key(key);
+    if (err < 0 || (err = cli_check_rc(rc)) < 0) {
+        return err;
+    }
+    const char *argv[4 + CLI_OPT_MAX];
+    size_t lens[4 + CLI_OPT_MAX];
+    char size[24], nums[96];
+    unsigned char trailer[CLI_TRAILER];
+    struct cli_src with = *src;
+    if (st->checksum) {
+        cli__trailer_make(trailer, src);
+        with.trailer = trailer;
+        src = &with;
+    }
+    snprintf(size, sizeof(size), "%llu",
+             (unsigned long long)(src->total + (st->checksum ? CLI_TRAILER : 0)));
+    argv[0] = v->start;
+    argv[1] = st->client_id;
+    argv[2] = key;
+    argv[3] = size;
+    for (int i = 0; i < 4; i++) {
+        lens[i] = strlen(argv[i]);
+    }
+    size_t argc = 4 + cli__opts_argv(rc, argv + 4, lens + 4, nums, sizeof(nums));
+    redisReply *r;
+    if ((err = cli__cmd(st, (int)argc, argv, lens, &r)) < 0) {
+        return err;
+    }
+    struct cli_replica reps[CLI_MAX_REPL];
+    err = cli__reply_err(r);
+    int n = err < 0 ? err : cli__parse_replicas(r, reps, CLI_MAX_REPL);
+    if (n < 0) {
+        freeReplyObject(r);
+        return n;
+    }
+    err = cli__write_replicas(st, reps, (size_t)n, src);
+    freeReplyObject(r);
+    if (err < 0) {
+        char keep[512];
+        snprintf(keep, sizeof(keep), "%s", crescent_store_last_error());
+        cli_simple(st, v->revoke, key);
+        return cli_fail(-err, "%s", keep);
+    }
+    return cli_simple(st, v->end, key);
+}
+
+/* Public: see store.h. */
+int crescent_store_put_parts(struct crescent_store *st, const char *key, const void *const *parts,
+                             const size_t *sizes, size_t n,
+                             const struct crescent_store_replicate_config *rc) {
+    if (st == NULL || (n > 0 && (parts == NULL || sizes == NULL))) {
+        return cli_fail(EINVAL, "put: NULL argument");
+    }
+    struct cli_src src = {parts, sizes, n, 0, false, NULL};
+    for (size_t i = 0; i < n; i++) {
+        if (parts[i] == NULL && sizes[i] > 0) {
+            return cli_fail(EINVAL, "put: NULL part");
+        }
+        src.total += sizes[i];
+    }
+    return cli_put_one(st, &cli_put_verbs, key, &src, rc);
+}
+
+/* Public: see store.h. */
+int crescent_store_put(struct crescent_store *st, const char *key, const void *value, size_t size,
+                       const struct crescent_store_replicate_config *rc) {
+    if (value == NULL && size > 0) {
+        return cli_fail(EINVAL, "put: NULL value");
+    }
+    return crescent_store_put_parts(st, key, &value, &size, 1, rc);
+}
+
+static int cli_from(struct crescent_store *st, const struct cli_verbs *v, const char *key,
+                    const void *buf, size_t size,
+                    const struct crescent_store_replicate_config *rc) {
+    if (st == NULL || buf == NULL) {
+        return cli_fail(EINVAL, "put_from: NULL argument");
+    }
+    if (!cli__is_registered(st, buf, size)) {
+        return cli_fail(CRESCENT_STORE_EINVALID_PARAMS,
+                        "put_from: buffer is not inside a registered buffer");
+    }
+    struct cli_src src = {&buf, &size, 1, size, true, NULL};
+    return cli_put_one(st, v, key, &src, rc);
+}
+
+/* Public: see store.h. */
+int crescent_store_put_from(struct crescent_store *st, const char *key, const void *buf,
+                            size_t size, const struct crescent_store_replicate_config *rc) {
+    return cli_from(st, &cli_put_verbs, key, buf, size, rc);
+}
+
+/* Public: see store.h. */
+int crescent_store_upsert_from(struct crescent_store *st, const char *key, const void *buf,
+                               size_t size, const struct crescent_store_replicate_config *rc) {
+    return cli_from(st, &cli_upsert_verbs, key, buf, size, rc);
+}
+
+/* Public: see store.h. */
+int crescent_store_upsert(struct crescent_store *st, const char *key, const void *value,
+                          size_t size, const struct crescent_store_replicate_config *rc) {
+    if (st == NULL || (value == NULL && size > 0)) {
+        return cli_fail(EINVAL, "upsert: NULL argument");
+    }
+    struct cli_src src = {&value, &size, 1, size, false, NULL};
+    return cli_put_one(st, &cli_upsert_verbs, key, &src, rc);
+}
+
+/* Sends bend (or brevoke) for the keys whose ok[i] matches want; per-key errors of the end go
+ * to results. */
+static void cli_batch_finish(struct crescent_store *st, const char *verb, const char *const *keys,
+                             size_t n, const int *results, bool want_ok, int *out) {
+    const char **argv = malloc((n + 2) * sizeof(*argv));
+    size_t *idx = malloc(n * sizeof(*idx));
+    size_t argc = 2, m = 0;
+    if (argv == NULL || idx == NULL) {
+        free(argv);
+        free(idx);
+        return;
+    }
+    argv[0] = verb;
+    argv[1] = st->client_id;
+    for (size_t i = 0; i < n; i++) {
+        if ((results[i] == 0) == want_ok) {
+            argv[argc++] = keys[i];
+            idx[m++] = i;
+        }
+    }
+    redisReply *r;
+    if (m > 0 && cli__cmd(st, (int)argc, argv, NULL, &r) == 0) {
+        for (size_t j = 0; want_ok && j < m; j++) {
+            const redisReply *e =
+                r->type == REDIS_REPLY_ARRAY && j < r->elements ? r->element[j] : r;
+            int err = cli__reply_err(e);
+            if (err < 0) {
+                out[idx[j]] = err;
+            }
+        }
+        freeReplyObject(r);
+    }
+    free(argv);
+    free(idx);
+}
+
+static int cli_batch_put(struct crescent_store *st, const char *const *keys,
+                         const void *const *bufs, const size_t *sizes, size_t n,
+                         const struct crescent_store_replicate_config *rc, int *results,
+                         bool zero_copy) {
+    if (st == NULL || keys == NULL || bufs == NULL || sizes == NULL || results == NULL || n == 0) {
+        return cli_fail(EINVAL, "batch put: NULL argument or no keys");
+    }
+    int err = cli_check_rc(rc);
+    for (size_t i = 0; i < n && err == 0; i++) {
+        err = cli__check_key(keys[i]);
+        if (err == 0 && bufs[i] == NULL) {
+            err = cli_fail(EINVAL, "batch put: NULL buffer");
+        }
+        if (err == 0 && zero_copy && !cli__is_registered(st, bufs[i], sizes[i])) {
+            err = cli_fail(CRESCENT_STORE_EINVALID_PARAMS,
+                           "batch put_from: buffer %zu is not "
+                           "registered",
+                           i);
+        }
+    }
+    if (err < 0) {
+        return err;
+    }
+    size_t argc = 3 + 2 * n + CLI_OPT_MAX;
+    const char **argv = calloc(argc, sizeof(*argv));
+    size_t *lens = calloc(argc, sizeof(*lens));
+    char(*num)[24] = calloc(n + 1, sizeof(*num));
+    if (argv == NULL || lens == NULL || num == NULL) {
+        free(argv);
+        free(lens);
+        free(num);
+        return -ENOMEM;
+    }
+    argv[0] = "MC.BATCHPUTSTART";
+    argv[1] = st->client_id;
+    snprintf(num[n], 24, "%zu", n);
+    argv[2] = num[n];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(num[i], 24, "%zu", sizes[i] + (st->checksum ? CLI_TRAILER : 0));
+        argv[3 + 2 * i] = keys[i];
+        argv[4 + 2 * i] = num[i];
+    }
+    for (size_t i = 0; i < 3 + 2 * n; i++) {
+        lens[i] = strlen(argv[i]);
+    }
+    char nums[96];
+    argc = 3 + 2 * n;
+    argc += cli__opts_argv(rc, argv + argc, lens + argc, nums, sizeof(nums));
+    redisReply *r;
+    err = cli__cmd(st, (int)argc, argv, lens, &r);
+    free(argv);
+    free(lens);
+    free(num);
+    if (err < 0) {
+        return err;
+    }
+    if ((err = cli__reply_err(r)) < 0 || r->type != REDIS_REPLY_ARRAY || r->elements != n) {
+        freeReplyObject(r);
+        return err < 0 ? err : cli_fail(CRESCENT_STORE_ERPC_FAIL, "batch put: bad reply");
+    }
+    if (zero_copy && !st->checksum) {
+        err = cli__batch_write_fast(st, r, n, bufs, sizes, results);
+        freeReplyObject(r);
+        if (err < 0) {
+            return err;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (results[i] == -CRESCENT_STORE_ETRANSFER_FAIL) {
+                cli_batch_finish(st, "MC.BATCHPUTREVOKE", &keys[i], 1, &results[i], false, results);
+            }
+        }
+        r = NULL;
+    }
+    for (size_t i = 0; r != NULL && i < n; i++) {
+        struct cli_replica reps[CLI_MAX_REPL];
+        int k = cli__reply_err(r->element[i]);
+        if (k == 0) {
+            k = cli__parse_replicas(r->element[i], reps, CLI_MAX_REPL);
+        }
+        if (k >= 0) {
+            struct cli_src src = {&bufs[i], &sizes[i], 1, sizes[i], zero_copy, NULL};
+            unsigned char trailer[CLI_TRAILER];
+            if (st->checksum) {
+                cli__trailer_make(trailer, &src);
+                src.trailer = trailer;
+            }
+            k = cli__write_replicas(st, reps, (size_t)k, &src);
+            results[i] = k < 0 ? k : 0;
+            if (k < 0) {
+                results[i] = k;
+                cli_batch_finish(st, "MC.BATCHPUTREVOKE", &keys[i], 1, &results[i], false, results);
+            }
+        } else {
+            results[i] = k;
+        }
+    }
+    freeReplyObject(r);
+    cli_batch_finish(st, "MC.BATCHPUTEND", keys, n, results, true, results);
+    for (size_t i = 0; i < n; i++) {
+        if (results[i] < 0) {
+            return results[i];
+        }
+    }
+    return 0;
+}
+
+/* Public: see store.h. */
+int crescent_store_batch_put_from(struct crescent_store *st, const char *const *keys,
+                                  const void *const *bufs, const size_t *sizes, size_t n,
+                                  const struct crescent_store_replicate_config *rc, int *results) {
+    return cli_batch_put(st, keys, bufs, sizes, n, rc, results, true);
+}
+
+/* Public: see store.h. */
+int crescent_store_batch_put(struct crescent_store *st, const char *const *keys,
+                             const void *const *values, const size_t *sizes, size_t n,
+                             const struct crescent_store_replicate_config *rc, int *results) {
+    return cli_batch_put(st, keys, values, sizes, n, rc, results, false);
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals of the libcrescent store client (client/include/crescent/store.h): the store
+ * object, the master connection (cli_master.c), segments, staging buffer and peers
+ * (cli_store.c), data paths (cli_put.c, cli_get.c), metrics and error names (cli_err.c).
+ * Locking: mu guards the main master connection; seg_mu the segment list and the registered
+ * buffers; peer_mu the opened peer segments; stage_mu the staging chunks. The ping thread has
+ * its own connection. Counters are atomics.
+ */
+#ifndef CRESCENT_CLIENT_STORE_CLI_STORE_H
+#define CRESCENT_CLIENT_STORE_CLI_STORE_H
+
+#include "crescent/store.h"
+#include "crescent/transfer.h"
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CLI_MAX_SEGS  64         /* segments one store may mount */
+#define CLI_MAX_REPL  8          /* replicas per object (the master's limit) */
+#define CLI_KEY_MAX   65535      /* longest key */
+#define CLI_CHUNK_MAX (4u << 20) /* staging chunk size cap */
+#define CLI_IFACES    4          /* metrics interfaces: local, shm, tcp, other */
+
+/* A segment this store mounted. */
+struct cli_seg {
+    char *name;  /* segment name */
+    void *base;  /* start */
+    size_t size; /* bytes */
+    bool owned;  /* allocated by the store (freed at destroy) */
+    bool shared; /* allocated with crescent_xfer_alloc_shared */
+};
+
+/* A peer segment opened from a replica descriptor blob (or endpoint). */
+struct cli_peer {
+    char *name;                        /* segment name */
+    void *desc;                        /* descriptor bytes (copy) */
+    size_t desc_len;                   /* bytes */
+    struct crescent_xfer_segment *seg; /* opened segment */
+    struct cli_peer *next;             /* list */
+    int refs;                          /* transfers using it (under peer_mu) */
+    bool dead;                         /* unlinked: closed when refs drops to 0 */
+};
+
+/* A caller buffer registered for zero-copy calls. */
+struct cli_reg {
+    uintptr_t addr; /* start */
+    size_t len;     /* bytes */
+};
+
+/* One replica from a descriptor reply. */
+struct cli_replica {
+    char segment[256];  /* segment name */
+    char endpoint[128]; /* transport endpoint */
+    char protocol[16];  /* transport protocol */
+    const char *desc;   /* descriptor blob (points into the reply) */
+    size_t desc_len;    /* bytes */
+    uint64_t addr;      /* absolute address */
+    uint64_t size;      /* bytes */
+    bool complete;      /* COMPLETE */
+    bool memory;        /* MEMORY */
+};
+
+struct crescent_store {
+    char host[256];      /* master host */
+    int port;            /* master port */
+    uint32_t timeout_ms; /* master timeout */
+    char client_id[33];  /* 32 hex digits */
+    char *hostname;      /* local host (MC.REGISTER) */
+    char protocol[16];   /* transfer protocol */
+    char endpoint[128];  /* the engine's listener */
+    crescent_store_log_cb *log_cb;
+    void *log_arg;
+
+    pthread_mutex_t mu; /* main master connection */
+    redisContext *rc;   /* main connection, NULL when broken */
+
+    struct crescent_xfer_engine *eng;
+
+    pthread_mutex_t seg_mu;
+    struct cli_seg segs[CLI_MAX_SEGS];
+    size_t n_segs;
+    unsigned seg_seq;     /* next generated segment number */
+    struct cli_reg *regs; /* registered caller buffers */
+    size_t n_regs, cap_regs;
+
+    pthread_mutex_t peer_mu;
+    struct cli_peer *peers;
+
+    pthread_mutex_t stage_mu;
+    pthread_cond_t stage_cv;
+    char *stage;           /* staging buffer */
+    size_t stage_size;     /* bytes */
+    size_t chunk;          /* chunk size */
+    uint32_t *free_chunks; /* stack of free chunk indexes */
+    size_t n_free;
+
+    pthread_t ping_thr;
+    bool ping_started;
+    pthread_mutex_t ping_mu;
+    pthread_cond_t ping_cv;
+    bool stop;
+    int health;            /* 0 healthy, 2 master unreachable (atomic) */
+    redisContext *ping_rc; /* ping thread's connection */
+
+    bool metrics_on;            /* MC_STORE_CLIENT_METRIC */
+    bool bw_on;                 /* MC_STORE_CLIENT_METRIC_BANDWIDTH */
+    unsigned metric_interval_s; /* MC_STORE_CLIENT_METRIC_INTERVAL */
+    uint64_t last_report_ms;
+    uint64_t last_rd, last_wr;
+    struct crescent_store_metrics m; /* updated with atomics */
+    bool checksum;                   /* MOONCAKE_STORE_CHECKSUM=1 */
+};
+
+/* cli_err.c */
+int cli_err_from_name(const char *name, size_t len);
+int cli_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cli_log(struct crescent_store *st, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* cli_master.c */
+redisContext *cli__connect(struct crescent_store *st);
+int cli__command(struct crescent_store *st, redisContext **slot, int argc, const char **argv,
+                 const size_t *lens, redisReply **out);
+int cli__cmd(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
+             redisReply **out);
+int cli__reply_err(const redisReply *r);
+const redisReply *cli__field(const redisReply *map, const char *name);
+int cli__parse_replica(const redisReply *r, struct cli_replica *out);
+int cli__parse_replicas(const redisReply *arr, struct cli_replica *out, size_t max);
+int cli__remount(struct crescent_store *st, redisContext **slot);
+int cli__ping_start(struct crescent_store *st);
+void cli__ping_stop(struct crescent_store *st);
+
+/* cli_store.c */
+bool cli__is_own_segment(struct crescent_store *st, const char *name);
+bool cli__is_registered(struct crescent_store *st, const void *p, size_t len);
+int cli__peer_open(struct crescent_store *st, const struct cli_replica *r, struct cli_peer **out);
+void cli__peer_put(struct crescent_store *st, struct cli_peer *p, bool failed);
+size_t cli__stage_get(struct crescent_store *st, char **chunk);
+void cli__stage_put(struct crescent_store *st, char *chunk);
+int cli__iface(const struct crescent_xfer_segment *seg);
+void cli__count(struct crescent_store *st, bool write, int iface, uint64_t bytes, uint64_t us);
+void cli__metrics_tick(struct crescent_store *st);
+int cli__check_key(const char *key);
+size_t cli__opts_argv(const struct crescent_store_replicate_config *rc, const char **argv,
+                      size_t *lens, char *numbuf, size_t numcap);
+
+/* cli_xfer.c: moving bytes for one object */
+struct cli_src {
+    const void *const *parts;     /* value parts */
+    const size_t *sizes;          /* part sizes */
+    size_t n;                     /* parts */
+    uint64_t total;               /* sum of sizes */
+    bool zero_copy;               /* one registered part, no staging */
+    const unsigned char *trailer; /* checksum trailer (CLI_TRAILER bytes) after the value, or
+                                     NULL */
+};
+/* MOONCAKE_STORE_CHECKSUM=1: a value is stored followed by a 16-byte trailer, the magic
+ * "CRSCSUM1", the CRC-32C of the value (little-endian u32) and 4 zero bytes. */
+#define CLI_TRAILER 16
+void cli__trailer_make(unsigned char *t, const struct cli_src *src);
+int cli__trailer_check(const unsigned char *t, const void *value, uint64_t len);
+int cli__write_replicas(struct crescent_store *st, const struct cli_replica *reps, size_t n,
+                        const struct cli_src *src);
+int cli__read_replica(struct crescent_store *st, const struct cli_replica *r, void *dst,
+                      uint64_t size, bool zero_copy, unsigned char *trailer);
+
+/* cli_batch.c: one transfer batch for the keys of a batch get */
+#define CLI_FALLBACK INT64_MIN /* result of a key left to the per-key path */
+int cli__batch_read_fast(struct crescent_store *st, const redisReply *r, size_t n,
+                         void *const *bufs, const size_t *caps, int64_t *results, uint64_t t0_ms);
+int cli__batch_write_fast(struct crescent_store *st, const redisReply *r, size_t n,
+                          const void *const *bufs, const size_t *sizes, int *results);
+
+#endif
