@@ -367,9 +367,21 @@ static int tcp_open_segment(struct xfer_transport *tp, struct xfer_segment *seg,
 
 static void tcp_close_segment(struct xfer_transport *tp, void *seg_ctx) {
     struct tcp_peer *p = seg_ctx;
-    (void)tp;
+    struct tcp_ctx *c = tp->ctx;
     if (!p)
         return;
+    /* A worker completes a group's tasks (waking the waiter, who may close the segment at
+     * once) and only then drops p->busy: wait for that last touch of p before freeing it. The
+     * window is a few instructions, so a short sleep-poll is enough (no condition variable that
+     * could steal a worker's wake-up). */
+    for (;;) {
+        pthread_mutex_lock(&c->lock);
+        int busy = p->busy;
+        pthread_mutex_unlock(&c->lock);
+        if (busy == 0)
+            break;
+        cm_sleep_ms(1);
+    }
     while (p->n_idle)
         close(p->idle[--p->n_idle]);
     pthread_mutex_destroy(&p->lock);
