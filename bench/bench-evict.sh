@@ -36,22 +36,9 @@ for tool in redis-benchmark redis-cli redis-server python3; do
 done
 [ -x "$BUILD/bin/crescent-master" ] || { echo "bench-evict: $BUILD/bin/crescent-master not built" >&2; exit 1; }
 
-TMP=$(mktemp -d /tmp/crescent-bench-evict.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$p" 2>/dev/null || true
-    done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. bench/lib.sh
+bench_setup bench-evict
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 cli() { redis-cli -h 127.0.0.1 -p "$@"; }
 

@@ -65,22 +65,9 @@ if ! command -v "$a_bin" >/dev/null && [ ! -x "$a_bin" ]; then
     exit 1
 fi
 
-TMP=$(mktemp -d /tmp/crescent-bench.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$p" 2>/dev/null || true
-    done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. bench/lib.sh
+bench_setup bench
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # start_server NAME TEMPLATE -> sets SRV_PID and SRV_PORT
 start_server() {

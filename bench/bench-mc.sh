@@ -19,7 +19,6 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-. tests/lib/ports.sh
 BUILD=${CRESCENT_BUILD:-build}
 ROUNDS=${BENCH_ROUNDS:-5}
 REQS=${BENCH_REQUESTS:-2000000}
@@ -34,18 +33,8 @@ for tool in redis-benchmark redis-cli redis-server python3; do
 done
 [ -x "$BUILD/bin/crescent-master" ] || { echo "bench-mc: $BUILD/bin/crescent-master missing" >&2; exit 1; }
 
-TMP=$(mktemp -d /tmp/crescent-bench-mc.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$p" 2>/dev/null || true
-    done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. bench/lib.sh
+bench_setup bench-mc
 
 # start NAME CMD... -> sets PORT and PID (the pid also goes to PIDS)
 start() {
