@@ -10,6 +10,9 @@ set -u
 : "${CRESCENT_BUILD:=$(pwd)/build}"
 export CRESCENT_BUILD
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
+# Known leaks of third-party code under ASan (each entry explained in the file).
+LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS
 pass=0 fail=0 skip=0 failed=()
 logdir=$(mktemp -d /tmp/crescent-tests.XXXXXX)
 if [ -n "${CRESCENT_IO_BACKEND:-}" ]; then
