@@ -36,7 +36,8 @@ all: $(LIBS_OUT) $(BINS) $(TEST_PROGS)
 RUN_PORT   ?= 50051
 RUN_MEMORY ?= 1gb
 run: all
-	$(BUILD)/bin/crescent-master --bind 127.0.0.1 --port $(RUN_PORT) --memory $(RUN_MEMORY)
+	$(BUILD)/bin/crescent-master --bind 127.0.0.1 --port $(RUN_PORT) --memory $(RUN_MEMORY) \
+	    --metrics_host 127.0.0.1
 
 test: all
 	@$(MAKE) --no-print-directory format-check
