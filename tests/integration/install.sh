@@ -38,7 +38,12 @@ int main(void) {
 }
 C
 # shellcheck disable=SC2046
-cc -o "$dest/prog" "$dest/prog.c" $($pc --cflags --libs) || fail "compile against the install"
+san=()
+if [ -n "${SANITIZER:-}" ]; then # a sanitized libcrescent needs its runtime in the program too
+    san=(-fsanitize="$([ "$SANITIZER" = address ] && echo address,undefined || echo "$SANITIZER")")
+fi
+cc "${san[@]}" -o "$dest/prog" "$dest/prog.c" $($pc --cflags --libs) ||
+    fail "compile against the install"
 out=$(LD_LIBRARY_PATH="$dest/usr/lib" "$dest/prog") || fail "run"
 [ "$out" = linked ] || fail "program printed '$out'"
 ldd "$dest/prog" | grep -q "$dest/usr/lib/libcrescent.so.0" 2>/dev/null ||
