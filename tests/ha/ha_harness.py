@@ -17,12 +17,11 @@ ELECT = os.path.join(BUILD, "bin", "crescent-elect")
 _children = []
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+def free_port(host="127.0.0.1"):
+    """A TCP port nothing listens on right now, on host (IPv4 or IPv6 literal)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
 
 
 def mono_ms():
@@ -57,6 +56,7 @@ def spawn(args, out, err=None, **kw):
 
 class RedisBackend:
     kind = "redis"
+    host = "127.0.0.1"  # the address redis-server binds and clients use (a subclass may say ::1)
 
     def __init__(self, tmp):
         self.tmp = tmp
@@ -65,9 +65,9 @@ class RedisBackend:
 
     def start(self, port=None):
         for _ in range(5):
-            self.port = port or free_port()
+            self.port = port or free_port(self.host)
             log = open(os.path.join(self.tmp, "redis.log"), "a")
-            self.proc = spawn(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+            self.proc = spawn(["redis-server", "--port", str(self.port), "--bind", self.host,
                                "--save", "", "--appendonly", "no", "--dir", self.tmp], log)
             for _ in range(100):
                 if self.proc.poll() is not None:
@@ -76,11 +76,11 @@ class RedisBackend:
                     return
                 time.sleep(0.05)
             self.stop()
-        raise RuntimeError("redis-server did not start")
+        raise RuntimeError("redis-server on %s did not start" % self.host)
 
     def ping(self):
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+            with socket.create_connection((self.host, self.port), timeout=0.5) as s:
                 s.sendall(b"PING\r\n")
                 return s.recv(16).startswith(b"+PONG")
         except OSError:
@@ -88,7 +88,10 @@ class RedisBackend:
 
     @property
     def uri(self):
-        return "redis://127.0.0.1:%d" % self.port
+        return "redis://%s:%d" % (self._hostport_host(), self.port)
+
+    def _hostport_host(self):
+        return "[%s]" % self.host if ":" in self.host else self.host
 
     def command(self, *args):
         """Sends one command; returns the raw reply bytes (first read)."""
@@ -96,14 +99,14 @@ class RedisBackend:
         for a in args:
             a = a.encode()
             req += b"$%d\r\n%s\r\n" % (len(a), a)
-        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
+        with socket.create_connection((self.host, self.port), timeout=2) as s:
             s.sendall(req)
             return s.recv(4096)
 
     def enable_auth(self, user, password):
         """Adds an ACL user with all permissions; returns its URI."""
         self.command("ACL", "SETUSER", user, "on", ">" + password, "~*", "&*", "+@all")
-        return "redis://%s:%s@127.0.0.1:%d" % (user, password, self.port)
+        return "redis://%s:%s@%s:%d" % (user, password, self._hostport_host(), self.port)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:

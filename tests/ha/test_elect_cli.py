@@ -338,40 +338,12 @@ def have_ipv6():
 
 
 def free_port6():
-    with socket.socket(socket.AF_INET6) as s:
-        s.bind(("::1", 0))
-        return s.getsockname()[1]
+    return H.free_port("::1")
 
 
 class Redis6(H.RedisBackend):
     """redis-server bound to ::1 only."""
-
-    def start(self):
-        for _ in range(5):
-            self.port = free_port6()
-            log = open(os.path.join(self.tmp, "redis6.log"), "a")
-            self.proc = H.spawn(["redis-server", "--port", str(self.port), "--bind", "::1",
-                                 "--save", "", "--appendonly", "no", "--dir", self.tmp], log)
-            for _ in range(100):
-                if self.proc.poll() is not None:
-                    break
-                if self.ping():
-                    return
-                time.sleep(0.05)
-            self.stop()
-        raise RuntimeError("redis-server on ::1 did not start")
-
-    def ping(self):
-        try:
-            with socket.create_connection(("::1", self.port), timeout=0.5) as s:
-                s.sendall(b"PING\r\n")
-                return s.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    @property
-    def uri(self):
-        return "redis://[::1]:%d" % self.port
+    host = "::1"
 
 
 def elect_pair(tmp, backend, tag):
