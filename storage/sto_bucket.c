@@ -451,12 +451,6 @@ static int bk_get_fd(struct sto *s, const struct sto_ent *e) {
     return ((struct bucket *)(uintptr_t)e->loc)->fd;
 }
 
-static void bk_put_fd(struct sto *s, const struct sto_ent *e, int fd) {
-    (void)s;
-    (void)e;
-    (void)fd;
-}
-
 const struct sto_backend_ops sto__bucket_ops = {
     .size = sizeof(struct sto_backend_ops),
     .name = "bucket_storage_backend",
@@ -468,5 +462,5 @@ const struct sto_backend_ops sto__bucket_ops = {
     .release = bk_release,
     .flush = bk_flush,
     .get_fd = bk_get_fd,
-    .put_fd = bk_put_fd,
+    .put_fd = sto__put_fd_keep,
 };

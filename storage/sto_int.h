@@ -197,4 +197,8 @@ int sto__read_all(int fd, uint8_t **out, size_t *len);
 /* Writes data to name via a temporary file, fsync and rename (atomic replace). */
 int sto__write_atomic(struct sto *s, const char *name, const void *data, size_t len);
 
+/* put_fd of a backend whose read fds are long-lived (one file per bucket, one preallocated
+ * file): keeps the fd open, does nothing. */
+void sto__put_fd_keep(struct sto *s, const struct sto_ent *e, int fd);
+
 #endif

@@ -259,12 +259,6 @@ static int ob_get_fd(struct sto *s, const struct sto_ent *e) {
     return ((struct ob *)s->be)->fd;
 }
 
-static void ob_put_fd(struct sto *s, const struct sto_ent *e, int fd) {
-    (void)s;
-    (void)e;
-    (void)fd;
-}
-
 const struct sto_backend_ops sto__offset_ops = {
     .size = sizeof(struct sto_backend_ops),
     .name = "offset_allocator_storage_backend",
@@ -276,5 +270,5 @@ const struct sto_backend_ops sto__offset_ops = {
     .release = ob_release,
     .flush = ob_flush,
     .get_fd = ob_get_fd,
-    .put_fd = ob_put_fd,
+    .put_fd = sto__put_fd_keep,
 };
