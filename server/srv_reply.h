@@ -6,8 +6,13 @@
 #include "server/srv_client.h"
 #include "server/srv_db.h"
 
-/* Values at least this long are sent by reference (pinned) instead of copied. */
-#define SRV_REF_THRESHOLD 8192
+/*
+ * Values at least this long are sent by reference (pinned) instead of copied into the reply
+ * buffer. 2 KiB, not larger: GET of 4 KiB values took 14.2 us of server CPU per request when
+ * copied (a sixth of it in that memcpy, under perf) and 12.4 us by reference at P 1, 2.87 and
+ * 2.65 us at P 16 (docs/benchmarks.md, "Reply copy threshold"); at 1 KiB the two are level.
+ */
+#define SRV_REF_THRESHOLD 2048
 
 /* The exact OOM error Redis sends when maxmemory is reached. */
 #define SRV_ERR_OOM     "OOM command not allowed when used memory > 'maxmemory'."
