@@ -17,6 +17,7 @@
 #include "common/cm_errno.h"
 #include "common/cm_mem.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -231,6 +232,72 @@ uint32_t cm_tlsf_alloc(struct cm_tlsf *t, uint64_t len, uint64_t *offset) {
     t->nallocs++;
     *offset = b->off;
     return i;
+}
+
+/*
+ * Splits the free tail block i (the highest block, free, not listed) at span sp: a free gap
+ * before it, the span itself allocated, and the rest as the new tail. Returns the new tail
+ * record (nil when the span ends the range) or sets *h to nil when a record can't be had.
+ */
+static uint32_t cm_tlsf_carve(struct cm_tlsf *t, uint32_t i, uint64_t off, uint64_t len,
+                              uint32_t *h) {
+    uint64_t end = t->recs[i].off + cm_tlsf_size(&t->recs[i]);
+    if (off > t->recs[i].off) { /* leave [tail.off, off) as a free gap */
+        uint32_t b = cm_tlsf_rec_get(t);
+        if (b == CM_TLSF_NIL)
+            return *h = CM_TLSF_NIL;
+        t->recs[b] = (struct cm_tlsf_rec){.off = off, .size_flags = (end - off) | CM_TLSF_LIVE,
+                                          .prev_phys = i};
+        t->recs[i].size_flags = (off - t->recs[i].off) | CM_TLSF_LIVE;
+        t->recs[i].next_phys = b;
+        cm_tlsf_list_insert(t, i);
+        i = b;
+    }
+    t->used += len;
+    t->nallocs++;
+    *h = i;
+    if (off + len == end)
+        return CM_TLSF_NIL;
+    uint32_t rest = cm_tlsf_rec_get(t);
+    if (rest == CM_TLSF_NIL)
+        return *h = CM_TLSF_NIL;
+    t->recs[rest] = (struct cm_tlsf_rec){
+        .off = off + len, .size_flags = (end - off - len) | CM_TLSF_LIVE, .prev_phys = i};
+    t->recs[i].size_flags = len | CM_TLSF_LIVE;
+    t->recs[i].next_phys = rest;
+    return rest;
+}
+
+struct cm_tlsf *cm_tlsf_build(uint64_t size, uint32_t align, const struct cm_tlsf_span *spans,
+                              uint32_t n, uint32_t *handles, int *err) {
+    struct cm_tlsf *t = cm_tlsf_create(size, align);
+    if (!t) {
+        *err = -EINVAL;
+        return NULL;
+    }
+    uint64_t mask = (uint64_t)align - 1, cursor = 0;
+    uint32_t tail = t->first;
+    cm_tlsf_list_remove(t, tail); /* the tail stays off the lists while carving */
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t len = spans[k].len ? (spans[k].len + mask) & ~mask : align;
+        if ((spans[k].off & mask) != 0 || spans[k].off < cursor || tail == CM_TLSF_NIL ||
+            spans[k].len > t->size || spans[k].off > t->size - len) {
+            cm_tlsf_destroy(t);
+            *err = (spans[k].off & mask) != 0 ? -EINVAL : -CM_ECORRUPT;
+            return NULL;
+        }
+        tail = cm_tlsf_carve(t, tail, spans[k].off, len, &handles[k]);
+        if (handles[k] == CM_TLSF_NIL) {
+            cm_tlsf_destroy(t);
+            *err = -ENOMEM;
+            return NULL;
+        }
+        cursor = spans[k].off + len;
+    }
+    if (tail != CM_TLSF_NIL)
+        cm_tlsf_list_insert(t, tail);
+    *err = 0;
+    return t;
 }
 
 static bool cm_tlsf_valid_alloc(const struct cm_tlsf *t, uint32_t h) {

@@ -72,6 +72,23 @@ void cm_tlsf_get_stats(const struct cm_tlsf *t, struct cm_tlsf_stats *st);
  */
 int cm_tlsf_check(const struct cm_tlsf *t);
 
+/* An allocated range for cm_tlsf_build(): offset and length in bytes. */
+struct cm_tlsf_span {
+    uint64_t off;
+    uint64_t len;
+};
+
+/*
+ * Creates an allocator for [0, size) (as cm_tlsf_create) in which the n spans are already
+ * allocated, and stores each span's handle in handles[i] (for cm_tlsf_free). Used to rebuild
+ * a segment's allocator from a snapshot. The spans must be sorted by offset, aligned to align,
+ * non-empty (len is rounded up to align, as cm_tlsf_alloc does), non-overlapping and inside
+ * the range; otherwise returns NULL and sets *err to -EINVAL (bad arguments) or -CM_ECORRUPT
+ * (spans out of order, overlapping or outside). O(n). Destroy with cm_tlsf_destroy().
+ */
+struct cm_tlsf *cm_tlsf_build(uint64_t size, uint32_t align, const struct cm_tlsf_span *spans,
+                              uint32_t n, uint32_t *handles, int *err);
+
 /* Bytes of metadata per block record (for memory estimates). */
 #define CM_TLSF_RECORD_BYTES 32u
 

@@ -12,6 +12,7 @@
 #include "common/cm_tlsf.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <criterion/logging.h>
 #include <stdlib.h>
 
@@ -297,5 +298,82 @@ Test(cm_tlsf, many_small_blocks_reuse_records) {
         cr_assert_eq(st.used, 0);
     }
     cm_free(h);
+    cm_tlsf_destroy(t);
+}
+
+static int span_cmp(const void *a, const void *b) {
+    const struct cm_tlsf_span *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* cm_tlsf_build: an allocator rebuilt from the spans of another holds the same blocks. */
+Test(cm_tlsf, build_from_spans_matches_the_original) {
+    struct cm_tlsf *a = cm_tlsf_create(4 * MIB, 64);
+    enum { N = 2000 };
+    uint32_t h[N];
+    uint64_t off[N], len[N];
+    for (int i = 0; i < N; i++) {
+        len[i] = 1 + cm_rand64() % 3000;
+        h[i] = cm_tlsf_alloc(a, len[i], &off[i]);
+        cr_assert_neq(h[i], 0);
+    }
+    for (int i = 0; i < N; i += 3) /* holes */
+        cm_tlsf_free(a, h[i]), h[i] = 0;
+    struct cm_tlsf_span spans[N];
+    uint32_t n = 0;
+    for (int i = 0; i < N; i++)
+        if (h[i])
+            spans[n++] = (struct cm_tlsf_span){off[i], len[i]};
+    qsort(spans, n, sizeof(spans[0]), span_cmp);
+    uint32_t hb[N];
+    int err = 1;
+    struct cm_tlsf *b = cm_tlsf_build(4 * MIB, 64, spans, n, hb, &err);
+    cr_assert_not_null(b);
+    cr_assert_eq(err, 0);
+    cr_assert_eq(cm_tlsf_check(b), 0);
+    struct cm_tlsf_stats sa, sb;
+    cm_tlsf_get_stats(a, &sa);
+    cm_tlsf_get_stats(b, &sb);
+    cr_assert_eq(sb.used, sa.used);
+    cr_assert_eq(sb.nallocs, sa.nallocs);
+    cr_assert_eq(sb.nfree_blocks, sa.nfree_blocks);
+    cr_assert_eq(sb.largest_free, sa.largest_free);
+    for (uint32_t k = 0; k < n; k++) {
+        cr_assert_eq(cm_tlsf_block_offset(b, hb[k]), spans[k].off);
+        cr_assert_eq(cm_tlsf_block_size(b, hb[k]), (spans[k].len + 63) & ~63ull);
+    }
+    for (uint32_t k = 0; k < n; k++)
+        cm_tlsf_free(b, hb[k]);
+    cr_assert_eq(cm_tlsf_check(b), 0);
+    cm_tlsf_get_stats(b, &sb);
+    cr_assert_eq(sb.used, 0);
+    cr_assert_eq(sb.nfree_blocks, 1);
+    cm_tlsf_destroy(a);
+    cm_tlsf_destroy(b);
+}
+
+Test(cm_tlsf, build_refuses_bad_spans) {
+    uint32_t h[2];
+    int err = 0;
+    struct cm_tlsf_span overlap[] = {{0, 128}, {64, 64}};
+    cr_assert_null(cm_tlsf_build(1 * MIB, 64, overlap, 2, h, &err));
+    cr_assert_eq(err, -CM_ECORRUPT);
+    struct cm_tlsf_span unsorted[] = {{4096, 64}, {0, 64}};
+    cr_assert_null(cm_tlsf_build(1 * MIB, 64, unsorted, 2, h, &err));
+    cr_assert_eq(err, -CM_ECORRUPT);
+    struct cm_tlsf_span outside[] = {{1 * MIB - 64, 128}};
+    cr_assert_null(cm_tlsf_build(1 * MIB, 64, outside, 1, h, &err));
+    cr_assert_eq(err, -CM_ECORRUPT);
+    struct cm_tlsf_span unaligned[] = {{8, 64}};
+    cr_assert_null(cm_tlsf_build(1 * MIB, 64, unaligned, 1, h, &err));
+    cr_assert_eq(err, -EINVAL);
+    struct cm_tlsf_span whole[] = {{0, 1 * MIB}};
+    struct cm_tlsf *t = cm_tlsf_build(1 * MIB, 64, whole, 1, h, &err);
+    cr_assert_not_null(t);
+    cr_assert_eq(cm_tlsf_check(t), 0);
+    uint64_t o;
+    cr_assert_eq(cm_tlsf_alloc(t, 64, &o), 0); /* full */
+    cm_tlsf_free(t, h[0]);
+    cr_assert_neq(cm_tlsf_alloc(t, 1 * MIB, &o), 0);
     cm_tlsf_destroy(t);
 }
