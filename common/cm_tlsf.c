@@ -246,8 +246,8 @@ static uint32_t cm_tlsf_carve(struct cm_tlsf *t, uint32_t i, uint64_t off, uint6
         uint32_t b = cm_tlsf_rec_get(t);
         if (b == CM_TLSF_NIL)
             return *h = CM_TLSF_NIL;
-        t->recs[b] = (struct cm_tlsf_rec){.off = off, .size_flags = (end - off) | CM_TLSF_LIVE,
-                                          .prev_phys = i};
+        t->recs[b] = (struct cm_tlsf_rec){
+            .off = off, .size_flags = (end - off) | CM_TLSF_LIVE, .prev_phys = i};
         t->recs[i].size_flags = (off - t->recs[i].off) | CM_TLSF_LIVE;
         t->recs[i].next_phys = b;
         cm_tlsf_list_insert(t, i);

@@ -6,7 +6,7 @@ BINS        += $(BUILD)/bin/crescent-master
 
 $(SERVER_OBJS): MOD_CFLAGS += $(MALLOC_CFLAGS)
 
-$(BUILD)/bin/crescent-master: $(SERVER_OBJS) $(BUILD)/lib/libpool.a $(BUILD)/lib/librc.a \
+$(BUILD)/bin/crescent-master: $(SERVER_OBJS) $(BUILD)/lib/libpool.a $(BUILD)/lib/libsto.a $(BUILD)/lib/librc.a \
                               $(BUILD)/lib/libcm.a
 	$(LINK) $^ $(shell pkg-config --libs libmicrohttpd) $(CM_EV_LIBS) $(MALLOC_LIBS) -lm
 

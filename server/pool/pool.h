@@ -571,6 +571,43 @@ void pool_get_stats(const struct pool *p, struct pool_stats *st);
  */
 int pool_check(const struct pool *p);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Snapshots (pool_snap.c; the file format is in docs/ha.md, "Snapshot format")                */
+/* ------------------------------------------------------------------------------------------ */
+
+/* What a snapshot says about itself, beside the pool. */
+struct pool_snap_meta {
+    uint64_t epoch;     /* leader epoch (fencing token) of the writer; 0 without HA */
+    uint64_t last_seq;  /* last op-log sequence number the snapshot includes; 0 = none */
+    int64_t created_ms; /* wall-clock (Unix) milliseconds when it was written */
+    uint64_t objects;   /* objects in it */
+    uint64_t bytes;     /* file size */
+};
+
+/*
+ * Writes the pool to fd as a snapshot: clients, segments (with their transport descriptors),
+ * every object with a complete replica (leases and soft pins are not kept: restored objects
+ * are ordinary cache entries, as in Mooncake), and the buffers that must stay reserved (writes
+ * and copies in flight, discarded buffers) with their remaining release time. The file ends
+ * with a CRC-32C trailer. meta->epoch, last_seq and created_ms are written; objects and bytes
+ * are filled in. Allocates one 1 MiB buffer; safe in a forked child. Returns 0 or a negative
+ * errno (the write failed). Reads the pool only: hold the pool's lock (or be a forked copy).
+ */
+int pool_snapshot_write(const struct pool *p, int64_t now, int fd, struct pool_snap_meta *meta);
+
+/*
+ * Loads a snapshot written by pool_snapshot_write() from the len bytes at buf into the empty
+ * pool p (just created: no clients, segments or objects): registers the clients, mounts the
+ * segments, rebuilds each segment's allocator with the saved buffer offsets (cm_tlsf_build),
+ * inserts the objects with COMPLETE replicas and re-arms the reserved buffers relative to now.
+ * Every client counts as alive at now. Fills *meta. Returns 0, -EINVAL when p is not empty, or
+ * -CM_ECORRUPT with a one-line reason in err (bad magic, unknown version, CRC mismatch,
+ * truncation, an index or length out of range, duplicate keys or overlapping buffers). After a
+ * failure p holds part of the snapshot: destroy it.
+ */
+int pool_snapshot_load(struct pool *p, const void *buf, size_t len, int64_t now,
+                       struct pool_snap_meta *meta, char *err, size_t errlen);
+
 /* Bytes of the record of an object with klen key bytes and nrep replicas (before malloc
  * rounding). */
 size_t pool_object_record_size(size_t klen, uint32_t nrep);

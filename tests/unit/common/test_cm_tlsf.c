@@ -12,8 +12,8 @@
 #include "common/cm_tlsf.h"
 
 #include <criterion/criterion.h>
-#include <errno.h>
 #include <criterion/logging.h>
+#include <errno.h>
 #include <stdlib.h>
 
 #define KIB (1024ull)
