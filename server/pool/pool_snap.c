@@ -130,7 +130,8 @@ static void snap_write_segs(struct snap_w *w, const struct pool *p, const struct
 }
 
 /* A replica the snapshot keeps as part of its object. */
-static int snap_rep_kept(const struct pool *p, const struct snap_maps *m, const struct pool_rep *r) {
+static int snap_rep_kept(const struct pool *p, const struct snap_maps *m,
+                         const struct pool_rep *r) {
     return r->type == POOL_REPLICA_MEMORY && r->status == POOL_REPLICA_COMPLETE &&
            r->seg < p->nseg_slots && m->seg_idx[r->seg] != UINT32_MAX;
 }
@@ -185,8 +186,8 @@ static void snap_write_reserved(struct snap_w *w, const struct pool *p, const st
     cm_ht_foreach_node(&p->objects, i, hn, tmp) {
         const struct pool_obj *o = (const struct pool_obj *)hn;
         int whole = snap_obj_kept(p, m, o) == 0;
-        int64_t release = ((o->flags & POOL_OF_INFLIGHT) ? o->t_aux : now) +
-                          p->cfg.put_start_release_timeout_ms;
+        int64_t release =
+            ((o->flags & POOL_OF_INFLIGHT) ? o->t_aux : now) + p->cfg.put_start_release_timeout_ms;
         for (uint32_t k = 0; k < o->nrep; k++) {
             const struct pool_rep *r = &pool__reps(o)[k];
             if (r->type != POOL_REPLICA_MEMORY || r->seg >= p->nseg_slots ||
@@ -215,7 +216,8 @@ static uint64_t snap_count_objects(const struct pool *p, const struct snap_maps 
     uint64_t n = 0;
     size_t i;
     struct cm_ht_node *hn, *tmp;
-    cm_ht_foreach_node(&p->objects, i, hn, tmp) n += snap_obj_kept(p, m, (const struct pool_obj *)hn) > 0;
+    cm_ht_foreach_node(&p->objects, i, hn, tmp) n +=
+        snap_obj_kept(p, m, (const struct pool_obj *)hn) > 0;
     return n;
 }
 
@@ -389,10 +391,10 @@ static void snap_load_seg(struct snap_load *L, uint32_t i) {
     char *name = snap_get_str(r, "segment name"), *ep = snap_get_str(r, "segment endpoint");
     char *proto = snap_get_str(r, "segment protocol");
     size_t dlen = (size_t)snap_get(r, 4, "segment descriptor");
-    const uint8_t *desc = dlen <= POOL_MAX_DESC_LEN ? snap_take(r, dlen, "segment descriptor")
-                                                    : NULL;
-    struct pool_segment_spec spec = {.name = name, .endpoint = ep, .protocol = proto,
-                                     .desc = desc, .desc_len = dlen};
+    const uint8_t *desc =
+        dlen <= POOL_MAX_DESC_LEN ? snap_take(r, dlen, "segment descriptor") : NULL;
+    struct pool_segment_spec spec = {
+        .name = name, .endpoint = ep, .protocol = proto, .desc = desc, .desc_len = dlen};
     spec.base = snap_get(r, 8, "segment");
     spec.size = snap_get(r, 8, "segment");
     uint32_t owner = (uint32_t)snap_get(r, 4, "segment");
@@ -427,15 +429,14 @@ static void snap_span_add(struct snap_load *L, uint32_t seg, uint64_t off, uint6
 }
 
 /* Reads one buffer reference (segment index, offset, length) into a span (see snap_span). */
-static void snap_get_buffer(struct snap_load *L, uint32_t *seg_slot, uint32_t *handle,
-                            size_t idx) {
+static void snap_get_buffer(struct snap_load *L, uint32_t *seg_slot, uint32_t *handle, size_t idx) {
     uint32_t seg = (uint32_t)snap_get(&L->r, 4, "buffer");
     uint64_t off = snap_get(&L->r, 8, "buffer"), len = snap_get(&L->r, 8, "buffer");
     if (L->r.failed)
         return;
     if (seg >= L->nsegs || len == 0) {
-        snap_fail(&L->r, "snapshot buffer at byte %zu names segment %u of %u", L->r.pos - 20,
-                  seg, L->nsegs);
+        snap_fail(&L->r, "snapshot buffer at byte %zu names segment %u of %u", L->r.pos - 20, seg,
+                  L->nsegs);
         return;
     }
     *seg_slot = L->seg_slot[seg];
@@ -505,7 +506,8 @@ static int snap_span_cmp(const void *a, const void *b) {
 
 /* Rebuilds every segment's allocator from the spans (sorted by segment, then offset). */
 static void snap_build(struct snap_load *L) {
-    qsort(L->spans, L->nspans, sizeof(*L->spans), snap_span_cmp);
+    if (L->nspans)
+        qsort(L->spans, L->nspans, sizeof(*L->spans), snap_span_cmp);
     struct cm_tlsf_span *tmp = cm_malloc((L->nspans + 1) * sizeof(*tmp));
     uint32_t *handles = cm_malloc((L->nspans + 1) * sizeof(*handles));
     for (size_t a = 0, b; a < L->nspans && !L->r.failed; a = b) {
@@ -554,15 +556,17 @@ int pool_snapshot_load(struct pool *p, const void *buf, size_t len, int64_t now,
         snprintf(err, errlen, "the pool is not empty");
         return -EINVAL;
     }
-    struct snap_load L = {.r = {.p = buf, .len = len, .err = err, .errlen = errlen},
-                          .p = p, .now = now};
+    struct snap_load L = {
+        .r = {.p = buf, .len = len, .err = err, .errlen = errlen}, .p = p, .now = now};
     memset(meta, 0, sizeof(*meta));
     if (snap_check_frame(&L.r, meta) == 0) {
         L.nclients = (uint32_t)snap_get(&L.r, 4, "header");
         L.nsegs = (uint32_t)snap_get(&L.r, 4, "header");
         uint64_t nobj = snap_get(&L.r, 8, "header");
-        if (L.nsegs > len / 32 || L.nclients > len / 18 || nobj > len / 12)
+        if (L.nsegs > len / 32 || L.nclients > len / 18 || nobj > len / 12) {
             snap_fail(&L.r, "snapshot header counts are out of range");
+            L.nsegs = L.nclients = 0;
+        }
         L.seg_slot = cm_calloc((size_t)L.nsegs + 1, sizeof(uint32_t));
         snap_load_clients(&L);
         for (uint32_t i = 0; i < L.nsegs && !L.r.failed; i++)
@@ -571,8 +575,7 @@ int pool_snapshot_load(struct pool *p, const void *buf, size_t len, int64_t now,
             snap_load_object(&L);
         snap_load_reserved(&L);
         if (!L.r.failed && L.r.pos != L.r.len)
-            snap_fail(&L.r, "snapshot has %zu unexpected bytes at %zu", L.r.len - L.r.pos,
-                      L.r.pos);
+            snap_fail(&L.r, "snapshot has %zu unexpected bytes at %zu", L.r.len - L.r.pos, L.r.pos);
         if (!L.r.failed)
             snap_build(&L);
         for (size_t k = 0; k < L.nreserved && !L.r.failed; k++) {

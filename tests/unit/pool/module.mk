@@ -15,3 +15,13 @@ $(BUILD)/tests/unit/pool/pool_memory: $(call objs,tests/unit/pool/pool_memory.c)
 
 bench-pool-memory: $(BUILD)/tests/unit/pool/pool_memory
 	@$(BUILD)/tests/unit/pool/pool_memory
+
+# make fuzz: the snapshot loader (pool_snap.c) under libFuzzer.
+FUZZ_POOL_SRCS := tests/fuzz/fuzz_pool_snap.c $(POOL_SRCS) storage/sto_record.c common/cm_tlsf.c \
+                  common/cm_ht.c common/cm_hash.c common/cm_mem.c common/cm_errno.c common/cm_log.c \
+                  common/cm_glob.c common/cm_time.c
+$(BUILD)/fuzz/fuzz_pool_snap: $(FUZZ_POOL_SRCS) server/pool/pool.h server/pool/pool_int.h
+	@mkdir -p $(dir $@)
+	$(QUIET_LINK)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) -pthread -lm
+
+FUZZ_TARGETS += $(BUILD)/fuzz/fuzz_pool_snap
