@@ -11,10 +11,12 @@
 #include "server/srv_mc.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
+#include "server/srv_snapshot.h"
 
 #include "common/cm_mem.h"
 #include "redis-compat/resp_write.h"
 
+#include <errno.h>
 #include <string.h>
 
 #define SRV_MC_NAME_CAP (POOL_MAX_NAME_LEN + 1)
@@ -394,4 +396,16 @@ void srv_mc_moveend_command(struct srv_client *c) {
 
 void srv_mc_moverevoke_command(struct srv_client *c) {
     srv_mc_key_op(c, pool_move_revoke);
+}
+
+/* ---- snapshots --------------------------------------------------------------------------- */
+
+void srv_mc_snapshot_command(struct srv_client *c) {
+    int rc = srv_snapshot_request();
+    if (rc == -EINVAL)
+        srv_reply_error(c, "ERR snapshots are not enabled (start with --enable_snapshot yes)");
+    else if (rc == -EBUSY)
+        srv_reply_error(c, "ERR a snapshot is already in progress");
+    else
+        resp_add_simple(&c->out, "Snapshot started");
 }

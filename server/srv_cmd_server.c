@@ -8,6 +8,7 @@
 #include "server/srv_db.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
+#include "server/srv_snapshot.h"
 
 #include "common/cm_atomic.h"
 #include "common/cm_glob.h"
@@ -488,6 +489,7 @@ static const struct {
     {"errorstats", srv_info_errorstats, 0},
     {"keyspace", srv_info_keyspace, 0},
     {"crescent", srv_info_crescent, 0},
+    {"snapshot", srv_snapshot_info, 0},
 };
 #define SRV_NSECTIONS (sizeof(srv_info_sections) / sizeof(srv_info_sections[0]))
 

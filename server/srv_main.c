@@ -12,6 +12,7 @@
 #include "server/srv_http.h"
 #include "server/srv_mc.h"
 #include "server/srv_server.h"
+#include "server/srv_snapshot.h"
 
 #include "common/cm_hash.h"
 #include "common/cm_log.h"
@@ -155,12 +156,15 @@ int main(int argc, char **argv) {
     srv_cmd_init();
     if (srv_mc_start() < 0)
         return 1;
+    if (srv_snapshot_start() < 0)
+        return 1;
     cm_log(CM_LOG_NOTICE, "server",
            "crescent-master %s (Redis %s compatible), pid %d, segment %lld bytes, port %lld",
            SRV_VERSION, SRV_REDIS_VERSION, (int)getpid(), srv_cfg.memory, srv_cfg.port);
     srv_http_start(srv_cfg.metrics_host, (int)srv_cfg.metrics_port);
     int status = srv_net_run();
     srv_http_stop();
+    srv_snapshot_stop();
     srv_mc_stop();
     cm_log(CM_LOG_NOTICE, "server", "shutting down");
     srv_db_fini();

@@ -138,6 +138,28 @@ void srv_mc_stop(void) {
     srv_mc_unlock();
 }
 
+int srv_mc_restore(const void *buf, size_t len, struct pool_snap_meta *meta, char *err,
+                   size_t errlen) {
+    struct pool_config cfg;
+    srv_mc_config(&cfg);
+    struct pool *fresh;
+    if (pool_create(&cfg, &fresh) != POOL_OK) {
+        snprintf(err, errlen, "%s", srv_mc_bad_cfg);
+        return -EINVAL;
+    }
+    int rc = pool_snapshot_load(fresh, buf, len, srv_mc_now(), meta, err, errlen);
+    if (rc != 0) {
+        pool_destroy(fresh);
+        return rc;
+    }
+    srv_mc_lock();
+    struct pool *old = srv_mc_pool;
+    srv_mc_pool = fresh;
+    srv_mc_unlock();
+    pool_destroy(old);
+    return 0;
+}
+
 int srv_mc_reconfigure(char *err, size_t errlen) {
     struct pool_config cfg;
     srv_mc_config(&cfg);

@@ -36,6 +36,15 @@ void srv_mc_stop(void);
  */
 int srv_mc_reconfigure(char *err, size_t errlen);
 
+/*
+ * Replaces the pool with the snapshot in buf (len bytes; pool_snapshot_load()): loads it into a
+ * fresh pool first, so a refused snapshot leaves the running pool as it was. Returns 0, or a
+ * negative errno with the reason in err (-CM_ECORRUPT: the snapshot is damaged). Any thread;
+ * takes the pool mutex for the swap only.
+ */
+int srv_mc_restore(const void *buf, size_t len, struct pool_snap_meta *meta, char *err,
+                   size_t errlen);
+
 /* Pool mutex. */
 void srv_mc_lock(void);
 void srv_mc_unlock(void);

@@ -65,6 +65,16 @@ struct srv_config {
     char *metrics_host;
     long long databases;
     int io_backend; /* enum srv_io_backend */
+    /* Snapshots of the pool metadata (srv_snapshot.c) */
+    int enable_snapshot;
+    long long snapshot_interval_seconds;
+    long long snapshot_child_timeout_seconds;
+    long long snapshot_retention_count;
+    char *snapshot_object_store_type;
+    char *snapshot_catalog_store_type;
+    char *snapshot_catalog_store_connstring;
+    char *snapshot_local_path;
+    int enable_snapshot_restore;
 };
 
 extern struct srv_config srv_cfg;

@@ -13,6 +13,7 @@ ALL_SRCS += $(IT_HARNESS_SRCS)
 $(foreach s,$(IT_CMD_SRCS),$(eval $(call unit_test,integration/$(basename $(notdir $(s))),$(s),$(call objs,$(IT_HARNESS_SRCS)),$(IT_LIBS))))
 
 # The admin HTTP server (/metrics checked with promtool) through real HTTP and RESP clients.
-TEST_SCRIPTS += tests/integration/admin_http.sh tests/integration/install.sh
+TEST_SCRIPTS += tests/integration/admin_http.sh tests/integration/install.sh \
+                tests/integration/snapshot.sh
 # The io_uring start-up probe falling back to epoll (strace fault injection).
 TEST_SCRIPTS += tests/integration/io_backend_fallback.sh
