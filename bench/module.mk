@@ -43,3 +43,7 @@ ALL_SRCS += $(BENCH_MC_LOAD_SRCS)
 $(BUILD)/bench/bench_mc_load: $(call objs,$(BENCH_MC_LOAD_SRCS))
 	$(LINK) $^
 bench-mc: $(BUILD)/bench/bench_mc_load
+
+.PHONY: bench-snapshot
+bench-snapshot: $(BINS)
+	@bench/bench-snapshot.sh $(abspath $(BUILD))

@@ -53,6 +53,14 @@ static void cm_ht_resize(struct cm_ht *t, size_t nbuckets) {
     t->mask = nmask;
 }
 
+void cm_ht_reserve(struct cm_ht *t, size_t n) {
+    size_t want = t->mask + 1;
+    while (want < n && want < SIZE_MAX / 4)
+        want *= 2;
+    if (want > t->mask + 1 && !t->paused)
+        cm_ht_resize(t, want);
+}
+
 struct cm_ht_node *cm_ht_find(const struct cm_ht *t, uint64_t hash, const void *key, size_t klen,
                               cm_ht_eq_cb *eq) {
     for (struct cm_ht_node *n = t->buckets[hash & t->mask]; n; n = n->next)

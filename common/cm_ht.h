@@ -43,6 +43,12 @@ void cm_ht_init(struct cm_ht *t, size_t initial_buckets);
 void cm_ht_fini(struct cm_ht *t);
 
 /*
+ * Grows the table to at least n buckets (a power of two) at once, so that inserting n nodes
+ * does not resize on the way (bulk loads). Never shrinks; a no-op during a walk.
+ */
+void cm_ht_reserve(struct cm_ht *t, size_t n);
+
+/*
  * Finds the first node whose hash equals hash and for which eq(node, key, klen) returns 1,
  * or NULL. O(1) expected.
  */

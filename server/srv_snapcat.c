@@ -125,8 +125,8 @@ static redisReply *snapcat_cmd(const struct srv_snapcat *cat, char *err, size_t 
     return r;
 }
 
-int srv_snapcat_open(const char *type, const char *connstring, const char *dir,
-                     const char *cluster, struct srv_snapcat **out, char *err, size_t errlen) {
+int srv_snapcat_open(const char *type, const char *connstring, const char *dir, const char *cluster,
+                     struct srv_snapcat **out, char *err, size_t errlen) {
     struct srv_snapcat *cat = cm_calloc(1, sizeof(*cat));
     snprintf(cat->dir, sizeof(cat->dir), "%s", dir);
     if (strcmp(type, "redis") == 0) {
@@ -138,8 +138,9 @@ int srv_snapcat_open(const char *type, const char *connstring, const char *dir,
         const char *ping[] = {"PING"};
         redisReply *r = NULL;
         if (!connstring[0])
-            snprintf(err, errlen, "snapshot_catalog_store_type redis needs "
-                                  "snapshot_catalog_store_connstring");
+            snprintf(err, errlen,
+                     "snapshot_catalog_store_type redis needs "
+                     "snapshot_catalog_store_connstring");
         else if (snapcat_parse(cat, connstring, err, errlen) == 0)
             r = snapcat_cmd(cat, err, errlen, 1, ping);
         if (!r) {
@@ -234,8 +235,8 @@ int srv_snapcat_publish(struct srv_snapcat *cat, const char *id, int64_t created
         return snapcat_write_latest(cat, id, err, errlen);
     char score[32];
     snprintf(score, sizeof(score), "%lld", (long long)created_ms);
-    const char *argv[] = {"EVAL", snapcat_publish_lua, "2", cat->index_key, cat->latest_key,
-                          id,     score};
+    const char *argv[] = {"EVAL", snapcat_publish_lua, "2", cat->index_key, cat->latest_key, id,
+                          score};
     redisReply *r = snapcat_cmd(cat, err, errlen, 7, argv);
     freeReplyObject(r);
     return r ? 0 : -1;
@@ -265,8 +266,8 @@ static void snapcat_add(char (*ids)[SRV_SNAPCAT_ID_LEN], int *n, int max, const 
         snprintf(ids[(*n)++], SRV_SNAPCAT_ID_LEN, "%s", id);
 }
 
-int srv_snapcat_list(struct srv_snapcat *cat, char (*ids)[SRV_SNAPCAT_ID_LEN], int max,
-                     char *err, size_t errlen) {
+int srv_snapcat_list(struct srv_snapcat *cat, char (*ids)[SRV_SNAPCAT_ID_LEN], int max, char *err,
+                     size_t errlen) {
     int n = 0;
     if (!cat->redis) {
         char latest[SRV_SNAPCAT_ID_LEN];

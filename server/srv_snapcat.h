@@ -25,8 +25,8 @@ struct srv_snapcat;
  * or host:port, and the server is pinged once. Returns 0 and *out, or -1 with a one-line
  * reason in err.
  */
-int srv_snapcat_open(const char *type, const char *connstring, const char *dir,
-                     const char *cluster, struct srv_snapcat **out, char *err, size_t errlen);
+int srv_snapcat_open(const char *type, const char *connstring, const char *dir, const char *cluster,
+                     struct srv_snapcat **out, char *err, size_t errlen);
 
 /* Closes the catalog. NULL is ignored. */
 void srv_snapcat_close(struct srv_snapcat *cat);
@@ -42,8 +42,8 @@ int srv_snapcat_forget(struct srv_snapcat *cat, const char *id, char *err, size_
  * Lists up to max ids, the latest first, then the others newest first (ids sort by time).
  * Returns the count, or -1 with err filled.
  */
-int srv_snapcat_list(struct srv_snapcat *cat, char (*ids)[SRV_SNAPCAT_ID_LEN], int max,
-                     char *err, size_t errlen);
+int srv_snapcat_list(struct srv_snapcat *cat, char (*ids)[SRV_SNAPCAT_ID_LEN], int max, char *err,
+                     size_t errlen);
 
 /* 1 when s has the form of a snapshot id (YYYYMMDD_HHMMSS_mmm), else 0. */
 int srv_snapcat_is_id(const char *s);

@@ -145,8 +145,8 @@ static int snap_wait_child(pid_t pid) {
         if (r < 0 && errno != EINTR)
             return -1;
         if ((int64_t)cm_mono_ms() > deadline) {
-            cm_log(CM_LOG_WARNING, "snapshot", "snapshot child %d ran past %llds: killed",
-                   (int)pid, srv_cfg.snapshot_child_timeout_seconds);
+            cm_log(CM_LOG_WARNING, "snapshot", "snapshot child %d ran past %llds: killed", (int)pid,
+                   srv_cfg.snapshot_child_timeout_seconds);
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             return -1;
@@ -225,8 +225,10 @@ static void snap_take(void) {
         goto out;
     }
     if (snap_wait_child(pid) != 0 || read(pfd[0], &meta, sizeof(meta)) != sizeof(meta)) {
-        cm_log(CM_LOG_WARNING, "snapshot", "snapshot %s failed: the child could not write it "
-                                           "(disk full or not writable?)", id);
+        cm_log(CM_LOG_WARNING, "snapshot",
+               "snapshot %s failed: the child could not write it "
+               "(disk full or not writable?)",
+               id);
         goto out;
     }
     if (rename(tmp, final) != 0) {
@@ -292,8 +294,8 @@ static int snap_restore_one(const char *id) {
             close(fd);
         return -1;
     }
-    void *map = st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
-                               : MAP_FAILED;
+    void *map =
+        st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
     close(fd);
     if (map == MAP_FAILED) {
         cm_log(CM_LOG_WARNING, "snapshot", "snapshot %s refused: %s is empty or unreadable", id,
@@ -333,8 +335,10 @@ static void snap_restore(void) {
         snap_stats.restore_refused++;
     }
     if (n > 0 && i == n)
-        cm_log(CM_LOG_WARNING, "snapshot", "none of the %d snapshots in %s is valid: starting "
-                                           "empty", n, snap_dir);
+        cm_log(CM_LOG_WARNING, "snapshot",
+               "none of the %d snapshots in %s is valid: starting "
+               "empty",
+               n, snap_dir);
     cm_free(ids);
 }
 
@@ -451,7 +455,9 @@ void srv_snapshot_info(struct cm_buf *b) {
                    "snapshot_restore_refused:%llu\r\n\r\n",
                    st.enabled, st.in_progress, (unsigned long long)st.ok,
                    (unsigned long long)st.failed, st.last_id,
-                   st.ok + st.failed == 0 ? "none" : st.last_ok ? "ok" : "err",
+                   st.ok + st.failed == 0 ? "none"
+                   : st.last_ok           ? "ok"
+                                          : "err",
                    (unsigned long long)st.last_duration_ms, (unsigned long long)st.last_pause_us,
                    (unsigned long long)st.last_objects, (unsigned long long)st.last_bytes,
                    st.restored_id, (unsigned long long)st.restored_objects,

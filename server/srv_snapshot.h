@@ -17,16 +17,16 @@
 struct srv_snapshot_stats {
     int enabled;
     int in_progress;
-    uint64_t ok, failed;          /* snapshots written / failed since start */
-    char last_id[32];             /* newest snapshot written by this process ("" none) */
-    int last_ok;                  /* 1 when the last attempt succeeded */
-    uint64_t last_duration_ms;    /* fork to publish */
-    uint64_t last_pause_us;       /* how long the pool was locked around fork() */
+    uint64_t ok, failed;       /* snapshots written / failed since start */
+    char last_id[32];          /* newest snapshot written by this process ("" none) */
+    int last_ok;               /* 1 when the last attempt succeeded */
+    uint64_t last_duration_ms; /* fork to publish */
+    uint64_t last_pause_us;    /* how long the pool was locked around fork() */
     uint64_t last_objects, last_bytes;
-    char restored_id[32];         /* snapshot loaded at start ("" none) */
+    char restored_id[32]; /* snapshot loaded at start ("" none) */
     uint64_t restored_objects;
-    uint64_t restore_ms;          /* time to read and load it */
-    uint64_t restore_refused;     /* snapshots found corrupt and skipped at start */
+    uint64_t restore_ms;      /* time to read and load it */
+    uint64_t restore_refused; /* snapshots found corrupt and skipped at start */
 };
 
 /*

@@ -238,3 +238,26 @@ Test(cm_ht, foreach_clear_random) {
     cm_ht_fini(&t);
     cm_free(items);
 }
+
+Test(cm_ht, reserve_sizes_once_for_a_bulk_load) {
+    struct cm_ht t;
+    cm_ht_init(&t, 4);
+    cm_ht_reserve(&t, 1000);
+    cr_assert_eq(cm_ht_buckets(&t), 1024);
+    struct item *items = make_items(1000);
+    for (size_t i = 0; i < 1000; i++)
+        cm_ht_insert(&t, &items[i].node);
+    cr_assert_eq(cm_ht_buckets(&t), 1024, "no resize while loading");
+    for (size_t i = 0; i < 1000; i++)
+        cr_assert_eq(cm_ht_find(&t, items[i].node.hash, items[i].key, items[i].klen, item_eq),
+                     &items[i].node);
+    cm_ht_reserve(&t, 10); /* never shrinks */
+    cr_assert_eq(cm_ht_buckets(&t), 1024);
+    cm_ht_reserve(&t, 1025); /* grows with the nodes in place */
+    cr_assert_eq(cm_ht_buckets(&t), 2048);
+    for (size_t i = 0; i < 1000; i++)
+        cr_assert_eq(cm_ht_find(&t, items[i].node.hash, items[i].key, items[i].klen, item_eq),
+                     &items[i].node);
+    cm_ht_fini(&t);
+    cm_free(items);
+}
