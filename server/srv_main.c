@@ -11,6 +11,7 @@
 #include "server/srv_db.h"
 #include "server/srv_http.h"
 #include "server/srv_mc.h"
+#include "server/srv_pool_kv.h"
 #include "server/srv_server.h"
 
 #include "common/cm_hash.h"
@@ -168,6 +169,7 @@ int main(int argc, char **argv) {
     srv_http_start(srv_cfg.metrics_host, (int)srv_cfg.metrics_port);
     int status = srv_net_run();
     srv_http_stop();
+    srv_pkv_stop();
     srv_mc_stop();
     cm_log(CM_LOG_NOTICE, "server", "shutting down");
     srv_db_fini();

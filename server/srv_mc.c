@@ -8,6 +8,7 @@
 #include "server/srv_mc.h"
 
 #include "server/srv_client.h"
+#include "server/srv_pool_kv.h"
 #include "server/srv_server.h"
 
 #include "common/cm_log.h"
@@ -84,6 +85,7 @@ static void *srv_mc_main(void *arg) {
         pthread_mutex_unlock(&srv_mc_stop_mu);
         struct pool_tick_report r;
         srv_mc_lock();
+        srv_pkv_tick(srv_mc_now());
         pool_tick(srv_mc_pool, srv_mc_now(), &r);
         srv_mc_unlock();
         if (r.clients_expired || r.segments_unmounted || r.zombies_released || r.objects_evicted)
