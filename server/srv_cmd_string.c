@@ -283,10 +283,12 @@ void srv_getdel_command(struct srv_client *c) {
     } else if (o) {
         srv_reply_value(c, o);
         srv_db_unlink(&r, o);
-    } else {
-        resp_add_null(&c->out, c->proto);
     }
     srv_db_unlock(&r);
+    if (!o && srv_pkv_get(c, c->argv[1].p, c->argv[1].len)) /* a pool object: read, then DEL */
+        srv_pkv_del(c->argv[1].p, c->argv[1].len);
+    else if (!o)
+        resp_add_null(&c->out, c->proto);
 }
 
 void srv_getex_command(struct srv_client *c) {
@@ -375,6 +377,11 @@ long long srv__rmw_run(struct srv_client *c, const struct srv_rmw *rmw, size_t *
         if (o && o->type != SRV_TYPE_STRING) {
             srv_db_unlock(&r);
             srv_reply_error(c, SRV_ERR_WRONGTYPE);
+            return -1;
+        }
+        if (!o && attempt == 0 && srv_pkv_exists(key->p, key->len)) {
+            srv_db_unlock(&r);
+            srv_reply_error(c, SRV_PKV_ERR_RMW);
             return -1;
         }
         size_t oldlen = o ? o->vlen : 0;

@@ -157,7 +157,8 @@ static int srv_pkv_peer_open(struct xfer_engine *e, const struct srv_pkv_rep *r,
     struct srv_pkv_peer *p = srv_pkv_peers, *stale = NULL;
     while (p && strcmp(p->name, r->segment) != 0)
         p = p->next;
-    if (p && p->desc_len == r->desc_len && (!r->desc_len || !memcmp(p->desc, r->desc, r->desc_len))) {
+    if (p && p->desc_len == r->desc_len &&
+        (!r->desc_len || !memcmp(p->desc, r->desc, r->desc_len))) {
         p->refs++;
         *out = p;
         pthread_mutex_unlock(&srv_pkv_peer_mu);
@@ -179,6 +180,8 @@ static int srv_pkv_peer_open(struct xfer_engine *e, const struct srv_pkv_rep *r,
                       r->desc_len || r->endpoint[0] ? xfer_last_error() : "no endpoint");
         return rc;
     }
+    cm_log(CM_LOG_VERBOSE, "pool", "opened segment %s over %s", r->segment,
+           xfer_segment_transport(seg));
     p = cm_calloc(1, sizeof(*p));
     p->name = cm_strndup(r->segment, strlen(r->segment));
     p->desc = cm_malloc(r->desc_len ? r->desc_len : 1);
@@ -486,9 +489,9 @@ static int srv_pkv_write(struct srv_client *c, const struct srv_arg *key, const 
     for (i = 0; i < n && rc == 0; i++)
         rc = srv_pkv_transfer(&reps[i], XFER_OP_WRITE, (void *)val->p, val->len);
     srv_mc_lock();
-    int prc = rc == 0 ? pool_upsert_end(srv_mc_pool, &srv_pkv_id, key->p, key->len, srv_mc_now())
-                      : pool_upsert_revoke(srv_mc_pool, &srv_pkv_id, key->p, key->len,
-                                           srv_mc_now());
+    int prc = rc == 0
+                  ? pool_upsert_end(srv_mc_pool, &srv_pkv_id, key->p, key->len, srv_mc_now())
+                  : pool_upsert_revoke(srv_mc_pool, &srv_pkv_id, key->p, key->len, srv_mc_now());
     srv_mc_unlock();
     if (rc < 0) {
         srv_reply_errorf(c, "ERR cannot write the value into pool segment %s: %s",
@@ -513,8 +516,8 @@ int srv_pkv_set(struct srv_client *c, const struct srv_arg *key, const struct sr
         return -1;
     }
     if (flags & (SRV_PKV_NX | SRV_PKV_XX)) {
-        int exists = srv_db_exists(key->p, key->len, srv_now_ms()) ||
-                     srv_pkv_exists(key->p, key->len);
+        int exists =
+            srv_db_exists(key->p, key->len, srv_now_ms()) || srv_pkv_exists(key->p, key->len);
         if (((flags & SRV_PKV_NX) && exists) || ((flags & SRV_PKV_XX) && !exists)) {
             if (flags & SRV_PKV_GET)
                 cm_buf_append(&c->out, old.data, old.len);

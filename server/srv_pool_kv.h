@@ -13,9 +13,10 @@
  * from replica descriptors are cached by segment name and descriptor bytes. Transfers are
  * synchronous on the calling event-loop thread, bounded by SRV_PKV_TIMEOUT_MS.
  *
- * Threads: every function may be called from any event-loop thread, with the keyspace lock
- * held (shared or exclusive) and no shard lock; they take the pool mutex briefly and never
- * hold it during a transfer.
+ * Threads: every function may be called from any event-loop thread with the keyspace lock held
+ * (shared or exclusive). They take the pool mutex briefly and never hold it during a transfer
+ * or while taking a shard lock, so srv_pkv_exists() may also be called under a shard lock.
+ * The other hooks are called with no shard lock held.
  */
 #ifndef CRESCENT_SERVER_SRV_POOL_KV_H
 #define CRESCENT_SERVER_SRV_POOL_KV_H
@@ -31,6 +32,12 @@ struct srv_arg;
 
 /* SCAN cursors with this bit set walk the pool (the keyspace is walked first). */
 #define SRV_PKV_SCAN_FLAG (1ull << 62)
+
+/* Reply of the read-modify-write string commands (APPEND, INCR, SETRANGE, SETBIT...) on a pool
+ * object: pool objects are written whole. */
+#define SRV_PKV_ERR_RMW                                                                    \
+    "ERR this key lives in the distributed store's pool, whose values are written whole: " \
+    "use SET"
 
 /* Options of srv_pkv_set(). */
 enum srv_pkv_set_flags {

@@ -260,14 +260,15 @@ static int scan_all(const char *pattern, int count, char keys[][32], int max) {
 }
 
 Test(keyspace, keyspace_commands_see_pool_objects) {
-    start("");
+    static const char digits[64] = "0123456789012345678901234567890123456789";
+    start("--default_kv_lease_ttl 500");
     struct st_peer p;
     st_peer_start(&p, &master, "tcp", 32 * MIB);
     struct crescent_store *st = st_store(&master, "tcp", 0);
     char key[32];
     for (int i = 0; i < 30; i++) {
         snprintf(key, sizeof(key), "pool:%02d", i);
-        OK(crescent_store_put(st, key, "0123456789", 10 + (size_t)i, NULL));
+        OK(crescent_store_put(st, key, digits, 10 + (size_t)i, NULL));
     }
     for (int i = 0; i < 20; i++) {
         snprintf(key, sizeof(key), "ks:%02d", i);
@@ -295,6 +296,19 @@ Test(keyspace, keyspace_commands_see_pool_objects) {
     cr_assert(strstr(e, "no TTL") != NULL, "%s", e);
     free(e);
     cr_assert_eq(cmd_int("PERSIST %s", "pool:05"), 0);
+    e = cmd_str("APPEND %s more", "pool:05");
+    cr_assert(strstr(e, "use SET") != NULL, "%s", e);
+    free(e);
+    e = cmd_str("INCR %s", "pool:05");
+    cr_assert(strstr(e, "use SET") != NULL, "%s", e);
+    free(e);
+    cr_assert_eq(cmd_int("STRLEN %s", "pool:05"), 15, "APPEND changed nothing");
+    redisReply *g = st_cmd(rc, "GETDEL pool:29");
+    cr_assert_eq(g->type, REDIS_REPLY_STRING);
+    cr_assert_eq(g->len, 39);
+    freeReplyObject(g);
+    cr_assert_eq(cmd_int("EXISTS %s", "pool:29"), 0, "GETDEL removed it");
+    OK(crescent_store_put(st, "pool:29", digits, 39, NULL));
 
     char keys[64][32];
     int n = scan_all("*", 7, keys, 64);
@@ -328,6 +342,10 @@ Test(keyspace, keyspace_commands_see_pool_objects) {
     cr_assert_eq(r->type, REDIS_REPLY_STATUS);
     freeReplyObject(r);
     cr_assert_eq(cmd_int("DBSIZE", ""), 0);
+    long long deadline = st_now_ms() + 10000; /* GETDEL's read lease holds one buffer */
+    while (st_segments_used(rc) != 0 && st_now_ms() < deadline) {
+        st_sleep_ms(100);
+    }
     cr_assert_eq(st_segments_used(rc), 0, "FLUSHALL freed every pool buffer");
     crescent_store_destroy(st);
     st_peer_kill(&p);
