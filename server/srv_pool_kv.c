@@ -461,8 +461,12 @@ static int srv_pkv_set_check(struct srv_client *c, size_t klen, size_t vlen, uns
     return 0;
 }
 
-/* Upsert start for the master; fills *reps (caller frees) and *n. Returns a pool code. */
-static int srv_pkv_write_start(const char *key, size_t klen, uint64_t size,
+/*
+ * Write start for the master: an upsert, or with nx a put start (which fails with
+ * POOL_EOBJECT_ALREADY_EXISTS when the key exists, atomically). Fills *reps (caller frees) and
+ * *n. Returns a pool code.
+ */
+static int srv_pkv_write_start(const char *key, size_t klen, uint64_t size, int nx,
                                struct srv_pkv_rep **reps, size_t *n) {
     struct pool_replica_desc d[POOL_MAX_REPLICAS];
     struct pool_put_config cfg;
@@ -472,7 +476,8 @@ static int srv_pkv_write_start(const char *key, size_t klen, uint64_t size,
     srv_mc_lock();
     int64_t now = srv_mc_now();
     srv_pkv_register(now);
-    int rc = pool_upsert_start(srv_mc_pool, &srv_pkv_id, key, klen, size, &cfg, now, d, n);
+    int rc = nx ? pool_put_start(srv_mc_pool, &srv_pkv_id, key, klen, size, &cfg, now, d, n)
+                : pool_upsert_start(srv_mc_pool, &srv_pkv_id, key, klen, size, &cfg, now, d, n);
     if (rc == POOL_OK) {
         *reps = cm_malloc(*n * sizeof(**reps));
         srv_pkv_copy_reps(d, *n, *reps);
@@ -529,7 +534,15 @@ int srv_pkv_set(struct srv_client *c, const struct srv_arg *key, const struct sr
     }
     struct srv_pkv_rep *reps;
     size_t n;
-    int rc = srv_pkv_write_start(key->p, key->len, val->len, &reps, &n);
+    int rc = srv_pkv_write_start(key->p, key->len, val->len, (flags & SRV_PKV_NX) != 0, &reps, &n);
+    if (rc == POOL_EOBJECT_ALREADY_EXISTS && (flags & SRV_PKV_NX)) { /* set meanwhile */
+        if (flags & SRV_PKV_GET)
+            cm_buf_append(&c->out, old.data, old.len);
+        else if (reply)
+            resp_add_null(&c->out, c->proto);
+        cm_buf_fini(&old);
+        return 0;
+    }
     if (rc != POOL_OK) {
         srv_mc_reply_err(c, rc);
         cm_buf_fini(&old);
