@@ -12,6 +12,7 @@
 #include "tests/store/store_test_util.h"
 
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -433,4 +434,52 @@ Test(keyspace, del_of_a_leased_object) {
     cr_assert_eq(cmd_int("EXISTS %s", "pinned"), 0);
     crescent_store_destroy(st);
     st_peer_kill(&p);
+}
+
+struct worker {
+    int port;
+    int id;
+    int failures;
+};
+
+/* SETs and GETs its own keys through its own connection, checking every byte. */
+static void *worker_main(void *arg) {
+    struct worker *w = arg;
+    redisContext *c = redisConnect("127.0.0.1", w->port);
+    char val[5000], key[32];
+    for (int i = 0; i < 60 && c != NULL && !c->err; i++) {
+        size_t len = 1 + (size_t)((i * 977 + w->id * 131) % (int)sizeof(val));
+        st_fill(val, len, (unsigned)(w->id * 1000 + i));
+        snprintf(key, sizeof(key), "w%d-%d", w->id, i % 7);
+        redisReply *r = redisCommand(c, "SET %s %b", key, val, len);
+        w->failures += r == NULL || r->type != REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        r = redisCommand(c, "GET %s", key);
+        w->failures += r == NULL || r->type != REDIS_REPLY_STRING || r->len != len ||
+                       memcmp(r->str, val, len) != 0;
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return NULL;
+}
+
+/* Several clients on several event-loop threads share the master's engine and segment cache. */
+Test(keyspace, concurrent_clients_on_a_memory0_master) {
+    start("--memory 0 --threads 3");
+    struct st_peer a, b;
+    st_peer_start(&a, &master, "tcp", 32 * MIB);
+    st_peer_start(&b, &master, "shm", 32 * MIB);
+    struct worker w[6];
+    pthread_t t[6];
+    for (int i = 0; i < 6; i++) {
+        w[i] = (struct worker){master.port, i, 0};
+        cr_assert_eq(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(w[i].failures, 0, "worker %d: %d failed commands", i, w[i].failures);
+    }
+    cr_assert_eq(cmd_int("DBSIZE", ""), 42);
+    st_peer_kill(&a);
+    st_peer_kill(&b);
 }
