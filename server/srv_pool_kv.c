@@ -287,8 +287,20 @@ static void srv_pkv_free_reps(struct srv_pkv_rep *r, size_t n) {
     cm_free(r);
 }
 
-static int srv_pkv_key_ok(size_t klen) {
+/* 1 when the pool accepts a key of klen bytes. */
+static int srv_pkv_len_ok(size_t klen) {
     return klen > 0 && klen <= POOL_MAX_KEY_LEN;
+}
+
+/* 1 when the pool has objects at all (the fast path of plain Redis commands on a master whose
+ * pool is unused: no mutex taken). */
+static int srv_pkv_used(void) {
+    return srv_mc_pool && srv_mc_object_hint() > 0;
+}
+
+/* 0 when key cannot be a pool object: a length the pool refuses, or no object at all. */
+static int srv_pkv_key_ok(size_t klen) {
+    return srv_pkv_len_ok(klen) && srv_pkv_used();
 }
 
 /* ---------------------------------------------------------------- reads */
@@ -298,7 +310,7 @@ static int srv_pkv_key_ok(size_t klen) {
  * Returns 1, or 0 with b unchanged (absent, being written, or no replica readable).
  */
 static int srv_pkv_read_into(struct cm_buf *b, const char *key, size_t klen) {
-    if (!srv_pkv_key_ok(klen) || !srv_mc_pool)
+    if (!srv_pkv_key_ok(klen))
         return 0;
     struct pool_replica_desc d[POOL_MAX_REPLICAS];
     size_t n = 0;
@@ -335,7 +347,7 @@ int srv_pkv_get(struct srv_client *c, const char *key, size_t klen) {
 
 /* Admin view of key (no lease). Returns 1 and *size when readable, else 0. */
 static int srv_pkv_query(const char *key, size_t klen, uint64_t *size) {
-    if (!srv_pkv_key_ok(klen) || !srv_mc_pool)
+    if (!srv_pkv_key_ok(klen))
         return 0;
     struct pool_object_info info;
     srv_mc_lock();
@@ -358,7 +370,7 @@ int64_t srv_pkv_strlen(const char *key, size_t klen) {
 }
 
 uint64_t srv_pkv_count(void) {
-    if (!srv_mc_pool)
+    if (!srv_pkv_used())
         return 0;
     srv_mc_lock();
     uint64_t n = pool_readable_count(srv_mc_pool);
@@ -367,7 +379,7 @@ uint64_t srv_pkv_count(void) {
 }
 
 uint64_t srv_pkv_scan(uint64_t cursor, size_t count, srv_pkv_key_cb *cb, void *arg) {
-    if (!srv_mc_pool)
+    if (!srv_pkv_used())
         return 0;
     srv_mc_lock();
     uint64_t next = pool_scan(srv_mc_pool, cursor & ~SRV_PKV_SCAN_FLAG, count, cb, arg);
@@ -378,7 +390,7 @@ uint64_t srv_pkv_scan(uint64_t cursor, size_t count, srv_pkv_key_cb *cb, void *a
 /* ---------------------------------------------------------------- removal */
 
 int srv_pkv_del(const char *key, size_t klen) {
-    if (!srv_pkv_key_ok(klen) || !srv_mc_pool)
+    if (!srv_pkv_key_ok(klen))
         return 0;
     srv_mc_lock();
     int rc = pool_unlink(srv_mc_pool, key, klen, srv_mc_now());
@@ -389,7 +401,7 @@ int srv_pkv_del(const char *key, size_t klen) {
 }
 
 uint64_t srv_pkv_flush(void) {
-    if (!srv_mc_pool)
+    if (!srv_pkv_used())
         return 0;
     srv_mc_lock();
     long n = pool_unlink_all(srv_mc_pool, srv_mc_now());
@@ -453,7 +465,7 @@ static int srv_pkv_set_check(struct srv_client *c, size_t klen, size_t vlen, uns
         srv_reply_error(c, "ERR the distributed store's pool cannot hold an empty value");
         return -1;
     }
-    if (!srv_pkv_key_ok(klen)) {
+    if (!srv_pkv_len_ok(klen)) {
         srv_reply_error(c, "ERR key too long for the distributed store's pool (at most 65535 "
                            "bytes)");
         return -1;

@@ -471,6 +471,9 @@ long pool_unlink_all(struct pool *p, int64_t now);
 uint64_t pool_scan(const struct pool *p, uint64_t cursor, size_t count, pool_key_visit_cb *cb,
                    void *arg);
 
+/* Number of objects, readable or being written. O(1). */
+uint64_t pool_object_count(const struct pool *p);
+
 /* Number of readable objects (no write in flight). O(writes in flight). */
 uint64_t pool_readable_count(const struct pool *p);
 

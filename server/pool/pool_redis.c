@@ -92,6 +92,11 @@ static void pool_count_writes_cb(struct cm_ht_node *n, void *arg) {
         (*(uint64_t *)arg)++;
 }
 
+/* Objects; see pool.h. */
+uint64_t pool_object_count(const struct pool *p) {
+    return cm_ht_count(&p->objects);
+}
+
 /* Readable objects; see pool.h. */
 uint64_t pool_readable_count(const struct pool *p) {
     uint64_t writes = 0;
