@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# GET of a 64 MiB value through plain RESP: from a pool object in a client segment over tcp and
-# over shm (a master with --memory 0, a `crescent-bench store --operation serve` client holding
-# the segment), and from the embedded segment. Prints the median of 9 GETs of each. A figure
-# for docs/store.md, not a test: no threshold. Needs /usr/bin/python3 with the redis module.
+# Figures of the one keyspace for docs/store.md (not a test: no threshold):
+#  1. GET of a 64 MiB value through plain RESP: from a pool object in a client segment over tcp
+#     and over shm (a master with --memory 0, a `crescent-bench store --operation serve` client
+#     holding the segment), and from the embedded segment: the median of 9 GETs of each.
+#  2. redis-benchmark SET (pipelined) on an embedded-segment master while the pool is empty
+#     (no pool mutex taken) and while it holds one object (every SET looks its key up in the
+#     pool): ROUNDS alternating rounds (default 5).
+# Needs /usr/bin/python3 with the redis module, redis-benchmark and redis-cli.
 set -eu
 B=${CRESCENT_BUILD:-$(pwd)/build}
 tmp=$(mktemp -d /tmp/crescent-ks-bench.XXXXXX)
@@ -56,7 +60,22 @@ for proto in tcp shm; do
 done
 port=$(free_port)
 "$B/bin/crescent-master" --port "$port" --bind 127.0.0.1 --metrics_port 0 --memory 1gb \
-    --logfile "$tmp/master-embedded.log" &
+    --client_live_ttl_sec 3600 --logfile "$tmp/master-embedded.log" &
 pids+=($!)
 wait_port "$port"
 measure "$port" "embedded segment"
+
+bench_set() { # port
+    redis-benchmark -p "$1" -t set -n 400000 -c 50 -P 16 -r 100000 -q 2>/dev/null | tr '\r' '\n' |
+        grep -o 'SET: [0-9.]*' | tail -1
+}
+id=0123456789abcdef0123456789abcdef
+redis-cli -p "$port" MC.REGISTER $id bench >/dev/null
+redis-cli -p "$port" MC.MOUNT $id bench-seg 4096 1048576 >/dev/null
+for round in $(seq "${ROUNDS:-5}"); do
+    redis-cli -p "$port" MC.REMOVEALL FORCE >/dev/null
+    echo "round $round, pool empty:      $(bench_set "$port") requests/s"
+    redis-cli -p "$port" MC.PUTSTART $id pool-key 10 >/dev/null
+    redis-cli -p "$port" MC.PUTEND $id pool-key >/dev/null
+    echo "round $round, one pool object: $(bench_set "$port") requests/s"
+done
