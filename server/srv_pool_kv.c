@@ -305,17 +305,33 @@ static int srv_pkv_key_ok(size_t klen) {
 
 /* ---------------------------------------------------------------- reads */
 
+/* Reads replica r into dst under a lease of lease_ms granted at t0: a read that outlived the
+ * lease may have raced a DEL or an overwrite, so it counts as failed. Returns 0 or -errno. */
+static int srv_pkv_read_leased(const struct srv_pkv_rep *r, void *dst, uint64_t size, int64_t t0,
+                               int64_t lease_ms) {
+    int rc = srv_pkv_transfer(r, XFER_OP_READ, dst, size);
+    if (rc == 0 && lease_ms > 0 && srv_mc_now() - t0 >= lease_ms) {
+        cm_log_sparse(1000, CM_LOG_NOTICE, "pool", "read from segment %s outlived its lease",
+                      r->segment);
+        rc = -ETIMEDOUT;
+    }
+    return rc;
+}
+
 /*
  * Appends key's pool value as a bulk string to b, read from the first replica that answers.
- * Returns 1, or 0 with b unchanged (absent, being written, or no replica readable).
+ * Returns 1, or 0 with b unchanged (absent, being written, or no replica readable). A value
+ * larger than proto-max-bulk-len is not read: an error reply is appended instead (returns 1).
  */
 static int srv_pkv_read_into(struct cm_buf *b, const char *key, size_t klen) {
     if (!srv_pkv_key_ok(klen))
         return 0;
     struct pool_replica_desc d[POOL_MAX_REPLICAS];
     size_t n = 0;
+    int64_t lease_ms = 0;
     srv_mc_lock();
-    int rc = pool_get_replicas(srv_mc_pool, key, klen, srv_mc_now(), d, &n, NULL);
+    int64_t t0 = srv_mc_now();
+    int rc = pool_get_replicas(srv_mc_pool, key, klen, t0, d, &n, &lease_ms);
     struct srv_pkv_rep *reps = NULL;
     if (rc == POOL_OK && n > 0) {
         reps = cm_malloc(n * sizeof(*reps));
@@ -326,12 +342,18 @@ static int srv_pkv_read_into(struct cm_buf *b, const char *key, size_t klen) {
         return 0;
     int done = 0;
     uint64_t size = reps[0].size;
+    if (size > (uint64_t)srv_cfg.proto_max_bulk_len) {
+        resp_add_errorf(b, "ERR the pool object is larger than proto-max-bulk-len (%llu bytes)",
+                        (unsigned long long)size);
+        srv_pkv_free_reps(reps, n);
+        return 1;
+    }
     char hdr[32];
     int hl = snprintf(hdr, sizeof(hdr), "$%llu\r\n", (unsigned long long)size);
     cm_buf_reserve(b, (size_t)hl + size + 2);
     char *dst = b->data + b->len + hl;
     for (size_t i = 0; i < n && !done; i++)
-        done = srv_pkv_transfer(&reps[i], XFER_OP_READ, dst, size) == 0;
+        done = srv_pkv_read_leased(&reps[i], dst, size, t0, lease_ms) == 0;
     if (done) {
         memcpy(b->data + b->len, hdr, (size_t)hl);
         memcpy(dst + size, "\r\n", 2);

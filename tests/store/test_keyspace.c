@@ -483,3 +483,21 @@ Test(keyspace, concurrent_clients_on_a_memory0_master) {
     st_peer_kill(&a);
     st_peer_kill(&b);
 }
+
+/* A pool object larger than proto-max-bulk-len is not sent: a clear error, not a huge reply. */
+Test(keyspace, get_above_proto_max_bulk_len_is_an_error) {
+    start("--proto-max-bulk-len 1mb");
+    struct st_peer p;
+    st_peer_start(&p, &master, "tcp", 32 * MIB);
+    struct crescent_store *st = st_store(&master, "tcp", 0);
+    char *val = calloc(1, 2 * MIB);
+    cr_assert(val != NULL);
+    OK(crescent_store_put(st, "huge", val, 2 * MIB, NULL));
+    char *e = cmd_str("GET %s", "huge");
+    cr_assert(strstr(e, "proto-max-bulk-len") != NULL, "%s", e);
+    free(e);
+    cr_assert_eq(cmd_int("STRLEN %s", "huge"), 2 * MIB);
+    crescent_store_destroy(st);
+    st_peer_kill(&p);
+    free(val);
+}
