@@ -227,7 +227,7 @@ void srv_msetnx_command(struct srv_client *c) {
         srv_db_lock(&r, c->argv[i].p, c->argv[i].len);
         int exists = srv_db_peek(&r, now) != NULL;
         srv_db_unlock(&r);
-        if (exists) {
+        if (exists || srv_pkv_exists(c->argv[i].p, c->argv[i].len)) {
             resp_add_int(&c->out, 0);
             return;
         }

@@ -181,6 +181,9 @@ Test(keyspace, memory0_redis_set_library_get_byte_exact) {
     cr_assert_eq(cmd_int("SETNX m1 %s", "again"), 0);
     cr_assert_eq(cmd_int("SETNX m3 %s", "three"), 1);
     check_lib_get(st, "m3", "three", 5);
+    cr_assert_eq(cmd_int("MSETNX m9 nine m1 %s", "again"), 0, "m1 is a pool object");
+    cr_assert_eq(cmd_int("EXISTS %s", "m9"), 0);
+    check_lib_get(st, "m1", "one", 3);
     /* what the pool refuses, with clear errors */
     char *e = cmd_str("SET k v EX %s", "100");
     cr_assert(strstr(e, "no TTL") != NULL, "%s", e);
