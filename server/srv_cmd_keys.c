@@ -9,6 +9,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_pool_kv.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 
@@ -33,7 +34,7 @@ static int srv_delete_key(const struct srv_arg *k, int64_t now) {
     if (o)
         srv_db_unlink(&r, o);
     srv_db_unlock(&r);
-    return o != NULL;
+    return srv_pkv_del(k->p, k->len) || o != NULL; /* the pool's object goes too */
 }
 
 void srv_del_command(struct srv_client *c) {
@@ -59,8 +60,9 @@ static long long srv_count_existing(struct srv_client *c, int touch) {
     for (int i = 1; i < c->argc; i++) {
         struct srv_db_ref r;
         srv_db_lock(&r, c->argv[i].p, c->argv[i].len);
-        n += (touch ? srv_db_find(&r, now) : srv_db_peek(&r, now)) != NULL;
+        int found = (touch ? srv_db_find(&r, now) : srv_db_peek(&r, now)) != NULL;
         srv_db_unlock(&r);
+        n += found || srv_pkv_exists(c->argv[i].p, c->argv[i].len);
     }
     return n;
 }
@@ -79,10 +81,16 @@ void srv_type_command(struct srv_client *c) {
     struct srv_obj *o = srv_db_peek(&r, srv_now_ms());
     int type = o ? o->type : -1;
     srv_db_unlock(&r);
+    if (type < 0 && srv_pkv_exists(c->argv[1].p, c->argv[1].len))
+        type = SRV_TYPE_STRING; /* a pool object */
     resp_add_simple(&c->out, type >= 0 ? srv_type_name((enum srv_type)type) : "none");
 }
 
 /* ---------------------------------------------------------------- EXPIRE family */
+
+#define SRV_ERR_POOL_TTL                                                                       \
+    "ERR this key lives in the distributed store's pool, whose objects have no TTL (use DEL, " \
+    "or let the pool evict it)"
 
 #define SRV_EXP_NX 1
 #define SRV_EXP_XX 2
@@ -138,6 +146,11 @@ static void srv_expire_generic(struct srv_client *c, int64_t base, int seconds, 
     int64_t now = srv_now_ms();
     srv_db_lock(&r, c->argv[1].p, c->argv[1].len);
     struct srv_obj *o = srv_db_find(&r, now);
+    if (!o && srv_pkv_exists(c->argv[1].p, c->argv[1].len)) {
+        srv_db_unlock(&r);
+        srv_reply_error(c, SRV_ERR_POOL_TTL);
+        return;
+    }
     int ok = o != NULL;
     if (o && flags) {
         int64_t cur = cm_atomic_load_relaxed(&o->expire_ms);
@@ -184,7 +197,9 @@ static void srv_ttl_generic(struct srv_client *c, int ms, int rel) {
     struct srv_obj *o = srv_db_peek(&r, now);
     int64_t e = o ? cm_atomic_load_relaxed(&o->expire_ms) : 0;
     srv_db_unlock(&r);
-    if (!o) {
+    if (!o && srv_pkv_exists(c->argv[1].p, c->argv[1].len)) {
+        resp_add_int(&c->out, -1); /* pool objects have no TTL */
+    } else if (!o) {
         resp_add_int(&c->out, -2);
     } else if (!e) {
         resp_add_int(&c->out, -1);
@@ -234,14 +249,36 @@ struct srv_keys_ctx {
     int type; /* -1 = any, else enum srv_type */
 };
 
-static void srv_keys_visit(struct srv_obj *o, void *arg) {
-    struct srv_keys_ctx *k = arg;
-    if (k->type >= 0 && o->type != k->type)
+/* Offers one key of type type to the KEYS/SCAN reply. */
+static void srv_keys_offer(struct srv_keys_ctx *k, const char *key, size_t klen, int type) {
+    if (k->type >= 0 && type != k->type)
         return;
-    if (!k->all && !cm_glob_match(k->pat, k->plen, o->key, o->klen, 0))
+    if (!k->all && !cm_glob_match(k->pat, k->plen, key, klen, 0))
         return;
-    resp_add_bulk(k->keys, o->key, o->klen);
+    resp_add_bulk(k->keys, key, klen);
     k->count++;
+}
+
+static void srv_keys_visit(struct srv_obj *o, void *arg) {
+    srv_keys_offer(arg, o->key, o->klen, o->type);
+}
+
+static void srv_keys_visit_pool(void *arg, const char *key, size_t klen) {
+    srv_keys_offer(arg, key, klen, SRV_TYPE_STRING);
+}
+
+/*
+ * One SCAN step over the keyspace, then (cursors with SRV_PKV_SCAN_FLAG) over the pool's
+ * objects, so every key present for the whole scan is returned at least once.
+ */
+static uint64_t srv_scan_step(uint64_t cursor, size_t count, int64_t now, struct srv_keys_ctx *k) {
+    if (!(cursor & SRV_PKV_SCAN_FLAG)) {
+        cursor = srv_db_scan(cursor, count, now, srv_keys_visit, k);
+        if (cursor != 0 || (k->type >= 0 && k->type != SRV_TYPE_STRING))
+            return cursor;
+        cursor = SRV_PKV_SCAN_FLAG;
+    }
+    return srv_pkv_scan(cursor, count, srv_keys_visit_pool, k);
 }
 
 void srv_keys_command(struct srv_client *c) {
@@ -252,7 +289,7 @@ void srv_keys_command(struct srv_client *c) {
     uint64_t cursor = 0;
     int64_t now = srv_now_ms();
     do {
-        cursor = srv_db_scan(cursor, 4096, now, srv_keys_visit, &k);
+        cursor = srv_scan_step(cursor, 4096, now, &k);
     } while (cursor != 0);
     resp_add_array_hdr(&c->out, k.count);
     cm_buf_append(&c->out, keys.data, keys.len);
@@ -306,7 +343,7 @@ void srv_scan_command(struct srv_client *c) {
     struct cm_buf keys;
     cm_buf_init(&keys);
     k.keys = &keys;
-    uint64_t next = srv_db_scan(cursor, (size_t)count, srv_now_ms(), srv_keys_visit, &k);
+    uint64_t next = srv_scan_step(cursor, (size_t)count, srv_now_ms(), &k);
     resp_add_array_hdr(&c->out, 2);
     char num[24];
     int n = cm_ll2str(num, sizeof(num), (long long)next);
@@ -475,7 +512,7 @@ void srv_copy_command(struct srv_client *c) {
 /* ---------------------------------------------------------------- DBSIZE, FLUSH* */
 
 void srv_dbsize_command(struct srv_client *c) {
-    resp_add_int(&c->out, (long long)srv_db_size());
+    resp_add_int(&c->out, (long long)(srv_db_size() + srv_pkv_count()));
 }
 
 static void srv_flush_generic(struct srv_client *c) {
@@ -484,6 +521,7 @@ static void srv_flush_generic(struct srv_client *c) {
         return;
     }
     srv_db_flush();
+    srv_pkv_flush(); /* and every pool object it may take (docs/commands.md) */
     srv_reply_ok(c);
 }
 

@@ -6,6 +6,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_cmdstat.h"
 #include "server/srv_db.h"
+#include "server/srv_pool_kv.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_snapshot.h"
@@ -409,7 +410,7 @@ static void srv_info_cpu(struct cm_buf *b) {
 
 static void srv_info_keyspace(struct cm_buf *b) {
     cm_buf_appendf(b, "# Keyspace\r\n");
-    uint64_t keys = srv_db_size();
+    uint64_t keys = srv_db_size() + srv_pkv_count(); /* pool objects are keys too */
     if (keys)
         cm_buf_appendf(b, "db0:keys=%llu,expires=%llu,avg_ttl=0\r\n", (unsigned long long)keys,
                        (unsigned long long)srv_db_expires());

@@ -10,6 +10,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_pool_kv.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_string.h"
@@ -141,10 +142,18 @@ static int srv_set_obj(struct srv_client *c, const struct srv_arg *key, struct s
     return 1;
 }
 
-/* As srv_set_obj with a copy of val as the new value. */
+/* SET's flags as the pool bridge takes them. */
+static unsigned srv_set_pkv_flags(unsigned flags, int64_t expire_at) {
+    return ((flags & SRV_SET_NX) ? SRV_PKV_NX : 0) | ((flags & SRV_SET_XX) ? SRV_PKV_XX : 0) |
+           ((flags & SRV_SET_GET) ? SRV_PKV_GET : 0) | (expire_at ? SRV_PKV_EXPIRE : 0);
+}
+
+/* As srv_set_obj with a copy of val as the new value; into the pool when it should go there. */
 static int srv_set_generic(struct srv_client *c, const struct srv_arg *key,
                            const struct srv_arg *val, unsigned flags, int64_t expire_at,
                            int reply) {
+    if (srv_pkv_set_wanted(key->p, key->len))
+        return srv_pkv_set(c, key, val, srv_set_pkv_flags(flags, expire_at), reply);
     struct srv_obj *o = srv_obj_from(c, key->p, key->len, val->p, val->len);
     if (!o)
         return -1;
@@ -218,7 +227,7 @@ void srv_msetnx_command(struct srv_client *c) {
         srv_db_lock(&r, c->argv[i].p, c->argv[i].len);
         int exists = srv_db_peek(&r, now) != NULL;
         srv_db_unlock(&r);
-        if (exists) {
+        if (exists || srv_pkv_exists(c->argv[i].p, c->argv[i].len)) {
             resp_add_int(&c->out, 0);
             return;
         }
@@ -239,10 +248,11 @@ void srv_get_command(struct srv_client *c) {
         srv_reply_error(c, SRV_ERR_WRONGTYPE);
     else if (o)
         srv_reply_value(c, o);
-    else
-        resp_add_null(&c->out, c->proto);
     srv_db_unlock(&r);
-    srv_db_count_hit(o != NULL);
+    int hit = o != NULL || srv_pkv_get(c, c->argv[1].p, c->argv[1].len);
+    if (!hit)
+        resp_add_null(&c->out, c->proto);
+    srv_db_count_hit(hit);
 }
 
 void srv_mget_command(struct srv_client *c) {
@@ -252,12 +262,15 @@ void srv_mget_command(struct srv_client *c) {
         struct srv_db_ref r;
         srv_db_lock(&r, c->argv[i].p, c->argv[i].len);
         struct srv_obj *o = srv_db_find(&r, now);
+        int hit = o != NULL;
         if (o && o->type == SRV_TYPE_STRING)
             srv_reply_value(c, o);
-        else
+        else if (o)
             resp_add_null(&c->out, c->proto);
         srv_db_unlock(&r);
-        srv_db_count_hit(o != NULL);
+        if (!o && !(hit = srv_pkv_get(c, c->argv[i].p, c->argv[i].len)))
+            resp_add_null(&c->out, c->proto);
+        srv_db_count_hit(hit);
     }
 }
 
@@ -270,10 +283,12 @@ void srv_getdel_command(struct srv_client *c) {
     } else if (o) {
         srv_reply_value(c, o);
         srv_db_unlink(&r, o);
-    } else {
-        resp_add_null(&c->out, c->proto);
     }
     srv_db_unlock(&r);
+    if (!o && srv_pkv_get(c, c->argv[1].p, c->argv[1].len)) /* a pool object: read, then DEL */
+        srv_pkv_del(c->argv[1].p, c->argv[1].len);
+    else if (!o)
+        resp_add_null(&c->out, c->proto);
 }
 
 void srv_getex_command(struct srv_client *c) {
@@ -310,9 +325,13 @@ void srv_strlen_command(struct srv_client *c) {
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
     if (o && o->type != SRV_TYPE_STRING)
         srv_reply_error(c, SRV_ERR_WRONGTYPE);
-    else
-        resp_add_int(&c->out, o ? (long long)o->vlen : 0);
+    else if (o)
+        resp_add_int(&c->out, (long long)o->vlen);
     srv_db_unlock(&r);
+    if (!o) {
+        int64_t plen = srv_pkv_strlen(c->argv[1].p, c->argv[1].len);
+        resp_add_int(&c->out, plen > 0 ? plen : 0);
+    }
 }
 
 void srv_getrange_command(struct srv_client *c) {
@@ -358,6 +377,11 @@ long long srv__rmw_run(struct srv_client *c, const struct srv_rmw *rmw, size_t *
         if (o && o->type != SRV_TYPE_STRING) {
             srv_db_unlock(&r);
             srv_reply_error(c, SRV_ERR_WRONGTYPE);
+            return -1;
+        }
+        if (!o && attempt == 0 && srv_pkv_exists(key->p, key->len)) {
+            srv_db_unlock(&r);
+            srv_reply_error(c, SRV_PKV_ERR_RMW);
             return -1;
         }
         size_t oldlen = o ? o->vlen : 0;

@@ -103,8 +103,9 @@ static const struct cm_cfg_entry srv_entries[] = {
               "permissions of the Unix socket, octal digits like 700 (0 = umask)"),
     INT_ENTRY("threads", "io-threads", CM_CFG_IMMUTABLE, threads, 0, 256, "0",
               "event-loop threads (0 = auto: 1 up to 2 cores, else half the cores, at most 8)"),
-    MEM_ENTRY("memory", "maxmemory", CM_CFG_IMMUTABLE, memory, 1 << 20, LLONG_MAX, "1gb",
-              "size of the embedded segment holding all values"),
+    MEM_ENTRY("memory", "maxmemory", CM_CFG_IMMUTABLE, memory, 0, LLONG_MAX, "1gb",
+              "size of the embedded segment holding string values (0 = none: SET places values "
+              "in the pool's client segments; otherwise at least 1mb)"),
     INT_ENTRY("maxclients", NULL, 0, maxclients, 1, 1000000, "10000",
               "maximum simultaneous clients"),
     INT_ENTRY("timeout", NULL, 0, timeout, 0, INT_MAX, "0",

@@ -120,6 +120,8 @@ int srv_db_init(struct srv_seg *seg) {
     srv_db_seg = seg;
     srv_hash_seed = cm_rand64();
     srv_clock_base_ms = cm_mono_ms();
+    if (!seg) /* --memory 0: no values of its own, nothing to reclaim */
+        return 0;
     int rc = srv_seg_start_reclaimer(seg, SRV_RECLAIM_PERIOD_MS, SRV_RECLAIM_MIN_AGE_MS,
                                      srv_db_mem_tick);
     if (rc < 0)

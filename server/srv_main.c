@@ -11,6 +11,7 @@
 #include "server/srv_db.h"
 #include "server/srv_http.h"
 #include "server/srv_mc.h"
+#include "server/srv_pool_kv.h"
 #include "server/srv_server.h"
 #include "server/srv_snapshot.h"
 
@@ -122,6 +123,11 @@ static int srv_startup(int argc, char **argv) {
         return 1;
     }
     cm_log_set_level((enum cm_log_level)srv_cfg.loglevel);
+    if (srv_cfg.memory > 0 && srv_cfg.memory < (1 << 20)) {
+        fprintf(stderr, "crescent-master: memory must be 0 (no embedded segment) or at least "
+                        "1mb\n");
+        return 1;
+    }
     if (srv_cfg.enable_ha || srv_cfg.enable_offload) {
         fprintf(stderr,
                 "crescent-master: %s is not available in this version of the master "
@@ -146,7 +152,9 @@ int main(int argc, char **argv) {
     srv_executable[n > 0 ? n : 0] = '\0';
     srv_raise_fd_limit();
     srv_signals();
-    int rc = srv_seg_create("crescent-master", (uint64_t)srv_cfg.memory, &srv_segment);
+    int rc = srv_cfg.memory > 0
+                 ? srv_seg_create("crescent-master", (uint64_t)srv_cfg.memory, &srv_segment)
+                 : 0;
     if (rc < 0) {
         cm_log(CM_LOG_WARNING, "server", "cannot create the %lld-byte segment: %s", srv_cfg.memory,
                strerror(-rc));
@@ -165,6 +173,7 @@ int main(int argc, char **argv) {
     int status = srv_net_run();
     srv_http_stop();
     srv_snapshot_stop();
+    srv_pkv_stop();
     srv_mc_stop();
     cm_log(CM_LOG_NOTICE, "server", "shutting down");
     srv_db_fini();

@@ -8,8 +8,10 @@
 #include "server/srv_mc.h"
 
 #include "server/srv_client.h"
+#include "server/srv_pool_kv.h"
 #include "server/srv_server.h"
 
+#include "common/cm_atomic.h"
 #include "common/cm_log.h"
 #include "common/cm_mem.h"
 #include "common/cm_time.h"
@@ -33,13 +35,19 @@ static pthread_cond_t srv_mc_stop_cv;
 static int srv_mc_stopping;
 static int srv_mc_thread_on;
 static pthread_t srv_mc_thread;
+static _Atomic uint64_t srv_mc_nobjects; /* published by srv_mc_unlock */
 
 void srv_mc_lock(void) {
     pthread_mutex_lock(&srv_mc_mu);
 }
 
 void srv_mc_unlock(void) {
+    cm_atomic_store_release(&srv_mc_nobjects, srv_mc_pool ? pool_object_count(srv_mc_pool) : 0);
     pthread_mutex_unlock(&srv_mc_mu);
+}
+
+uint64_t srv_mc_object_hint(void) {
+    return cm_atomic_load_acquire(&srv_mc_nobjects);
 }
 
 int64_t srv_mc_now(void) {
@@ -84,6 +92,7 @@ static void *srv_mc_main(void *arg) {
         pthread_mutex_unlock(&srv_mc_stop_mu);
         struct pool_tick_report r;
         srv_mc_lock();
+        srv_pkv_tick(srv_mc_now());
         pool_tick(srv_mc_pool, srv_mc_now(), &r);
         srv_mc_unlock();
         if (r.clients_expired || r.segments_unmounted || r.zombies_released || r.objects_evicted)

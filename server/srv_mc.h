@@ -45,9 +45,16 @@ int srv_mc_reconfigure(char *err, size_t errlen);
 int srv_mc_restore(const void *buf, size_t len, struct pool_snap_meta *meta, char *err,
                    size_t errlen);
 
-/* Pool mutex. */
+/* Pool mutex. Unlocking publishes the pool's object count (srv_mc_object_hint). */
 void srv_mc_lock(void);
 void srv_mc_unlock(void);
+
+/*
+ * The pool's object count as of the last srv_mc_unlock(), read without the mutex: 0 means no
+ * object existed when the last holder released the mutex, so a caller that finds 0 may skip
+ * taking it (the Redis commands' fast path when the pool is unused). Any thread.
+ */
+uint64_t srv_mc_object_hint(void);
 
 /* The pool's clock: monotonic milliseconds. */
 int64_t srv_mc_now(void);

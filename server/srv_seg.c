@@ -352,6 +352,8 @@ void srv_seg_destroy(struct srv_seg *seg) {
 int srv_seg_alloc(struct srv_seg *seg, uint64_t len, struct srv_block *blk) {
     uint64_t off = 0;
     int rc = 0;
+    if (!seg)
+        return -ENOSPC;
     if (len == 0)
         len = 1;
     pthread_mutex_lock(&seg->lock);
@@ -412,6 +414,11 @@ char *srv_seg_ptr(struct srv_seg *seg, uint32_t handle) {
 
 void srv_seg_stats(struct srv_seg *seg, struct srv_seg_stats *st) {
     struct cm_tlsf_stats ts;
+    if (!seg) {
+        memset(st, 0, sizeof(*st));
+        st->memfd = -1;
+        return;
+    }
     pthread_mutex_lock(&seg->lock);
     cm_tlsf_get_stats(seg->tlsf, &ts);
     pthread_mutex_unlock(&seg->lock);
@@ -427,11 +434,11 @@ void srv_seg_stats(struct srv_seg *seg, struct srv_seg_stats *st) {
 }
 
 uint64_t srv_seg_used(const struct srv_seg *seg) {
-    return cm_atomic_load_relaxed(&seg->used);
+    return seg ? cm_atomic_load_relaxed(&seg->used) : 0;
 }
 
 uint64_t srv_seg_size(const struct srv_seg *seg) {
-    return seg->size;
+    return seg ? seg->size : 0;
 }
 
 /* ---------------------------------------------------------------- page reclaim */
@@ -571,7 +578,7 @@ int srv_seg_start_reclaimer(struct srv_seg *seg, unsigned period_ms, unsigned mi
 }
 
 void srv_seg_stop_reclaimer(struct srv_seg *seg) {
-    if (!seg->thread_started)
+    if (!seg || !seg->thread_started)
         return;
     pthread_mutex_lock(&seg->lock);
     seg->thread_stop = 1;

@@ -28,6 +28,12 @@ int srv_seg_create(const char *name, uint64_t size, struct srv_seg **out);
  */
 void srv_seg_destroy(struct srv_seg *seg);
 
+/*
+ * A master started with --memory 0 has no segment: seg is NULL, and srv_seg_alloc (-ENOSPC),
+ * srv_seg_stats (zeros, memfd -1), srv_seg_used / srv_seg_size (0) and srv_seg_stop_reclaimer
+ * accept that NULL; nothing else is ever called on it, since no block exists.
+ */
+
 /* Allocates len bytes. Returns 0 and fills *blk, or -ENOSPC when no block fits. */
 int srv_seg_alloc(struct srv_seg *seg, uint64_t len, struct srv_block *blk);
 

@@ -446,6 +446,37 @@ long pool_keys_regex(const struct pool *p, const char *pattern, pool_key_visit_c
 /* Removes every object (same skipping rules as pool_remove_regex). Returns the count. */
 long pool_remove_all(struct pool *p, int force, int64_t now);
 
+/* ---- Redis views (pool_redis.c): what plain DEL, FLUSHALL, SCAN and DBSIZE do -------------- */
+
+/*
+ * Redis DEL of key: removes the object at once even when it is leased or hard-pinned; the
+ * buffers of a leased object stay reserved (not reused) until its lease ends, so a reader in
+ * flight still reads the old bytes. Errors: POOL_EOBJECT_NOT_FOUND, POOL_EINVALID_PARAMS,
+ * POOL_EREPLICA_IS_NOT_READY (a write in flight: the key is not readable yet),
+ * POOL_EOBJECT_HAS_REPLICATION_TASK (a copy/move in flight: its client is writing the targets).
+ */
+int pool_unlink(struct pool *p, const void *key, size_t klen, int64_t now);
+
+/* pool_unlink() of every object it may take (skips writes and copies/moves in flight). Returns
+ * the number removed. O(objects). */
+long pool_unlink_all(struct pool *p, int64_t now);
+
+/*
+ * One SCAN step over the readable keys: calls cb for the keys of the buckets from cursor (0 to
+ * start) until at least count objects were looked at, and returns the next cursor, 0 when the
+ * scan is complete. Every key readable for the whole scan is visited at least once (some may
+ * be visited twice), whatever the table does between calls. Grants no lease; cb must not call
+ * the pool.
+ */
+uint64_t pool_scan(const struct pool *p, uint64_t cursor, size_t count, pool_key_visit_cb *cb,
+                   void *arg);
+
+/* Number of objects, readable or being written. O(1). */
+uint64_t pool_object_count(const struct pool *p);
+
+/* Number of readable objects (no write in flight). O(writes in flight). */
+uint64_t pool_readable_count(const struct pool *p);
+
 /*
  * Batch replica clear: for each keys[i], drops the replicas that live on segments owned by
  * client (only segment_name when it is non-NULL and non-empty); an object left with none is

@@ -11,3 +11,16 @@ $(BUILD)/tests/store/test_store: $(STORE_TEST_OBJS) $(BUILD)/lib/libcrescent.so 
 	    $(shell pkg-config --libs hiredis) -ldl $(CRITERION_LIBS)
 TEST_PROGS += $(BUILD)/tests/store/test_store
 TEST_SCRIPTS += tests/store/test_bench_store.sh
+
+# tests/store/test_keyspace.c: plain Redis commands on pool objects (one keyspace).
+KEYSPACE_TEST_SRCS := tests/store/test_keyspace.c
+KEYSPACE_TEST_OBJS := $(call objs,$(KEYSPACE_TEST_SRCS))
+ALL_SRCS += $(KEYSPACE_TEST_SRCS)
+$(KEYSPACE_TEST_OBJS): MOD_CFLAGS += $(shell pkg-config --cflags hiredis criterion)
+
+$(BUILD)/tests/store/test_keyspace: $(KEYSPACE_TEST_OBJS) $(call objs,tests/store/store_test_util.c) \
+                                    $(BUILD)/lib/libcrescent.so $(BUILD)/bin/crescent-master
+	$(LINK) $(KEYSPACE_TEST_OBJS) $(call objs,tests/store/store_test_util.c) -L$(BUILD)/lib \
+	    -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent $(shell pkg-config --libs hiredis) -ldl \
+	    $(CRITERION_LIBS)
+TEST_PROGS += $(BUILD)/tests/store/test_keyspace
