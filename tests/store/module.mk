@@ -11,3 +11,15 @@ $(BUILD)/tests/store/test_store: $(STORE_TEST_OBJS) $(BUILD)/lib/libcrescent.so 
 	    $(shell pkg-config --libs hiredis) -ldl $(CRITERION_LIBS)
 TEST_PROGS += $(BUILD)/tests/store/test_store
 TEST_SCRIPTS += tests/store/test_bench_store.sh
+
+# crescent-client daemons and dummy clients (test_daemon.c): the same helpers, the daemon binary.
+DAEMON_TEST_SRCS := tests/store/test_daemon.c
+DAEMON_TEST_OBJS := $(call objs,$(DAEMON_TEST_SRCS)) $(call objs,tests/store/store_test_util.c)
+ALL_SRCS += $(DAEMON_TEST_SRCS)
+$(call objs,$(DAEMON_TEST_SRCS)): MOD_CFLAGS += $(shell pkg-config --cflags hiredis criterion)
+
+$(BUILD)/tests/store/test_daemon: $(DAEMON_TEST_OBJS) $(BUILD)/lib/libcrescent.so \
+                                  $(BUILD)/bin/crescent-master $(BUILD)/bin/crescent-client
+	$(LINK) $(DAEMON_TEST_OBJS) -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent \
+	    $(shell pkg-config --libs hiredis) -ldl $(CRITERION_LIBS)
+TEST_PROGS += $(BUILD)/tests/store/test_daemon
