@@ -94,7 +94,8 @@ static int cli_dummy_err(const redisReply *r) {
     return cli_fail(CRESCENT_STORE_ERPC_FAIL, "daemon: %s", s);
 }
 
-/* Sends the whole of buf on fd, attaching fd_pass to the first byte. Returns 0 or -errno. */
+/* Sends the whole of buf on fd, attaching fd_pass (when >= 0) to the first byte, without
+ * SIGPIPE. Returns 0 or -errno. */
 static int cli_dummy_send_fd(int fd, const char *buf, size_t len, int fd_pass) {
     union {
         struct cmsghdr h;
@@ -103,13 +104,15 @@ static int cli_dummy_send_fd(int fd, const char *buf, size_t len, int fd_pass) {
     memset(&cm, 0, sizeof(cm));
     struct iovec iov = {(void *)buf, len};
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-    m.msg_control = cm.b;
-    m.msg_controllen = sizeof(cm.b);
-    struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-    h->cmsg_level = SOL_SOCKET;
-    h->cmsg_type = SCM_RIGHTS;
-    h->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(h), &fd_pass, sizeof(int));
+    if (fd_pass >= 0) {
+        m.msg_control = cm.b;
+        m.msg_controllen = sizeof(cm.b);
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &fd_pass, sizeof(int));
+    }
     size_t off = 0;
     while (off < len) {
         ssize_t n =
@@ -191,7 +194,15 @@ static int cli_dummy_call(struct crescent_store *st, int argc, const char **argv
     int rc = d->c == NULL ? cli_dummy_connect(st) : 0;
     redisReply *r = NULL;
     if (rc == 0) {
-        r = redisCommandArgv(d->c, argc, argv, lens);
+        /* Sent with MSG_NOSIGNAL (hiredis's write(2) would raise SIGPIPE in the application
+         * when the daemon is gone); hiredis only reads the reply. */
+        char *cmd = NULL;
+        int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+        if (len < 0 || cli_dummy_send_fd(d->c->fd, cmd, (size_t)len, -1) < 0 ||
+            redisGetReply(d->c, (void **)&r) != REDIS_OK) {
+            r = NULL;
+        }
+        free(cmd);
         if (r == NULL) {
             rc = cli_fail(CRESCENT_STORE_ERPC_FAIL, "daemon %s: %s", d->spec, d->c->errstr);
             redisFree(d->c);

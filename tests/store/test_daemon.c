@@ -122,12 +122,13 @@ static pid_t spawn_client(const char *const *args, int *out_fd, const char *log)
     return pid;
 }
 
-/* Starts a daemon over proto with a seg-byte segment; waits for its readiness line. */
-static void daemon_start(struct st_daemon *d, const char *proto, const char *seg, const char *ttl,
-                         const char *grace_ms) {
+/* Starts a daemon over proto with a seg-byte segment on --port port_no (0: a free one); waits
+ * for its readiness line. */
+static void daemon_start_on(struct st_daemon *d, int port_no, const char *proto, const char *seg,
+                            const char *ttl, const char *grace_ms) {
     memset(d, 0, sizeof(*d));
     for (int attempt = 0; attempt < 5; attempt++) {
-        d->port = free_port();
+        d->port = port_no != 0 ? port_no : free_port();
         snprintf(d->log, sizeof(d->log), "/tmp/crescent-daemon-test.%d.%d.log", (int)getpid(),
                  d->port);
         char port[16];
@@ -176,6 +177,11 @@ static void daemon_start(struct st_daemon *d, const char *proto, const char *seg
         waitpid(d->pid, NULL, 0);
     }
     cr_assert_fail("crescent-client did not become ready (log %s)", d->log);
+}
+
+static void daemon_start(struct st_daemon *d, const char *proto, const char *seg, const char *ttl,
+                         const char *grace_ms) {
+    daemon_start_on(d, 0, proto, seg, ttl, grace_ms);
 }
 
 static bool log_has_sanitizer_report(const char *path) {
@@ -618,6 +624,42 @@ Test(daemon, master_restart_daemons_remount) {
     crescent_store_destroy(du);
     cr_assert_eq(daemon_stop(&a), 0);
     cr_assert_eq(daemon_stop(&b), 0);
+}
+
+/* A dummy outlives its daemon: calls fail with RPC_FAIL (health 2) while the daemon is down, and
+ * work again, with a new pool handshake, once a daemon listens on the same port. */
+Test(daemon, dummy_reconnects_after_daemon_restart) {
+    struct st_daemon d;
+    daemon_start(&d, "tcp", "16mb", "10", "500");
+    int port = d.port;
+    struct crescent_store *du = dummy_store(&d, MIB);
+    char *pool = crescent_store_dummy_pool(du, NULL);
+    memcpy(pool, "first", 5);
+    OK(crescent_store_put_from(du, "r1", pool, 5, NULL));
+    cr_assert_eq(daemon_stop(&d), 0);
+    ERR(CRESCENT_STORE_ERPC_FAIL, crescent_store_put_from(du, "r2", pool, 5, NULL));
+    long long deadline = st_now_ms() + 10000;
+    while (crescent_store_health_check(du) != 2 && st_now_ms() < deadline) {
+        st_sleep_ms(50);
+    }
+    cr_assert_eq(crescent_store_health_check(du), 2);
+    char old_id[33];
+    snprintf(old_id, sizeof(old_id), "%s", crescent_store_client_id(du));
+    daemon_start_on(&d, port, "tcp", "16mb", "10", "500");
+    cr_assert_str_neq(old_id, d.client_id);
+    memcpy(pool, "second", 6);
+    OK(crescent_store_put_from(du, "r2", pool, 6, NULL));
+    cr_assert_str_eq(crescent_store_client_id(du), d.client_id);
+    memset(pool, 0, 6);
+    cr_assert_eq(crescent_store_get_into(du, "r2", pool, 64), 6);
+    cr_assert(memcmp(pool, "second", 6) == 0);
+    deadline = st_now_ms() + 10000;
+    while (crescent_store_health_check(du) != 0 && st_now_ms() < deadline) {
+        st_sleep_ms(50);
+    }
+    cr_assert_eq(crescent_store_health_check(du), 0);
+    crescent_store_destroy(du);
+    cr_assert_eq(daemon_stop(&d), 0);
 }
 
 /* ---- raw dummy socket ---- */
