@@ -5,9 +5,10 @@
  * the dummy's sealed memfd pool (SCM_RIGHTS); the daemon maps it and registers it with its
  * store, then runs each request on the store: zero-copy calls address the pool by offset, so
  * bytes move between peer segments and the dummy's memory with no copy here. Requests are
- * parsed by a bounded RESP parser of its own (no allocation driven by a claimed length); a
- * malformed one gets `-ERR Protocol error: ...` and the connection is closed. A dummy silent
- * for the TTL is dropped; either way its pool is unregistered and unmapped by its own thread.
+ * parsed by redis-compat's RESP request parser (multibulk only, bounded argument count and
+ * size); a malformed one gets Redis's `-ERR Protocol error: ...` and the connection is closed. A
+ * dummy silent for the TTL is dropped; either way its pool is unregistered and unmapped by its own
+ * thread.
  */
 #include "common/fmacros.h"
 
@@ -16,6 +17,7 @@
 #include "common/cm_buf.h"
 #include "common/cm_log.h"
 #include "common/cm_time.h"
+#include "redis-compat/resp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +34,7 @@
 
 #define CLI_D_POLL_MS  200          /* TTL and stop checks */
 #define CLI_D_MAX_ARGS (1u << 20)   /* arguments in one request */
-#define CLI_D_MAX_BULK (1ull << 34) /* bytes in one argument (an inline value) */
+#define CLI_D_MAX_BULK (1ull << 32) /* bytes in one argument (an inline value) */
 #define CLI_D_MAX_FDS  8            /* fds taken from one recvmsg */
 #define CLI_D_READ     (256u << 10) /* bytes read at a time */
 #define CLI_D_MAX_REPL 8            /* replicas described */
@@ -48,9 +50,13 @@ struct cli_d_conn {
     size_t pool_size; /* bytes */
     char *in;         /* request bytes */
     size_t in_len, in_cap;
-    const char **argv; /* parsed request (into in) */
+    size_t in_off;         /* start of the request being parsed */
+    struct resp_parser rp; /* request parser */
+    char errbuf[96];       /* a protocol error of our own */
+    const char **argv;     /* parsed request (into in) */
     size_t *lens;
     size_t argc, arg_cap;
+    size_t used;             /* bytes of the parsed request */
     struct cm_buf out;       /* reply */
     uint64_t last_ms;        /* last request, monotonic */
     bool done;               /* thread finished (joinable) */
@@ -122,86 +128,59 @@ static void cli_d_result(struct cli_d_conn *c, int64_t v) {
 
 /* ---- request parsing ---- */
 
-/* Parses "<prefix><digits>\r\n" at *pos; 1 done, 0 need more, -1 malformed. */
-static int cli_d_header(struct cli_d_conn *c, size_t *pos, char prefix, uint64_t max, uint64_t *v,
-                        char *err, size_t errcap) {
-    size_t p = *pos;
-    if (p >= c->in_len) {
-        return 0;
-    }
-    if (c->in[p] != prefix) {
-        unsigned char ch = (unsigned char)c->in[p];
-        snprintf(err, errcap, "expected '%c', got '%c'", prefix, ch >= 32 && ch < 127 ? ch : '?');
-        return -1;
-    }
-    uint64_t x = 0;
-    size_t digits = 0;
-    for (p++; p < c->in_len && c->in[p] >= '0' && c->in[p] <= '9' && digits < 19; p++) {
-        x = x * 10 + (uint64_t)(c->in[p] - '0');
-        digits++;
-    }
-    bool bad = digits == 0 || x > max;
-    if (!bad && p < c->in_len && c->in[p] == '\r' && p + 1 == c->in_len) {
-        return 0;
-    }
-    if (!bad && p >= c->in_len) {
-        return 0;
-    }
-    if (bad || c->in[p] != '\r' || c->in[p + 1] != '\n') {
-        snprintf(err, errcap, "invalid %s length", prefix == '*' ? "multibulk" : "bulk");
-        return -1;
-    }
-    *pos = p + 2;
-    *v = x;
-    return 1;
-}
-
-/* Parses one request at the start of c->in: 1 complete (c->argv / c->lens / c->argc, each
- * argument NUL-terminated in place, *used bytes), 0 need more bytes, -1 malformed (err). */
-static int cli_d_parse(struct cli_d_conn *c, size_t *used, char *err, size_t errcap) {
-    size_t pos = 0;
-    uint64_t argc, len;
-    int r = cli_d_header(c, &pos, '*', CLI_D_MAX_ARGS, &argc, err, errcap);
-    if (r <= 0) {
-        return r;
-    }
-    if (argc == 0) {
-        snprintf(err, errcap, "empty request");
-        return -1;
-    }
-    if (argc > c->arg_cap) {
-        const char **a = realloc(c->argv, argc * sizeof(*a));
-        c->argv = a != NULL ? a : c->argv;
-        size_t *l = a != NULL ? realloc(c->lens, argc * sizeof(*l)) : NULL;
-        c->lens = l != NULL ? l : c->lens;
-        if (a == NULL || l == NULL) {
-            snprintf(err, errcap, "out of memory for %llu arguments", (unsigned long long)argc);
-            return -1;
-        }
-        c->arg_cap = argc;
-    }
-    for (size_t i = 0; i < argc; i++) {
-        if ((r = cli_d_header(c, &pos, '$', CLI_D_MAX_BULK, &len, err, errcap)) <= 0) {
-            return r;
-        }
-        if (c->in_len - pos < len + 2) {
+/* Parses the next request at c->in + c->in_off with the RESP request parser
+ * (redis-compat/resp.h): 1 complete (c->argv / c->lens / c->argc, each argument NUL-terminated
+ * in place over its CR; c->used bytes), 0 need more bytes, -1 malformed (*err, Redis's text
+ * starting with "ERR"). Requests must be multibulk: an inline command is malformed here. */
+static int cli_d_parse(struct cli_d_conn *c, const char **err) {
+    for (;;) {
+        char *buf = c->in + c->in_off;
+        size_t len = c->in_len - c->in_off;
+        if (len == 0) {
             return 0;
         }
-        if (c->in[pos + len] != '\r' || c->in[pos + len + 1] != '\n') {
-            snprintf(err, errcap, "bulk of %llu bytes not followed by CRLF",
-                     (unsigned long long)len);
+        if (buf[0] != '*') {
+            unsigned char ch = (unsigned char)buf[0];
+            snprintf(c->errbuf, sizeof(c->errbuf), "ERR Protocol error: expected '*', got '%c'",
+                     ch >= 32 && ch < 127 ? ch : '?');
+            *err = c->errbuf;
             return -1;
         }
-        c->argv[i] = c->in + pos;
-        c->lens[i] = len;
-        pos += len + 2;
+        enum resp_result r = resp_parse_request(&c->rp, buf, len);
+        if (r == RESP_INCOMPLETE) {
+            return 0;
+        }
+        if (r == RESP_ERROR) {
+            *err = c->rp.errstr;
+            return -1;
+        }
+        if (c->rp.argc == 0) { /* "*0" or "*-1": nothing to run, as in Redis */
+            c->in_off += c->rp.consumed;
+            continue;
+        }
+        size_t argc = (size_t)c->rp.argc;
+        if (argc > c->arg_cap) {
+            const char **a = realloc(c->argv, argc * sizeof(*a));
+            c->argv = a != NULL ? a : c->argv;
+            size_t *l = a != NULL ? realloc(c->lens, argc * sizeof(*l)) : NULL;
+            c->lens = l != NULL ? l : c->lens;
+            if (a == NULL || l == NULL) {
+                *err = "ERR Protocol error: out of memory for the arguments";
+                return -1;
+            }
+            c->arg_cap = argc;
+        }
+        for (size_t i = 0; i < argc; i++) {
+            c->argv[i] = resp_arg_ptr(&c->rp, buf, (int)i);
+            c->lens[i] = c->rp.argv[i].len;
+        }
+        for (size_t i = 0; i < argc; i++) {
+            ((char *)c->argv[i])[c->lens[i]] = '\0'; /* the CR after it, within the request */
+        }
+        c->argc = argc;
+        c->used = c->rp.consumed;
+        return 1;
     }
-    for (size_t i = 0; i < argc; i++) {
-        ((char *)c->argv[i])[c->lens[i]] = '\0';
-    }
-    c->argc = argc;
-    *used = pos;
-    return 1;
 }
 
 /* Strict decimal u64 of argument i. */
@@ -621,6 +600,17 @@ static bool cli_d_recv(struct cli_d_conn *c) {
     return true;
 }
 
+/* Drops the consumed requests from the front of c->in. */
+static void cli_d_compact(struct cli_d_conn *c) {
+    if (c->in_off == c->in_len) {
+        c->in_off = c->in_len = 0;
+    } else if (c->in_off > 0) {
+        memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+        c->in_len -= c->in_off;
+        c->in_off = 0;
+    }
+}
+
 static void *cli_d_conn_main(void *arg) {
     struct cli_d_conn *c = arg;
     struct cli_d_server *s = c->srv;
@@ -642,23 +632,22 @@ static void *cli_d_conn_main(void *arg) {
             }
             break;
         }
-        size_t used;
-        char err[160];
+        const char *err = NULL;
         int pr;
         bool alive = true;
-        while (alive && (pr = cli_d_parse(c, &used, err, sizeof(err))) == 1) {
+        while (alive && (pr = cli_d_parse(c, &err)) == 1) {
             c->last_ms = cm_mono_ms();
             cli_d_dispatch(c);
             c->last_ms = cm_mono_ms();
             alive = cli_d_send(c);
-            memmove(c->in, c->in + used, c->in_len - used);
-            c->in_len -= used;
+            c->in_off += c->used;
         }
+        cli_d_compact(c);
         if (alive && pr < 0) {
-            cm_buf_appendf(&c->out, "-ERR Protocol error: %s\r\n", err);
+            cm_buf_appendf(&c->out, "-%s\r\n", err);
             cli_d_send(c);
             cli_d_add(&s->n_proto, 1);
-            cm_log(CM_LOG_VERBOSE, "daemon", "dummy %u: protocol error: %s", c->id, err);
+            cm_log(CM_LOG_VERBOSE, "daemon", "dummy %u: %s", c->id, err);
             why = "sent a malformed request";
             cli_d_add(&s->n_closed, 1);
             break;
@@ -689,6 +678,7 @@ static void cli_d_conn_free(struct cli_d_conn *c) {
     free(c->in);
     free(c->argv);
     free(c->lens);
+    resp_parser_fini(&c->rp);
     cm_buf_fini(&c->out);
     free(c);
 }
@@ -732,6 +722,11 @@ static void *cli_d_accept_main(void *arg) {
         c->last_ms = cm_mono_ms();
         c->id = ++s->next_id;
         cm_buf_init(&c->out);
+        struct resp_limits lim;
+        resp_limits_default(&lim);
+        lim.max_bulk_len = CLI_D_MAX_BULK;
+        lim.max_multibulk_len = CLI_D_MAX_ARGS;
+        resp_parser_init(&c->rp, &lim);
         if (pthread_create(&c->thr, NULL, cli_d_conn_main, c) != 0) {
             close(fd);
             free(c);
@@ -763,8 +758,9 @@ int cli_d_serve_start(struct crescent_store *st, const char *spec, unsigned ttl_
     pthread_mutex_init(&s->mu, NULL);
     snprintf(s->name, sizeof(s->name), "%s%s", sa.sun_path[0] == '\0' ? "@" : "",
              sa.sun_path[0] == '\0' ? sa.sun_path + 1 : sa.sun_path);
-    if (sa.sun_path[0] != '\0') {
-        unlink(sa.sun_path); /* a stale socket file */
+    struct stat sb;
+    if (sa.sun_path[0] != '\0' && lstat(sa.sun_path, &sb) == 0 && S_ISSOCK(sb.st_mode)) {
+        unlink(sa.sun_path); /* a stale socket file; anything else makes bind fail */
     }
     s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int rc = s->lfd < 0 ? -errno : 0;

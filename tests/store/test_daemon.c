@@ -759,9 +759,8 @@ Test(daemon, bad_input_on_the_dummy_socket) {
         {"*99999999999\r\n", "-ERR Protocol error: invalid multibulk length"},
         {"*1\r\n$-5\r\n", "-ERR Protocol error: invalid bulk length"},
         {"*1\r\n+PING\r\n", "-ERR Protocol error: expected '$', got '+'"},
-        {"*1\r\n$4\r\nPINGxx", "-ERR Protocol error: bulk of 4 bytes not followed by CRLF"},
-        {"*0\r\n", "-ERR Protocol error: empty request"},
         {"*1\r\n$99999999999999999999\r\n", "-ERR Protocol error: invalid bulk length"},
+        {"*1\r\n$5000000000\r\n", "-ERR Protocol error: invalid bulk length"}, /* > 4 GiB */
     };
     for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
         int fd = raw_connect(&d);
@@ -812,7 +811,7 @@ Test(daemon, bad_input_on_the_dummy_socket) {
     cr_assert_str_eq(line, "-ERR -22 unknown request 'FLUSH' or wrong number of arguments");
     raw_request(fd, "*3\r\n$8\r\nBGETINTO\r\n$1\r\n2\r\n$1\r\nk\r\n", -1, line, sizeof(line));
     cr_assert_str_eq(line, "-ERR -22 BGETINTO: wrong number of arguments");
-    raw_request(fd, "*1\r\n$4\r\nPING\r\n", -1, line, sizeof(line));
+    raw_request(fd, "*0\r\n*1\r\n$4\r\nPING\r\n", -1, line, sizeof(line)); /* *0: skipped */
     cr_assert_str_eq(line, ":0");
     close(fd);
 
