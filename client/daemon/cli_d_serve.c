@@ -600,10 +600,16 @@ static bool cli_d_recv(struct cli_d_conn *c) {
     return true;
 }
 
-/* Drops the consumed requests from the front of c->in. */
+/* Drops the consumed requests from the front of c->in; an empty buffer grown past 4 MiB by a
+ * big inline value is freed. */
 static void cli_d_compact(struct cli_d_conn *c) {
     if (c->in_off == c->in_len) {
         c->in_off = c->in_len = 0;
+        if (c->in_cap > (4u << 20)) {
+            free(c->in);
+            c->in = NULL;
+            c->in_cap = 0;
+        }
     } else if (c->in_off > 0) {
         memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
         c->in_len -= c->in_off;
@@ -632,6 +638,7 @@ static void *cli_d_conn_main(void *arg) {
             }
             break;
         }
+        c->last_ms = cm_mono_ms(); /* any bytes count as life (a big inline value) */
         const char *err = NULL;
         int pr;
         bool alive = true;
