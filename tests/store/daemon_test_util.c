@@ -71,10 +71,12 @@ pid_t st_client_spawn(const char *const *args, int *out_fd, const char *log) {
     return pid;
 }
 
-/* Starts a daemon over proto with a seg-byte segment on --port port_no (0: a free one); waits
- * for its readiness line. */
-void st_daemon_start(struct st_daemon *d, const struct st_master *m, int port_no, const char *proto,
-                     const char *seg, const char *ttl, const char *grace_ms) {
+/* Starts a daemon over proto with a seg-byte segment on --port port_no (0: a free one), host
+ * identity host (--host; NULL = 127.0.0.1), dummy TTL ttl seconds, graceful unmount grace_ms;
+ * waits for its readiness line. */
+void st_daemon_start_host(struct st_daemon *d, const struct st_master *m, int port_no,
+                          const char *host, const char *proto, const char *seg, const char *ttl,
+                          const char *grace_ms) {
     memset(d, 0, sizeof(*d));
     for (int attempt = 0; attempt < 5; attempt++) {
         d->port = port_no != 0 ? port_no : st_daemon_free_port();
@@ -87,7 +89,7 @@ void st_daemon_start(struct st_daemon *d, const struct st_master *m, int port_no
                               "--protocol",
                               proto,
                               "--host",
-                              "127.0.0.1",
+                              host != NULL ? host : "127.0.0.1",
                               "--port",
                               port,
                               "--global_segment_size",
@@ -126,6 +128,12 @@ void st_daemon_start(struct st_daemon *d, const struct st_master *m, int port_no
         waitpid(d->pid, NULL, 0);
     }
     cr_assert_fail("crescent-client did not become ready (log %s)", d->log);
+}
+
+/* st_daemon_start_host on 127.0.0.1. */
+void st_daemon_start(struct st_daemon *d, const struct st_master *m, int port_no, const char *proto,
+                     const char *seg, const char *ttl, const char *grace_ms) {
+    st_daemon_start_host(d, m, port_no, NULL, proto, seg, ttl, grace_ms);
 }
 
 static bool log_has_sanitizer_report(const char *path) {

@@ -25,6 +25,9 @@ int st_daemon_free_port(void);
 pid_t st_client_spawn(const char *const *args, int *out_fd, const char *log);
 void st_daemon_start(struct st_daemon *d, const struct st_master *m, int port_no, const char *proto,
                      const char *seg, const char *ttl, const char *grace_ms);
+void st_daemon_start_host(struct st_daemon *d, const struct st_master *m, int port_no,
+                          const char *host, const char *proto, const char *seg, const char *ttl,
+                          const char *grace_ms);
 int st_daemon_stop(struct st_daemon *d);
 void st_daemon_kill(struct st_daemon *d);
 struct crescent_store *st_dummy(const struct st_daemon *d, size_t pool);

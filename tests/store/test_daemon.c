@@ -126,9 +126,17 @@ static void check_get(struct crescent_store *st, const char *key, const void *wa
  * only replica was there is OBJECT_NOT_FOUND. */
 static void three_daemons(const char *proto) {
     struct st_daemon d[3];
+    /* Three host identities over tcp (127.0.0.x are all loopback); shm needs one host. */
+    const char *hosts[] = {"127.0.0.1", "127.0.0.2", "127.0.0.3"};
+    bool tcp = strcmp(proto, "tcp") == 0;
     for (int i = 0; i < 3; i++) {
-        daemon_start(&d[i], proto, "32mb", "10", "500");
+        st_daemon_start_host(&d[i], &master, 0, tcp ? hosts[i] : NULL, proto, "32mb", "10", "500");
         cr_assert(wait_segment(d[i].segment, true, 1000), "%s not in MC.SEGMENTS", d[i].segment);
+        redisReply *r = st_cmd(rc, "MC.QUERYSEGMENT %s", d[i].segment);
+        const redisReply *h = st_field(r, "host");
+        cr_assert(h != NULL && h->type == REDIS_REPLY_STRING);
+        cr_assert_str_eq(h->str, tcp ? hosts[i] : "127.0.0.1");
+        freeReplyObject(r);
     }
     struct crescent_store *st = st_store(&master, proto, 0);
     size_t len = MIB + 3;
@@ -273,6 +281,15 @@ static void dummy_zero_copy(const char *proto) {
     check_get(du, "from-app", "hello dummy", 11);
     OK(crescent_store_daemon_stats(du, &s0));
     cr_assert_eq(s0.copied_bytes - s1.copied_bytes, 2 * sizeof(small) + 11);
+    size_t big_len = 8 * MIB + 1; /* an inline value spanning many socket reads */
+    char *big = malloc(big_len);
+    st_fill(big, big_len, 11);
+    OK(crescent_store_put(du, "big", big, big_len, &rb));
+    check_get(du, "big", big, big_len);
+    OK(crescent_store_remove(du, "big", 1));
+    free(big);
+    OK(crescent_store_daemon_stats(du, &s1));
+    cr_assert_eq(s1.copied_bytes - s0.copied_bytes, 2 * (uint64_t)big_len);
 
     /* The rest of the API through the daemon. */
     cr_assert_eq(crescent_store_is_exist(du, "zc"), 1);
