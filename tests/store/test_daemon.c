@@ -669,6 +669,24 @@ Test(daemon, bad_input_on_the_dummy_socket) {
     struct crescent_store_daemon_stats s;
     OK(crescent_store_daemon_stats(du, &s));
     cr_assert_eq(s.protocol_errors, sizeof(garbage) / sizeof(garbage[0]));
+
+    /* 200 connections of random bytes (half of them starting like a request), each closed
+     * after writing: whatever the daemon makes of them, it keeps serving. */
+    unsigned seed = 12345;
+    for (int i = 0; i < 200; i++) {
+        char junk[96];
+        for (size_t k = 0; k < sizeof(junk); k++) {
+            seed = seed * 1103515245u + 12345u;
+            junk[k] = (char)(seed >> 16);
+        }
+        if (i % 2 == 0) {
+            memcpy(junk, "*3\r\n$7\r\nGETINTO\r\n", 18);
+        }
+        int g = raw_connect(&d);
+        cr_assert_eq(send(g, junk, sizeof(junk), MSG_NOSIGNAL), (ssize_t)sizeof(junk));
+        close(g);
+    }
+    check_get(du, "still", "up", 2);
     crescent_store_destroy(du);
     cr_assert_eq(daemon_stop(&d), 0);
 
