@@ -41,14 +41,15 @@
 
 struct cli_d_conn {
     struct cli_d_server *srv;
-    int fd;           /* the dummy's connection */
-    pthread_t thr;    /* its thread */
-    unsigned id;      /* dummy number (logs) */
-    long pid;         /* the dummy's pid (HELLO) */
-    int hello_fd;     /* fd received, waiting for HELLO; -1 none */
-    char *pool;       /* mapped pool, NULL before HELLO */
-    size_t pool_size; /* bytes */
-    char *in;         /* request bytes */
+    int fd;                /* the dummy's connection */
+    pthread_t thr;         /* its thread */
+    unsigned id;           /* dummy number (logs) */
+    long pid;              /* the dummy's pid (HELLO) */
+    int hello_fd;          /* fd received, waiting for HELLO; -1 none */
+    struct cli_d_pool *pl; /* its pool, NULL before HELLO */
+    char *pool;            /* pl->base, NULL before HELLO */
+    size_t pool_size;      /* bytes */
+    char *in;              /* request bytes */
     size_t in_len, in_cap;
     size_t in_off;         /* start of the request being parsed */
     struct resp_parser rp; /* request parser */
@@ -63,8 +64,21 @@ struct cli_d_conn {
     struct cli_d_conn *next; /* server list */
 };
 
+/* A dummy's pool, mapped and registered once however many connections the dummy opens
+ * (identified by the memfd's device and inode). Guarded by the server's pool_mu. */
+struct cli_d_pool {
+    dev_t dev;
+    ino_t ino;
+    char *base;  /* mapping */
+    size_t size; /* bytes */
+    int refs;    /* connections using it */
+    struct cli_d_pool *next;
+};
+
 struct cli_d_server {
     struct crescent_store *st;
+    pthread_mutex_t pool_mu; /* guards pools */
+    struct cli_d_pool *pools;
     int lfd; /* listener */
     unsigned ttl_ms;
     char name[128]; /* socket name (logs) */
@@ -73,7 +87,7 @@ struct cli_d_server {
     struct cli_d_conn *conns;
     bool stop; /* atomic */
     unsigned next_id;
-    uint64_t n_dummies, n_expired, n_closed, n_requests, n_copied, n_zero, n_proto;
+    uint64_t n_dummies, n_expired, n_closed, n_requests, n_copied, n_zero, n_proto, n_conns;
 };
 
 static void cli_d_add(uint64_t *c, uint64_t v) {
@@ -250,12 +264,79 @@ static bool cli_d_rc(struct cli_d_conn *c, size_t *i, struct crescent_store_repl
 
 /* ---- requests ---- */
 
-static void cli_d_release_pool(struct cli_d_conn *c) {
-    if (c->pool != NULL) {
-        crescent_store_unregister_buffer(c->srv->st, c->pool);
-        munmap(c->pool, c->pool_size);
-        c->pool = NULL;
+/* Drops the connection's reference to its pool; the last one unregisters and unmaps it.
+ * Returns true when the pool went away. */
+static bool cli_d_release_pool(struct cli_d_conn *c) {
+    struct cli_d_server *s = c->srv;
+    struct cli_d_pool *pl = c->pl;
+    bool gone = false;
+    if (pl == NULL) {
+        return false;
     }
+    pthread_mutex_lock(&s->pool_mu);
+    cli_d_add(&s->n_conns, (uint64_t)-1);
+    if (--pl->refs == 0) {
+        struct cli_d_pool **pp = &s->pools;
+        while (*pp != pl) {
+            pp = &(*pp)->next;
+        }
+        *pp = pl->next;
+        crescent_store_unregister_buffer(s->st, pl->base);
+        munmap(pl->base, pl->size);
+        free(pl);
+        cli_d_add(&s->n_dummies, (uint64_t)-1);
+        gone = true;
+    }
+    pthread_mutex_unlock(&s->pool_mu);
+    c->pl = NULL;
+    c->pool = NULL;
+    return gone;
+}
+
+/* Attaches the connection to the pool of memfd fd (sb its fstat): an existing one of the same
+ * memfd, or a new mapping registered with the store. Returns 0 or a negative code after an
+ * error reply. */
+static int cli_d_attach_pool(struct cli_d_conn *c, int fd, const struct stat *sb, size_t size) {
+    struct cli_d_server *s = c->srv;
+    int rc = 0;
+    pthread_mutex_lock(&s->pool_mu);
+    struct cli_d_pool *pl = s->pools;
+    while (pl != NULL && (pl->dev != sb->st_dev || pl->ino != sb->st_ino)) {
+        pl = pl->next;
+    }
+    if (pl != NULL && pl->size != size) {
+        rc =
+            cli_d_err(c, -EINVAL, "HELLO: this pool was announced with %zu bytes before", pl->size);
+    } else if (pl == NULL) {
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        pl = p != MAP_FAILED ? calloc(1, sizeof(*pl)) : NULL;
+        if (p == MAP_FAILED || pl == NULL) {
+            rc = cli_d_err(c, p == MAP_FAILED ? -errno : -ENOMEM, "HELLO: cannot map the pool: %s",
+                           strerror(errno));
+        } else if ((rc = crescent_store_register_buffer(s->st, p, size)) < 0) {
+            cli_d_result(c, rc);
+        } else {
+            *pl = (struct cli_d_pool){sb->st_dev, sb->st_ino, p, size, 0, s->pools};
+            s->pools = pl;
+            cli_d_add(&s->n_dummies, 1);
+        }
+        if (rc < 0) {
+            free(pl);
+            pl = NULL;
+            if (p != MAP_FAILED) {
+                munmap(p, size);
+            }
+        }
+    }
+    if (rc == 0) {
+        pl->refs++;
+        cli_d_add(&s->n_conns, 1);
+        c->pl = pl;
+        c->pool = pl->base;
+        c->pool_size = pl->size;
+    }
+    pthread_mutex_unlock(&s->pool_mu);
+    return rc;
 }
 
 static void cli_d_hello(struct cli_d_conn *c) {
@@ -280,29 +361,15 @@ static void cli_d_hello(struct cli_d_conn *c) {
                   "HELLO: the attached fd is not a memfd of at least %llu bytes sealed "
                   "against shrinking (F_SEAL_SHRINK)",
                   (unsigned long long)size);
-    } else {
-        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (p == MAP_FAILED) {
-            cli_d_err(c, -errno, "HELLO: cannot map the pool: %s", strerror(errno));
-        } else {
-            int rc = crescent_store_register_buffer(c->srv->st, p, size);
-            if (rc < 0) {
-                munmap(p, size);
-                cli_d_result(c, rc);
-            } else {
-                c->pool = p;
-                c->pool_size = size;
-                c->pid = (long)pid;
-                char seg[256] = "";
-                crescent_store_segment_name(c->srv->st, 0, seg, sizeof(seg));
-                cli_d_arr(c, 2);
-                cli_d_str(c, crescent_store_client_id(c->srv->st));
-                cli_d_str(c, seg);
-                cli_d_add(&c->srv->n_dummies, 1);
-                cm_log(CM_LOG_NOTICE, "daemon", "dummy %u (pid %ld) attached a %zu-byte pool",
-                       c->id, c->pid, c->pool_size);
-            }
-        }
+    } else if (cli_d_attach_pool(c, fd, &sb, size) == 0) {
+        c->pid = (long)pid;
+        char seg[256] = "";
+        crescent_store_segment_name(c->srv->st, 0, seg, sizeof(seg));
+        cli_d_arr(c, 2);
+        cli_d_str(c, crescent_store_client_id(c->srv->st));
+        cli_d_str(c, seg);
+        cm_log(CM_LOG_VERBOSE, "daemon", "dummy connection %u (pid %ld): a %zu-byte pool", c->id,
+               c->pid, c->pool_size);
     }
     if (fd >= 0) {
         close(fd);
@@ -665,11 +732,12 @@ static void *cli_d_conn_main(void *arg) {
         }
     }
     if (c->pool != NULL) {
-        cm_log(CM_LOG_NOTICE, "daemon", "dummy %u (pid %ld) %s; its pool is released", c->id,
-               c->pid, why);
-        cli_d_add(&s->n_dummies, (uint64_t)-1);
+        long pid = c->pid;
+        bool gone = cli_d_release_pool(c);
+        cm_log(gone ? CM_LOG_NOTICE : CM_LOG_VERBOSE, "daemon",
+               "dummy connection %u (pid %ld) %s%s", c->id, pid, why,
+               gone ? "; its pool is released" : "");
     }
-    cli_d_release_pool(c);
     if (c->hello_fd >= 0) {
         close(c->hello_fd);
         c->hello_fd = -1;
@@ -763,6 +831,7 @@ int cli_d_serve_start(struct crescent_store *st, const char *spec, unsigned ttl_
     s->st = st;
     s->ttl_ms = ttl_ms;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->pool_mu, NULL);
     snprintf(s->name, sizeof(s->name), "%s%s", sa.sun_path[0] == '\0' ? "@" : "",
              sa.sun_path[0] == '\0' ? sa.sun_path + 1 : sa.sun_path);
     struct stat sb;
@@ -782,6 +851,7 @@ int cli_d_serve_start(struct crescent_store *st, const char *spec, unsigned ttl_
             close(s->lfd);
         }
         pthread_mutex_destroy(&s->mu);
+        pthread_mutex_destroy(&s->pool_mu);
         free(s);
         return rc;
     }
@@ -799,6 +869,7 @@ void cli_d_serve_stop(struct cli_d_server *s) {
     close(s->lfd);
     cli_d_reap(s, true); /* each thread sees stop within CLI_D_POLL_MS */
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->pool_mu);
     free(s);
 }
 
@@ -815,5 +886,6 @@ void cli_d_serve_stats(struct cli_d_server *s, struct crescent_store_daemon_stat
         .zero_copy_bytes = __atomic_load_n(&s->n_zero, __ATOMIC_RELAXED),
         .staging_bytes = m.staging_bytes,
         .protocol_errors = __atomic_load_n(&s->n_proto, __ATOMIC_RELAXED),
+        .connections = __atomic_load_n(&s->n_conns, __ATOMIC_RELAXED),
     };
 }

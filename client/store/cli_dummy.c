@@ -5,8 +5,10 @@
  * crescent-client daemon with SCM_RIGHTS in the HELLO request, and forwards every store call
  * over the daemon's Unix socket; zero-copy calls pass offsets into the pool, which the daemon
  * has mapped and registered, so the bytes move between the peer segment and this process's
- * memory without a copy. A ping thread keeps the daemon's TTL fresh (1 s) and reconnects (with
- * a new HELLO) after the daemon restarts. One connection, serialised by a mutex.
+ * memory without a copy. Up to CLI_DUMMY_CONNS connections (opened as concurrent calls need
+ * them, each with its own HELLO of the same pool, which the daemon maps once) carry one call
+ * each at a time. A ping thread keeps every idle connection's TTL fresh (1 s) and reconnects
+ * (with a new HELLO) after the daemon restarts.
  */
 #include "common/fmacros.h"
 
@@ -24,10 +26,18 @@
 #include <unistd.h>
 
 #define CLI_DUMMY_PING_MS 1000
+#define CLI_DUMMY_CONNS   4 /* connections to the daemon at most (calls in flight at once) */
+
+/* One connection to the daemon; each said HELLO with the same pool. */
+struct cli_dummy_conn {
+    redisContext *c; /* NULL when not connected (or broken) */
+    bool busy;       /* lent to a call */
+};
 
 struct cli_dummy {
-    pthread_mutex_t mu;    /* guards c */
-    redisContext *c;       /* daemon connection, NULL when broken */
+    pthread_mutex_t mu; /* guards conns */
+    pthread_cond_t cv;  /* a connection was given back */
+    struct cli_dummy_conn conns[CLI_DUMMY_CONNS];
     struct sockaddr_un sa; /* daemon address */
     socklen_t salen;
     char spec[256];       /* the address as given (messages) */
@@ -128,9 +138,9 @@ static int cli_dummy_send_fd(int fd, const char *buf, size_t len, int fd_pass) {
     return 0;
 }
 
-/* Connects to the daemon and says HELLO with the pool's fd. Caller holds d->mu. Returns 0 or a
- * negative code (-CRESCENT_STORE_ERPC_FAIL when the daemon is unreachable). */
-static int cli_dummy_connect(struct crescent_store *st) {
+/* Connects to the daemon and says HELLO with the pool's fd; *out is the connection. Returns 0
+ * or a negative code (-CRESCENT_STORE_ERPC_FAIL when the daemon is unreachable). */
+static int cli_dummy_connect(struct crescent_store *st, redisContext **out) {
     struct cli_dummy *d = st->dummy;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -179,37 +189,81 @@ static int cli_dummy_connect(struct crescent_store *st) {
         redisFree(c);
         return rc;
     }
-    d->c = c;
+    *out = c;
     return 0;
 }
 
-/* Sends one request and returns its reply in *out (the caller frees it); reconnects first when
- * the connection is down. Returns 0 or a negative code (-CRESCENT_STORE_ERPC_FAIL, or the
- * error reply's code). Thread-safe. */
-static int cli_dummy_call(struct crescent_store *st, int argc, const char **argv,
-                          const size_t *lens, redisReply **out) {
-    struct cli_dummy *d = st->dummy;
-    *out = NULL;
+/* Lends a connection: an idle connected one, else an idle unconnected slot (the caller
+ * connects it), else waits for one to be given back. */
+static struct cli_dummy_conn *cli_dummy_take(struct cli_dummy *d) {
+    struct cli_dummy_conn *pick = NULL;
     pthread_mutex_lock(&d->mu);
-    int rc = d->c == NULL ? cli_dummy_connect(st) : 0;
+    while (pick == NULL) {
+        struct cli_dummy_conn *unconnected = NULL;
+        for (size_t i = 0; i < CLI_DUMMY_CONNS && pick == NULL; i++) {
+            struct cli_dummy_conn *k = &d->conns[i];
+            if (!k->busy && k->c != NULL) {
+                pick = k;
+            } else if (!k->busy && unconnected == NULL) {
+                unconnected = k;
+            }
+        }
+        pick = pick != NULL ? pick : unconnected;
+        if (pick == NULL) {
+            pthread_cond_wait(&d->cv, &d->mu);
+        }
+    }
+    pick->busy = true;
+    pthread_mutex_unlock(&d->mu);
+    return pick;
+}
+
+static void cli_dummy_give(struct cli_dummy *d, struct cli_dummy_conn *k) {
+    pthread_mutex_lock(&d->mu);
+    k->busy = false;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Sends one request on the lent connection k (connecting it first when needed) and returns
+ * the reply in *out; a broken connection is closed. Returns 0 or -CRESCENT_STORE_ERPC_FAIL. */
+static int cli_dummy_request(struct crescent_store *st, struct cli_dummy_conn *k, int argc,
+                             const char **argv, const size_t *lens, redisReply **out) {
+    struct cli_dummy *d = st->dummy;
+    int rc = k->c == NULL ? cli_dummy_connect(st, &k->c) : 0;
     redisReply *r = NULL;
     if (rc == 0) {
         /* Sent with MSG_NOSIGNAL (hiredis's write(2) would raise SIGPIPE in the application
          * when the daemon is gone); hiredis only reads the reply. */
         char *cmd = NULL;
         int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
-        if (len < 0 || cli_dummy_send_fd(d->c->fd, cmd, (size_t)len, -1) < 0 ||
-            redisGetReply(d->c, (void **)&r) != REDIS_OK) {
+        if (len < 0 || cli_dummy_send_fd(k->c->fd, cmd, (size_t)len, -1) < 0 ||
+            redisGetReply(k->c, (void **)&r) != REDIS_OK) {
             r = NULL;
         }
         free(cmd);
         if (r == NULL) {
-            rc = cli_fail(CRESCENT_STORE_ERPC_FAIL, "daemon %s: %s", d->spec, d->c->errstr);
-            redisFree(d->c);
-            d->c = NULL;
+            rc = cli_fail(CRESCENT_STORE_ERPC_FAIL, "daemon %s: %s", d->spec,
+                          k->c->err ? k->c->errstr : "connection lost");
+            redisFree(k->c);
+            k->c = NULL;
         }
     }
-    pthread_mutex_unlock(&d->mu);
+    *out = r;
+    return rc;
+}
+
+/* Sends one request on a lent connection and returns its reply in *out (the caller frees it);
+ * connects first when needed. Returns 0 or a negative code (-CRESCENT_STORE_ERPC_FAIL, or the
+ * error reply's code). Thread-safe: up to CLI_DUMMY_CONNS calls run at once. */
+static int cli_dummy_call(struct crescent_store *st, int argc, const char **argv,
+                          const size_t *lens, redisReply **out) {
+    struct cli_dummy *d = st->dummy;
+    struct cli_dummy_conn *k = cli_dummy_take(d);
+    redisReply *r = NULL;
+    int rc = cli_dummy_request(st, k, argc, argv, lens, &r);
+    cli_dummy_give(d, k);
+    *out = NULL;
     if (rc < 0) {
         __atomic_store_n(&st->health, 2, __ATOMIC_RELAXED);
         return rc;
@@ -352,6 +406,34 @@ static int cli_dummy_pool_off(struct crescent_store *st, const void *p, size_t l
     return 0;
 }
 
+/* PING on every idle connection (the daemon's TTL is per connection; a busy one is alive), or
+ * on a new one when none is connected (after a daemon restart). Sets st->health. */
+static void cli_dummy_ping_all(struct crescent_store *st) {
+    struct cli_dummy *d = st->dummy;
+    const char *argv[] = {"PING"};
+    bool any = false;
+    int health = 0;
+    for (size_t i = 0; i < CLI_DUMMY_CONNS; i++) {
+        struct cli_dummy_conn *k = &d->conns[i];
+        pthread_mutex_lock(&d->mu);
+        bool take = k->c != NULL && !k->busy;
+        any = any || k->c != NULL;
+        k->busy = k->busy || take;
+        pthread_mutex_unlock(&d->mu);
+        if (take) {
+            redisReply *r = NULL;
+            int rc = cli_dummy_request(st, k, 1, argv, NULL, &r);
+            health = rc < 0 || r->type != REDIS_REPLY_INTEGER || r->integer != 0 ? 2 : health;
+            freeReplyObject(r);
+            cli_dummy_give(d, k);
+        }
+    }
+    if (!any) {
+        health = cli_dummy_int(st, 1, argv, NULL) == 0 ? 0 : 2;
+    }
+    __atomic_store_n(&st->health, health, __ATOMIC_RELAXED);
+}
+
 static void *cli_dummy_ping_main(void *arg) {
     struct crescent_store *st = arg;
     struct cli_dummy *d = st->dummy;
@@ -365,9 +447,7 @@ static void *cli_dummy_ping_main(void *arg) {
             break;
         }
         pthread_mutex_unlock(&d->p_mu);
-        const char *argv[] = {"PING"};
-        int64_t h = cli_dummy_int(st, 1, argv, NULL);
-        __atomic_store_n(&st->health, h == 0 ? 0 : 2, __ATOMIC_RELAXED);
+        cli_dummy_ping_all(st);
         pthread_mutex_lock(&d->p_mu);
     }
     pthread_mutex_unlock(&d->p_mu);
@@ -408,6 +488,7 @@ int cli_dummy_create(struct crescent_store *st, const char *daemon,
     st->dummy = d;
     d->pool_fd = -1;
     pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->cv, NULL);
     pthread_mutex_init(&d->p_mu, NULL);
     pthread_cond_init(&d->p_cv, NULL);
     snprintf(d->spec, sizeof(d->spec), "%s", daemon);
@@ -419,9 +500,7 @@ int cli_dummy_create(struct crescent_store *st, const char *daemon,
         rc = cli_dummy_pool(d, cfg->local_buffer_size);
     }
     if (rc == 0) {
-        pthread_mutex_lock(&d->mu);
-        rc = cli_dummy_connect(st);
-        pthread_mutex_unlock(&d->mu);
+        rc = cli_dummy_connect(st, &d->conns[0].c);
     }
     if (rc == 0) {
         rc = -pthread_create(&d->thr, NULL, cli_dummy_ping_main, st);
@@ -444,7 +523,9 @@ void cli_dummy_destroy(struct crescent_store *st) {
         pthread_mutex_unlock(&d->p_mu);
         pthread_join(d->thr, NULL);
     }
-    redisFree(d->c);
+    for (size_t i = 0; i < CLI_DUMMY_CONNS; i++) {
+        redisFree(d->conns[i].c);
+    }
     if (d->pool != NULL) {
         munmap(d->pool, d->pool_size);
     }
@@ -452,6 +533,7 @@ void cli_dummy_destroy(struct crescent_store *st) {
         close(d->pool_fd);
     }
     pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->p_mu);
     pthread_cond_destroy(&d->p_cv);
     free(d);
@@ -487,7 +569,8 @@ int crescent_store_daemon_stats(struct crescent_store *st,
         v[i] = r->element[i]->type == REDIS_REPLY_INTEGER ? (uint64_t)r->element[i]->integer : 0;
     }
     freeReplyObject(r);
-    *out = (struct crescent_store_daemon_stats){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+    *out =
+        (struct crescent_store_daemon_stats){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
     return 0;
 }
 

@@ -42,7 +42,7 @@
 #define CLI_DUMMY_DEFAULT_POOL (16u << 20) /* pool size when local_buffer_size is 0 */
 #define CLI_DUMMY_RC_FIELDS    6           /* fixed RC fields before the names */
 #define CLI_DUMMY_MAX_PREF     64          /* preferred segments forwarded at most */
-#define CLI_DUMMY_STATS_FIELDS 8           /* integers in a STATS reply */
+#define CLI_DUMMY_STATS_FIELDS 9           /* integers in a STATS reply */
 #define CLI_DUMMY_SOCK_FMT     "crescent_client_%ld.sock" /* abstract name of a port */
 
 /*
@@ -88,5 +88,8 @@ int cli_dummy_replica_clear(struct crescent_store *st, const char *const *keys, 
 int cli_dummy_replica_desc(struct crescent_store *st, const char *key,
                            struct crescent_store_replica *out, size_t max);
 int cli_dummy_in_pool(struct crescent_store *st, const void *p, size_t len);
+
+_Static_assert(sizeof(struct crescent_store_daemon_stats) == CLI_DUMMY_STATS_FIELDS * 8,
+               "STATS carries every field of struct crescent_store_daemon_stats");
 
 #endif

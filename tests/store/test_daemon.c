@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,6 +339,68 @@ Test(daemon, dummy_zero_copy_tcp) {
 
 Test(daemon, dummy_zero_copy_shm) {
     dummy_zero_copy("shm");
+}
+
+struct mt_arg {
+    struct crescent_store *du;
+    char *region; /* this thread's part of the pool */
+    const char *segment;
+    int id;
+    int failures;
+};
+
+static void *mt_main(void *p) {
+    struct mt_arg *a = p;
+    const char *on[] = {a->segment};
+    struct crescent_store_replicate_config rc1 = {
+        .replica_num = 1, .preferred_segments = on, .n_preferred_segments = 1};
+    size_t len = 256 * 1024;
+    for (int i = 0; i < 16; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "mt-%d-%d", a->id, i);
+        st_fill(a->region, len, (unsigned)(a->id * 100 + i));
+        memset(a->region + len, 0, len);
+        if (crescent_store_put_from(a->du, key, a->region, len, &rc1) != 0 ||
+            crescent_store_get_into(a->du, key, a->region + len, len) != (int64_t)len ||
+            memcmp(a->region, a->region + len, len) != 0 ||
+            crescent_store_remove(a->du, key, 1) != 0) {
+            a->failures++;
+        }
+    }
+    return NULL;
+}
+
+/* Four threads share one dummy: their calls run over up to four connections that the daemon
+ * maps onto the one pool; every byte is right and nothing is copied. */
+Test(daemon, dummy_shared_by_threads) {
+    struct st_daemon a, b;
+    daemon_start(&a, "tcp", "16mb", "10", "500");
+    daemon_start(&b, "tcp", "32mb", "10", "500");
+    struct crescent_store *du = dummy_store(&a, 4 * MIB);
+    char *pool = crescent_store_dummy_pool(du, NULL);
+    struct crescent_store_daemon_stats s0, s1;
+    OK(crescent_store_daemon_stats(du, &s0));
+    pthread_t t[4];
+    struct mt_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (struct mt_arg){du, pool + (size_t)i * MIB, b.segment, i, 0};
+        cr_assert_eq(pthread_create(&t[i], NULL, mt_main, &args[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(args[i].failures, 0, "thread %d: %s", i, crescent_store_last_error());
+    }
+    OK(crescent_store_daemon_stats(du, &s1));
+    cr_assert_eq(s1.dummies, 1);
+    cr_assert(s1.connections >= 1 && s1.connections <= 4, "%llu connections",
+              (unsigned long long)s1.connections);
+    cr_log_info("4 threads used %llu connections", (unsigned long long)s1.connections);
+    cr_assert_eq(s1.copied_bytes, s0.copied_bytes);
+    cr_assert_eq(s1.staging_bytes, s0.staging_bytes);
+    cr_assert_eq(s1.zero_copy_bytes - s0.zero_copy_bytes, 4 * 16 * 2 * 256 * 1024ull);
+    crescent_store_destroy(du);
+    cr_assert_eq(daemon_stop(&a), 0);
+    cr_assert_eq(daemon_stop(&b), 0);
 }
 
 /* SIGTERM: the segment goes GRACEFULLY_UNMOUNTING (its object still readable), then leaves

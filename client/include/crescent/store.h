@@ -328,15 +328,18 @@ CRESCENT_API void *crescent_store_dummy_pool(struct crescent_store *st, size_t *
 
 /** Daemon statistics (crescent_store_daemon_stats), counted since the daemon started. */
 struct crescent_store_daemon_stats {
-    uint64_t dummies;         /**< dummy clients connected now */
-    uint64_t dummies_expired; /**< dummies dropped after client_live_ttl_sec of silence */
-    uint64_t dummies_closed;  /**< dummies whose connection closed (exit, crash, destroy) */
+    uint64_t dummies;         /**< dummy clients attached now (distinct pools) */
+    uint64_t dummies_expired; /**< dummy connections dropped after client_live_ttl_sec of
+                                   silence */
+    uint64_t dummies_closed;  /**< dummy connections closed by the dummy (exit, crash, destroy) */
     uint64_t requests;        /**< requests served */
     uint64_t copied_bytes;    /**< payload bytes that crossed the dummy socket (the copying
                                    calls put / get / upsert / put_parts and their batches) */
     uint64_t zero_copy_bytes; /**< bytes moved straight between a segment and a dummy's pool */
     uint64_t staging_bytes;   /**< the daemon store's staging_bytes (crescent_store_metrics) */
     uint64_t protocol_errors; /**< malformed requests refused (each closes its connection) */
+    uint64_t connections;     /**< dummy connections open now (a dummy opens up to 4, as its
+                                   concurrent calls need them) */
 };
 
 /**
