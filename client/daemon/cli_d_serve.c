@@ -3,12 +3,13 @@
  * The daemon's dummy-client server (protocol in client/store/cli_dummy.h): an accept thread on
  * a Unix socket and one thread per dummy connection. A connection starts with HELLO carrying
  * the dummy's sealed memfd pool (SCM_RIGHTS); the daemon maps it and registers it with its
- * store, then runs each request on the store: zero-copy calls address the pool by offset, so
+ * store (once per memfd, shared by the dummy's connections), then runs each request on the
+ * store: zero-copy calls address the pool by offset, so
  * bytes move between peer segments and the dummy's memory with no copy here. Requests are
  * parsed by redis-compat's RESP request parser (multibulk only, bounded argument count and
  * size); a malformed one gets Redis's `-ERR Protocol error: ...` and the connection is closed. A
- * dummy silent for the TTL is dropped; either way its pool is unregistered and unmapped by its own
- * thread.
+ * connection silent for the TTL is dropped too; when the last connection of a pool goes, the
+ * pool is unregistered and unmapped.
  */
 #include "common/fmacros.h"
 
