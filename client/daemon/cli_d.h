@@ -15,8 +15,9 @@ struct cli_d_server; /* the dummy-client server (opaque) */
 /*
  * Listens on the Unix socket named by spec (cli_dummy_sockaddr forms: "port", "@name",
  * "/path"; a socket file already there is replaced, any other file is left and bind fails) and
- * serves dummy clients of st from an accept thread and one thread per dummy. A dummy silent for
- * ttl_ms is dropped: its pool is unregistered and unmapped. Returns 0 and *out, or -errno
+ * serves dummy clients of st from an accept thread and one thread per dummy connection. A
+ * connection silent for ttl_ms is dropped; a pool whose last connection went is unregistered
+ * and unmapped. Returns 0 and *out, or -errno
  * (-EADDRINUSE: another daemon holds the name). st must outlive the server.
  */
 int cli_d_serve_start(struct crescent_store *st, const char *spec, unsigned ttl_ms,
