@@ -7,10 +7,11 @@ PCDIR      = $(LIBDIR)/pkgconfig
 MAN1DIR    = $(DESTDIR)$(PREFIX)/share/man/man1
 DOCDIR     = $(DESTDIR)$(PREFIX)/share/doc/crescent
 UNITDIR    = $(DESTDIR)$(PREFIX)/lib/systemd/system
-INSTALL_BINS := crescent-master crescent-elect crescent-bench
+INSTALL_BINS := crescent-master crescent-elect crescent-bench crescent-client
 MAN_SUMMARY_crescent-master := Redis-compatible KV cache master with an embedded memory segment
 MAN_SUMMARY_crescent-elect  := leader election over Redis, etcd or a Kubernetes Lease
 MAN_SUMMARY_crescent-bench  := benchmarks of the Crescent transfer engine
+MAN_SUMMARY_crescent-client := store client daemon: contributes a segment, serves dummy clients
 
 install: all
 	@install -d $(BINDIR) $(LIBDIR) $(INCDIR)/crescent $(PCDIR) $(MAN1DIR) $(DOCDIR) $(UNITDIR)

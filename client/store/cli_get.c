@@ -7,6 +7,7 @@
  */
 #include "common/fmacros.h"
 
+#include "client/store/cli_dummy.h"
 #include "client/store/cli_store.h"
 #include "common/cm_time.h"
 
@@ -105,6 +106,9 @@ int crescent_store_get(struct crescent_store *st, const char *key, void **value,
     }
     *value = NULL;
     *size = 0;
+    if (st->dummy != NULL) {
+        return cli_dummy_get(st, key, value, size);
+    }
     int64_t n = cli_get_one(st, key, NULL, 0, value, false);
     if (n < 0) {
         return (int)n;
@@ -122,6 +126,9 @@ void crescent_store_free(void *p) {
 int64_t crescent_store_get_into(struct crescent_store *st, const char *key, void *buf, size_t cap) {
     if (st == NULL || buf == NULL) {
         return cli_fail(EINVAL, "get_into: NULL argument");
+    }
+    if (st->dummy != NULL) {
+        return cli_dummy_get_into(st, key, buf, cap);
     }
     if (!cli__is_registered(st, buf, cap)) {
         return cli_fail(CRESCENT_STORE_EINVALID_PARAMS,
@@ -193,6 +200,9 @@ int crescent_store_batch_get_into(struct crescent_store *st, const char *const *
     if (st == NULL || bufs == NULL || caps == NULL || results == NULL) {
         return cli_fail(EINVAL, "batch_get_into: NULL argument");
     }
+    if (st->dummy != NULL) {
+        return cli_dummy_batch_get_into(st, keys, bufs, caps, n, results);
+    }
     int err = cli_check_keys(keys, n);
     for (size_t i = 0; i < n && err == 0; i++) {
         if (bufs[i] == NULL || !cli__is_registered(st, bufs[i], caps[i])) {
@@ -214,6 +224,9 @@ int crescent_store_batch_get(struct crescent_store *st, const char *const *keys,
         return err;
     }
     memset(values, 0, n * sizeof(*values));
+    if (st->dummy != NULL) {
+        return cli_dummy_batch_get(st, keys, n, values, sizes, results);
+    }
     err = cli_batch_get(st, keys, n, NULL, NULL, values, results);
     for (size_t i = 0; i < n; i++) {
         sizes[i] = results[i] > 0 ? (size_t)results[i] : 0;
@@ -243,6 +256,9 @@ int crescent_store_is_exist(struct crescent_store *st, const char *key) {
     int err = st == NULL ? cli_fail(EINVAL, "is_exist: NULL store") : cli__check_key(key);
     if (err < 0) {
         return err;
+    }
+    if (st->dummy != NULL) {
+        return (int)cli_dummy_key_int(st, "EXIST", key);
     }
     const char *argv[] = {"MC.EXIST", key};
     return (int)cli_int_cmd(st, 2, argv);
@@ -275,6 +291,9 @@ int crescent_store_batch_is_exist(struct crescent_store *st, const char *const *
         return cli_fail(EINVAL, "batch_is_exist: NULL argument");
     }
     int err = cli_check_keys(keys, n);
+    if (err == 0 && st->dummy != NULL) {
+        return cli_dummy_batch_is_exist(st, keys, n, results);
+    }
     const char **argv = err == 0 ? malloc((n + 1) * sizeof(*argv)) : NULL;
     if (argv == NULL) {
         return err < 0 ? err : -ENOMEM;
@@ -291,6 +310,9 @@ int64_t crescent_store_get_size(struct crescent_store *st, const char *key) {
     int err = st == NULL ? cli_fail(EINVAL, "get_size: NULL store") : cli__check_key(key);
     if (err < 0) {
         return err;
+    }
+    if (st->dummy != NULL) {
+        return cli_dummy_key_int(st, "SIZE", key);
     }
     const char *argv[] = {"MC.QUERYKEY", key};
     redisReply *r;
@@ -314,6 +336,9 @@ int crescent_store_remove(struct crescent_store *st, const char *key, int force)
     if (err < 0) {
         return err;
     }
+    if (st->dummy != NULL) {
+        return (int)cli_dummy_remove(st, "REMOVE", key, force);
+    }
     const char *argv[] = {"MC.REMOVE", key, "FORCE"};
     redisReply *r;
     if ((err = cli__cmd(st, force ? 3 : 2, argv, NULL, &r)) < 0) {
@@ -329,6 +354,9 @@ int64_t crescent_store_remove_by_regex(struct crescent_store *st, const char *pa
     if (st == NULL || pattern == NULL) {
         return cli_fail(EINVAL, "remove_by_regex: NULL argument");
     }
+    if (st->dummy != NULL) {
+        return cli_dummy_remove(st, "REMOVEREGEX", pattern, force);
+    }
     const char *argv[] = {"MC.REMOVEBYREGEX", pattern, "FORCE"};
     return cli_int_cmd(st, force ? 3 : 2, argv);
 }
@@ -337,6 +365,9 @@ int64_t crescent_store_remove_by_regex(struct crescent_store *st, const char *pa
 int64_t crescent_store_remove_all(struct crescent_store *st, int force) {
     if (st == NULL) {
         return cli_fail(EINVAL, "remove_all: NULL store");
+    }
+    if (st->dummy != NULL) {
+        return cli_dummy_remove(st, "REMOVEALL", NULL, force);
     }
     const char *argv[] = {"MC.REMOVEALL", "FORCE"};
     return cli_int_cmd(st, force ? 2 : 1, argv);
@@ -349,6 +380,9 @@ int crescent_store_batch_replica_clear(struct crescent_store *st, const char *co
         return cli_fail(EINVAL, "batch_replica_clear: NULL argument");
     }
     int err = cli_check_keys(keys, n);
+    if (err == 0 && st->dummy != NULL) {
+        return cli_dummy_replica_clear(st, keys, n, segment, results);
+    }
     const char **argv = err == 0 ? malloc((n + 3) * sizeof(*argv)) : NULL;
     if (argv == NULL) {
         return err < 0 ? err : -ENOMEM;
@@ -370,6 +404,9 @@ int crescent_store_get_replica_desc(struct crescent_store *st, const char *key,
                                                      : cli__check_key(key);
     if (err < 0) {
         return err;
+    }
+    if (st->dummy != NULL) {
+        return cli_dummy_replica_desc(st, key, out, max);
     }
     const char *argv[] = {"MC.QUERYKEY", key};
     redisReply *r;

@@ -6,6 +6,7 @@
  */
 #include "common/fmacros.h"
 
+#include "client/store/cli_dummy.h"
 #include "client/store/cli_store.h"
 
 #include <errno.h>
@@ -103,6 +104,9 @@ int crescent_store_put_parts(struct crescent_store *st, const char *key, const v
     if (st == NULL || (n > 0 && (parts == NULL || sizes == NULL))) {
         return cli_fail(EINVAL, "put: NULL argument");
     }
+    if (st->dummy != NULL) {
+        return cli_dummy_put_parts(st, key, parts, sizes, n, rc);
+    }
     struct cli_src src = {parts, sizes, n, 0, false, NULL};
     for (size_t i = 0; i < n; i++) {
         if (parts[i] == NULL && sizes[i] > 0) {
@@ -127,6 +131,9 @@ static int cli_from(struct crescent_store *st, const struct cli_verbs *v, const 
                     const struct crescent_store_replicate_config *rc) {
     if (st == NULL || buf == NULL) {
         return cli_fail(EINVAL, "put_from: NULL argument");
+    }
+    if (st->dummy != NULL) {
+        return cli_dummy_put_from(st, key, buf, size, rc, v != &cli_put_verbs);
     }
     if (!cli__is_registered(st, buf, size)) {
         return cli_fail(CRESCENT_STORE_EINVALID_PARAMS,
@@ -153,6 +160,9 @@ int crescent_store_upsert(struct crescent_store *st, const char *key, const void
                           size_t size, const struct crescent_store_replicate_config *rc) {
     if (st == NULL || (value == NULL && size > 0)) {
         return cli_fail(EINVAL, "upsert: NULL argument");
+    }
+    if (st->dummy != NULL) {
+        return cli_dummy_put(st, key, value, size, rc, 1);
     }
     struct cli_src src = {&value, &size, 1, size, false, NULL};
     return cli_put_one(st, &cli_upsert_verbs, key, &src, rc);
@@ -304,6 +314,9 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
 int crescent_store_batch_put_from(struct crescent_store *st, const char *const *keys,
                                   const void *const *bufs, const size_t *sizes, size_t n,
                                   const struct crescent_store_replicate_config *rc, int *results) {
+    if (st != NULL && st->dummy != NULL) {
+        return cli_dummy_batch_put_from(st, keys, bufs, sizes, n, rc, results);
+    }
     return cli_batch_put(st, keys, bufs, sizes, n, rc, results, true);
 }
 
@@ -311,5 +324,8 @@ int crescent_store_batch_put_from(struct crescent_store *st, const char *const *
 int crescent_store_batch_put(struct crescent_store *st, const char *const *keys,
                              const void *const *values, const size_t *sizes, size_t n,
                              const struct crescent_store_replicate_config *rc, int *results) {
+    if (st != NULL && st->dummy != NULL) {
+        return cli_dummy_batch_put(st, keys, values, sizes, n, rc, results);
+    }
     return cli_batch_put(st, keys, values, sizes, n, rc, results, false);
 }

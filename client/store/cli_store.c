@@ -7,6 +7,7 @@
  */
 #include "common/fmacros.h"
 
+#include "client/store/cli_dummy.h"
 #include "client/store/cli_store.h"
 #include "common/cm_time.h"
 
@@ -182,7 +183,9 @@ int crescent_store_create(const char *master, const struct crescent_store_config
     if (out != NULL) {
         *out = NULL;
     }
-    if (master == NULL || out == NULL) {
+    if ((master == NULL &&
+         (cfg == NULL || cfg->struct_size < sizeof(def) || cfg->daemon == NULL)) ||
+        out == NULL) {
         return cli_fail(EINVAL, "crescent_store_create: NULL master or out");
     }
     if (cfg == NULL) {
@@ -206,7 +209,8 @@ int crescent_store_create(const char *master, const struct crescent_store_config
     pthread_cond_init(&st->stage_cv, NULL);
     pthread_mutex_init(&st->ping_mu, NULL);
     pthread_cond_init(&st->ping_cv, NULL);
-    int rc = cli_init(st, master, cfg);
+    int rc =
+        cfg->daemon != NULL ? cli_dummy_create(st, cfg->daemon, cfg) : cli_init(st, master, cfg);
     if (rc < 0) {
         char keep[512];
         snprintf(keep, sizeof(keep), "%s", crescent_store_last_error());
@@ -236,6 +240,7 @@ void crescent_store_destroy(struct crescent_store *st) {
         return;
     }
     cli__ping_stop(st);
+    cli_dummy_destroy(st);
     for (size_t i = 0; i < st->n_segs; i++) {
         if (st->rc != NULL) {
             const char *argv[] = {"MC.UNMOUNT", st->client_id, st->segs[i].name};
@@ -275,7 +280,7 @@ void crescent_store_destroy(struct crescent_store *st) {
 
 /* Public: see store.h. */
 int crescent_store_health_check(struct crescent_store *st) {
-    return st == NULL ? 1 : __atomic_load_n(&st->health, __ATOMIC_RELAXED);
+    return st == NULL ? 1 : __atomic_load_n(&st->health, __ATOMIC_RELAXED); /* dummies too */
 }
 
 /* Public: see store.h. */
@@ -331,6 +336,10 @@ int crescent_store_mount_segment(struct crescent_store *st, void *addr, size_t s
     if (st == NULL || size == 0) {
         return cli_fail(EINVAL, "mount_segment: NULL store or size 0");
     }
+    if (st->dummy != NULL) {
+        return cli_fail(CRESCENT_STORE_ENOT_SUPPORTED,
+                        "mount_segment: a dummy client mounts no segment (the daemon does)");
+    }
     struct cli_seg s = {.base = addr, .size = size};
     pthread_mutex_lock(&st->seg_mu);
     unsigned seq = st->seg_seq++;
@@ -372,6 +381,10 @@ int crescent_store_mount_segment(struct crescent_store *st, void *addr, size_t s
 int crescent_store_unmount_segment(struct crescent_store *st, const char *name) {
     if (st == NULL || name == NULL) {
         return cli_fail(EINVAL, "unmount_segment: NULL argument");
+    }
+    if (st->dummy != NULL) {
+        return cli_fail(CRESCENT_STORE_ESEGMENT_NOT_FOUND, "unmount_segment: a dummy client "
+                                                           "has no segment");
     }
     const char *argv[] = {"MC.UNMOUNT", st->client_id, name};
     redisReply *r;
@@ -428,6 +441,12 @@ int crescent_store_register_buffer(struct crescent_store *st, void *addr, size_t
     if (st == NULL || addr == NULL || size == 0) {
         return cli_fail(EINVAL, "register_buffer: NULL argument or size 0");
     }
+    if (st->dummy != NULL) { /* the pool is registered in the daemon already */
+        return cli_dummy_in_pool(st, addr, size)
+                   ? 0
+                   : cli_fail(EINVAL, "register_buffer: a dummy client's buffers lie inside "
+                                      "its pool (crescent_store_dummy_pool)");
+    }
     pthread_mutex_lock(&st->seg_mu);
     int rc = 0;
     if (st->n_regs == st->cap_regs) {
@@ -454,6 +473,9 @@ int crescent_store_register_buffer(struct crescent_store *st, void *addr, size_t
 int crescent_store_unregister_buffer(struct crescent_store *st, void *addr) {
     if (st == NULL) {
         return -EINVAL;
+    }
+    if (st->dummy != NULL) {
+        return cli_dummy_in_pool(st, addr, 1) ? 0 : -ENOENT;
     }
     pthread_mutex_lock(&st->seg_mu);
     int rc = -ENOENT;

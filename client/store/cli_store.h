@@ -113,6 +113,7 @@ struct crescent_store {
     uint64_t last_rd, last_wr;
     struct crescent_store_metrics m; /* updated with atomics */
     bool checksum;                   /* MOONCAKE_STORE_CHECKSUM=1 */
+    struct cli_dummy *dummy;         /* a dummy client's daemon link (cli_dummy.c), or NULL */
 };
 
 /* cli_err.c */

@@ -13,10 +13,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 make -s -C "$root" install BUILD="$CRESCENT_BUILD" DESTDIR="$dest" PREFIX=/usr >"$dest/make.log" 2>&1 ||
     { cat "$dest/make.log"; fail "make install"; }
-for f in bin/crescent-master bin/crescent-elect bin/crescent-bench lib/libcrescent.so.0 \
+for f in bin/crescent-master bin/crescent-elect bin/crescent-bench bin/crescent-client \
+    lib/libcrescent.so.0 \
     lib/libcrescent.so lib/libcrescent.a include/crescent/transfer.h lib/pkgconfig/crescent.pc \
     share/man/man1/crescent-master.1 share/man/man1/crescent-elect.1 \
-    share/man/man1/crescent-bench.1 share/doc/crescent/quickstart.md \
+    share/man/man1/crescent-bench.1 share/man/man1/crescent-client.1 \
+    share/doc/crescent/quickstart.md \
     lib/systemd/system/crescent-master.service; do
     [ -e "$dest/usr/$f" ] || fail "missing /usr/$f"
 done

@@ -24,3 +24,28 @@ $(BUILD)/tests/store/test_keyspace: $(KEYSPACE_TEST_OBJS) $(call objs,tests/stor
 	    -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent $(shell pkg-config --libs hiredis) -ldl \
 	    $(CRITERION_LIBS)
 TEST_PROGS += $(BUILD)/tests/store/test_keyspace
+
+# crescent-client daemons and dummy clients (test_daemon.c, helpers in daemon_test_util.c).
+DAEMON_TEST_SRCS := tests/store/test_daemon.c tests/store/daemon_test_util.c
+DAEMON_TEST_OBJS := $(call objs,$(DAEMON_TEST_SRCS)) $(call objs,tests/store/store_test_util.c)
+ALL_SRCS += $(DAEMON_TEST_SRCS) tests/store/bench_daemon.c
+$(call objs,$(DAEMON_TEST_SRCS) tests/store/bench_daemon.c): \
+    MOD_CFLAGS += $(shell pkg-config --cflags hiredis criterion)
+
+$(BUILD)/tests/store/test_daemon: $(DAEMON_TEST_OBJS) $(BUILD)/lib/libcrescent.so \
+                                  $(BUILD)/bin/crescent-master $(BUILD)/bin/crescent-client
+	$(LINK) $(DAEMON_TEST_OBJS) -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent \
+	    $(shell pkg-config --libs hiredis) -ldl $(CRITERION_LIBS)
+TEST_PROGS += $(BUILD)/tests/store/test_daemon
+
+# make bench-daemon: get_into / put_from of 1 MiB objects by a direct client and by dummy
+# clients of a daemon (a figure, never a timed test; not part of make test).
+BENCH_DAEMON_OBJS := $(call objs,tests/store/bench_daemon.c tests/store/daemon_test_util.c \
+                                 tests/store/store_test_util.c)
+$(BUILD)/tests/store/bench_daemon: $(BENCH_DAEMON_OBJS) $(BUILD)/lib/libcrescent.so \
+                                   $(BUILD)/bin/crescent-master $(BUILD)/bin/crescent-client
+	$(LINK) $(BENCH_DAEMON_OBJS) -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent \
+	    $(shell pkg-config --libs hiredis) -ldl $(CRITERION_LIBS)
+.PHONY: bench-daemon
+bench-daemon: $(BUILD)/tests/store/bench_daemon
+	@CRESCENT_BUILD=$(abspath $(BUILD)) $(BUILD)/tests/store/bench_daemon --jobs 1

@@ -82,6 +82,12 @@ struct crescent_store_config {
     uint32_t master_timeout_ms;    /**< master connect/command timeout; 0 = 5000 */
     crescent_store_log_cb *log_cb; /**< log sink (metrics summary, warnings); NULL = silent */
     void *log_arg;                 /**< passed to log_cb */
+    const char *daemon;            /**< a crescent-client daemon on this host: the store becomes
+                                        a dummy client forwarding every call to it ("[host:]port"
+                                        = the daemon's --port, "@name" an abstract socket, "/path"
+                                        a socket file); NULL = a real client. The master argument
+                                        is then ignored and local_buffer_size sizes the shared
+                                        memory pool (crescent_store_dummy_pool) */
 };
 
 /** Static initialiser of struct crescent_store_config. */
@@ -311,6 +317,37 @@ struct crescent_store_metrics {
  */
 CRESCENT_API int crescent_store_metrics(struct crescent_store *st,
                                         struct crescent_store_metrics *out);
+
+/**
+ * @brief A dummy client's shared memory pool (memfd, mapped by the daemon too): put_from /
+ * get_into / the batch zero-copy calls of a dummy client take buffers inside it.
+ * @param[out] size pool bytes (may be NULL)
+ * @return the pool's base, or NULL (st NULL or a real client)
+ */
+CRESCENT_API void *crescent_store_dummy_pool(struct crescent_store *st, size_t *size);
+
+/** Daemon statistics (crescent_store_daemon_stats), counted since the daemon started. */
+struct crescent_store_daemon_stats {
+    uint64_t dummies;         /**< dummy clients attached now (distinct pools) */
+    uint64_t dummies_expired; /**< dummy connections dropped after client_live_ttl_sec of
+                                   silence */
+    uint64_t dummies_closed;  /**< dummy connections closed by the dummy (exit, crash, destroy) */
+    uint64_t requests;        /**< requests served */
+    uint64_t copied_bytes;    /**< payload bytes that crossed the dummy socket (the copying
+                                   calls put / get / upsert / put_parts and their batches) */
+    uint64_t zero_copy_bytes; /**< bytes moved straight between a segment and a dummy's pool */
+    uint64_t staging_bytes;   /**< the daemon store's staging_bytes (crescent_store_metrics) */
+    uint64_t protocol_errors; /**< malformed requests refused (each closes its connection) */
+    uint64_t connections;     /**< dummy connections open now (a dummy opens up to 4, as its
+                                   concurrent calls need them) */
+};
+
+/**
+ * @brief Asks the daemon of a dummy client for its statistics.
+ * @return 0, -EINVAL (NULL argument or a real client), -CRESCENT_STORE_ERPC_FAIL
+ */
+CRESCENT_API int crescent_store_daemon_stats(struct crescent_store *st,
+                                             struct crescent_store_daemon_stats *out);
 
 /** @brief Static symbolic name: "OBJECT_NOT_FOUND" for store codes, else the transfer API's. */
 CRESCENT_API const char *crescent_store_err_name(int err);
