@@ -11,6 +11,7 @@
 #include "common/cm_time.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,26 @@ int cli__reply_err(const redisReply *r) {
     return cli_fail(cli_err_from_name(r->str, w), "master: %.*s", (int)r->len, r->str);
 }
 
+/* redisCommandArgv with SIGPIPE blocked in the calling thread: hiredis writes with write(2),
+ * so a master that vanished while a request was being written would otherwise kill the
+ * application. A SIGPIPE the call raised is consumed; the call fails with EPIPE instead.
+ * Thread-safe (the signal mask is per thread). */
+redisReply *cli__redis_argv(redisContext *c, int argc, const char **argv, const size_t *lens) {
+    sigset_t pipe_set, old, before, after;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    sigpending(&before);
+    redisReply *r = redisCommandArgv(c, argc, argv, lens);
+    sigpending(&after);
+    if (sigismember(&after, SIGPIPE) && !sigismember(&before, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
+}
+
 /* Runs one command on *slot (connecting first when it is NULL); on a connection error the
  * connection is dropped, reopened and the command sent once more. *out is the reply (any type;
  * the caller frees it). Returns 0 or -CRESCENT_STORE_ERPC_FAIL. The caller serialises uses of
@@ -64,7 +85,7 @@ int cli__command(struct crescent_store *st, redisContext **slot, int argc, const
                 __atomic_fetch_add(&st->m.master_reconnects, 1, __ATOMIC_RELAXED);
             }
         }
-        redisReply *r = redisCommandArgv(*slot, argc, argv, lens);
+        redisReply *r = cli__redis_argv(*slot, argc, argv, lens);
         if (r != NULL) {
             *out = r;
             return 0;

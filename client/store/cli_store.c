@@ -244,7 +244,7 @@ void crescent_store_destroy(struct crescent_store *st) {
     for (size_t i = 0; i < st->n_segs; i++) {
         if (st->rc != NULL) {
             const char *argv[] = {"MC.UNMOUNT", st->client_id, st->segs[i].name};
-            redisReply *r = redisCommandArgv(st->rc, 3, argv, NULL);
+            redisReply *r = cli__redis_argv(st->rc, 3, argv, NULL);
             freeReplyObject(r);
         }
     }

@@ -124,6 +124,8 @@ void cli_log(struct crescent_store *st, int level, const char *fmt, ...)
 
 /* cli_master.c */
 redisContext *cli__connect(struct crescent_store *st);
+/* redisCommandArgv with SIGPIPE blocked and consumed (cli_master.c). Thread-safe. */
+redisReply *cli__redis_argv(redisContext *c, int argc, const char **argv, const size_t *lens);
 int cli__command(struct crescent_store *st, redisContext **slot, int argc, const char **argv,
                  const size_t *lens, redisReply **out);
 int cli__cmd(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
