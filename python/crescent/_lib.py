@@ -302,7 +302,7 @@ class Buffer:
             flags = _PyBUF_C_CONTIGUOUS | (_PyBUF_WRITABLE if writable else 0)
             try:
                 _get_buffer(obj, ctypes.byref(view), flags)
-            except (BufferError, TypeError) as e:
+            except (BufferError, TypeError, ValueError) as e:
                 raise TypeError("expected a C-contiguous%s buffer (bytearray, memoryview, "
                                 "numpy array), a torch CPU tensor or an int address, got %s: %s"
                                 % (" writable" if writable else "", type(obj).__name__, e))
