@@ -27,8 +27,8 @@ def _candidates():
     dirs = [
         _HERE,
         os.path.join(_HERE, "..", "..", "build", "lib"),  # source checkout: python/crescent
-        os.path.join(_HERE, "..", "..", "..", ".."),  # <prefix>/lib/python3/dist-packages/crescent
-        os.path.join(_HERE, "..", "..", ".."),  # <prefix>/lib/python3.X/site-packages/crescent
+        # <prefix>/lib/python3/dist-packages/crescent or <prefix>/lib/python3.X/site-packages
+        os.path.join(_HERE, "..", "..", ".."),
     ]
     for d in dirs:
         for so in _SONAMES:

@@ -3,7 +3,7 @@
 # make install into a scratch DESTDIR: every file lands where docs/operations.md says, a program
 # built with the installed pkg-config file links against the installed libcrescent and runs,
 # the man pages render (man -l) and name the options, the systemd unit points at the installed
-# binary.
+# binary, the Python package imports and loads the installed libcrescent.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 : "${CRESCENT_BUILD:=$root/build}"
@@ -57,4 +57,13 @@ echo "$page" | grep -q -- "--eviction_high_watermark_ratio" || fail "man page la
 echo "$page" | grep -q "^NAME" || fail "man page has no NAME section"
 grep -q "^ExecStart=/usr/bin/crescent-master /etc/crescent/crescent.conf$" \
     "$dest/usr/lib/systemd/system/crescent-master.service" || fail "unit ExecStart"
+# The Python package imports from the install and loads the installed library (no CRESCENT_LIB).
+pydir=$dest/usr/lib/python3/dist-packages
+[ -e "$pydir/crescent/__init__.py" ] || fail "missing /usr/lib/python3/dist-packages/crescent"
+san=$(ldd "$dest/usr/lib/libcrescent.so.0" | grep -oE '/[^ ]*lib(asan|tsan|ubsan)\.so[^ ]*' | tr '\n' ' ')
+out=$(cd / && env -u CRESCENT_LIB PYTHONPATH="$pydir" LD_PRELOAD="$san" ASAN_OPTIONS=detect_leaks=0 \
+    /usr/bin/python3 -c 'import crescent; print(crescent.LIB_PATH); print(crescent.Store().health_check())') ||
+    fail "python import from the install"
+[ "$out" = "$dest/usr/lib/libcrescent.so.0
+1" ] || fail "python package loaded '$out', not the installed library"
 echo "install: ok"
