@@ -43,3 +43,8 @@ ALL_SRCS += $(BENCH_MC_LOAD_SRCS)
 $(BUILD)/bench/bench_mc_load: $(call objs,$(BENCH_MC_LOAD_SRCS))
 	$(LINK) $^
 bench-mc: $(BUILD)/bench/bench_mc_load
+
+# The Python package's get_into against the C client (docs/python.md): make bench-python.
+.PHONY: bench-python
+bench-python: $(BINS)
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-python.sh
