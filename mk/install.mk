@@ -27,8 +27,9 @@ install: all
 	@$(foreach b,$(INSTALL_BINS),tools/gen-man.sh $(BUILD)/bin/$(b) '$(MAN_SUMMARY_$(b))' \
 	    > $(MAN1DIR)/$(b).1 &&) true
 	@install -m 644 README.md CONTRIBUTING.md docs/*.md $(DOCDIR)/
-	@sed -e 's|@PREFIX@|$(PREFIX)|g' deploy/systemd/crescent-master.service \
-	    > $(UNITDIR)/crescent-master.service
+	@for u in deploy/systemd/*.service; do \
+	    sed -e 's|@PREFIX@|$(PREFIX)|g' $$u > $(UNITDIR)/$$(basename $$u); done
+	@install -m 644 deploy/systemd/crescent-ha.conf.example $(DOCDIR)/
 	@install -d $(DESTDIR)$(PYTHONDIR)/crescent
 	@install -m 644 python/crescent/*.py $(DESTDIR)$(PYTHONDIR)/crescent/
 	@echo "install: $(INSTALL_BINS), libcrescent, headers, crescent.pc, man pages, python -> $(DESTDIR)$(PREFIX)"

@@ -17,7 +17,9 @@ for f in bin/crescent-master bin/crescent-elect bin/crescent-bench lib/libcresce
     lib/libcrescent.so lib/libcrescent.a include/crescent/transfer.h lib/pkgconfig/crescent.pc \
     share/man/man1/crescent-master.1 share/man/man1/crescent-elect.1 \
     share/man/man1/crescent-bench.1 share/doc/crescent/quickstart.md \
-    lib/systemd/system/crescent-master.service; do
+    lib/systemd/system/crescent-master.service lib/systemd/system/crescent-master-ha.service \
+    lib/systemd/system/crescent-client.service share/doc/crescent/crescent-ha.conf.example \
+    lib/python3/dist-packages/crescent/store.py; do
     [ -e "$dest/usr/$f" ] || fail "missing /usr/$f"
 done
 [ "$(readlink "$dest/usr/lib/libcrescent.so")" = libcrescent.so.0 ] || fail "libcrescent.so link"
@@ -57,6 +59,8 @@ echo "$page" | grep -q -- "--eviction_high_watermark_ratio" || fail "man page la
 echo "$page" | grep -q "^NAME" || fail "man page has no NAME section"
 grep -q "^ExecStart=/usr/bin/crescent-master /etc/crescent/crescent.conf$" \
     "$dest/usr/lib/systemd/system/crescent-master.service" || fail "unit ExecStart"
+grep -q "^ExecStart=/usr/bin/crescent-client " "$dest/usr/lib/systemd/system/crescent-client.service" ||
+    fail "client unit ExecStart"
 # The Python package imports from the install and loads the installed library (no CRESCENT_LIB).
 pydir=$dest/usr/lib/python3/dist-packages
 [ -e "$pydir/crescent/__init__.py" ] || fail "missing /usr/lib/python3/dist-packages/crescent"
