@@ -11,7 +11,10 @@ dest=$(mktemp -d /tmp/crescent-install.XXXXXX)
 trap 'rm -rf "$dest"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-make -s -C "$root" install BUILD="$CRESCENT_BUILD" DESTDIR="$dest" PREFIX=/usr >"$dest/make.log" 2>&1 ||
+# BUILD relative to the tree when it lies inside it, as `make` spells it: the build flags name
+# $(BUILD)/gen, and a different spelling of the same directory would rebuild everything.
+build=$(realpath --relative-base="$root" "$CRESCENT_BUILD")
+make -s -C "$root" install BUILD="$build" DESTDIR="$dest" PREFIX=/usr >"$dest/make.log" 2>&1 ||
     { cat "$dest/make.log"; fail "make install"; }
 for f in bin/crescent-master bin/crescent-elect bin/crescent-bench lib/libcrescent.so.0 \
     lib/libcrescent.so lib/libcrescent.a include/crescent/transfer.h lib/pkgconfig/crescent.pc \
