@@ -35,7 +35,7 @@ master=127.0.0.1:$port
 exec 3< <(exec "$BUILD/bin/crescent-bench" store --master "$master" --operation serve \
     --protocol "$PROTO" --segment_size 512m --duration 3600 2>&1)
 PIDS+=($!)
-read -r -t 60 -u 3 line || { echo "bench-python: serve peer did not start" >&2; exit 1; }
+read -r -t 60 -u 3 _ || { echo "bench-python: serve peer did not start" >&2; exit 1; }
 
 c_runs=() py_runs=()
 for r in $(seq "$ROUNDS"); do
@@ -46,8 +46,9 @@ for r in $(seq "$ROUNDS"); do
     cg=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["get_GBps"])' "$c")
     pg=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["get_GBps"])' "$p")
     c_runs+=("$cg") py_runs+=("$pg")
-    printf 'round %d: C %.3f GB/s, Python %.3f GB/s (%s)\n' "$r" "$cg" "$pg" \
-        "$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("p50 %.0f us, p99 %.0f us" % (d["get_p50_us"], d["get_p99_us"]))' "$p")"
+    lat=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("p50 %.0f us, p99 %.0f us"
+    % (d["get_p50_us"], d["get_p99_us"]))' "$p")
+    printf 'round %d: C %.3f GB/s, Python %.3f GB/s (Python %s)\n' "$r" "$cg" "$pg" "$lat"
 done
 python3 - "${c_runs[*]}" "${py_runs[*]}" "$SIZE" "$PROTO" <<'PY'
 import statistics, sys

@@ -30,7 +30,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 read -r ns lease cluster < <(/usr/bin/python3 "$here/check_k8s.py" lease "$root/deploy/k8s") ||
     fail "manifests"
-[ -n "$lease" ] || { /usr/bin/python3 "$here/check_k8s.py" lease "$root/deploy/k8s"; fail "manifests"; }
+if [ -z "$lease" ]; then
+    /usr/bin/python3 "$here/check_k8s.py" lease "$root/deploy/k8s"
+    fail "manifests"
+fi
 U=k8s://$ns/$lease
 K8S_DOUBLE_ARGS="--request-log $TMP/requests.log" k8s_env_start "$TMP/env" || exit $?
 

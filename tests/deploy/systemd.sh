@@ -39,7 +39,8 @@ if command -v systemd-analyze >/dev/null; then
     for n in "$TMP"/units/*.service; do
         out=$(cd "$TMP/units" && systemd-analyze verify --man=no "$n" 2>&1)
         rc=$?
-        [ $rc -eq 0 ] && [ -z "$out" ] || fail "systemd-analyze verify $(basename "$n") (rc $rc): $out"
+        [ $rc -eq 0 ] && [ -z "$out" ] ||
+            fail "systemd-analyze verify $(basename "$n") (rc $rc): $out"
     done
     echo "ok: systemd-analyze verify: ${#units[@]} units"
 else
