@@ -3,8 +3,10 @@
 # Python get_into against the C client: zero-copy reads of 1 MiB objects (one thread, 64 keys,
 # tcp from a `crescent-bench store --operation serve` peer on this host) by
 # bench/bench_python_get_into.py (crescent.Store over ctypes) and by
-# `crescent-bench store --operation get` (C), alternating rounds against one master and peer;
-# prints both medians and the ratio Python / C (target >= 0.9, docs/python.md).
+# `crescent-bench store --operation get` (C), alternating rounds (and which side goes first)
+# against one master and peer; prints both medians and the ratios Python / C of throughput and
+# of per-call p50 latency (C's p50 over Python's, so that above 1 means Python is faster) —
+# target >= 0.9, docs/python.md.
 #
 #   bench/bench-python.sh        (make bench-python)
 #
@@ -37,23 +39,30 @@ exec 3< <(exec "$BUILD/bin/crescent-bench" store --master "$master" --operation 
 PIDS+=($!)
 read -r -t 60 -u 3 _ || { echo "bench-python: serve peer did not start" >&2; exit 1; }
 
-c_runs=() py_runs=()
+c_runs=() py_runs=() c_p50=() py_p50=()
+run_c() {
+    "$BUILD/bin/crescent-bench" store --master "$master" --operation get --protocol "$PROTO" \
+        --object_size "$SIZE" --keys 64 --threads 1 --duration "$DUR" --json | tail -1
+}
+run_py() {
+    /usr/bin/python3 bench/bench_python_get_into.py --master "$master" --protocol "$PROTO" \
+        --object_size "$SIZE" --keys 64 --duration "$DUR"
+}
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 for r in $(seq "$ROUNDS"); do
-    c=$("$BUILD/bin/crescent-bench" store --master "$master" --operation get --protocol "$PROTO" \
-        --object_size "$SIZE" --keys 64 --threads 1 --duration "$DUR" --json | tail -1)
-    p=$(/usr/bin/python3 bench/bench_python_get_into.py --master "$master" --protocol "$PROTO" \
-        --object_size "$SIZE" --keys 64 --duration "$DUR")
-    cg=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["get_GBps"])' "$c")
-    pg=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["get_GBps"])' "$p")
-    c_runs+=("$cg") py_runs+=("$pg")
-    lat=$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("p50 %.0f us, p99 %.0f us"
-    % (d["get_p50_us"], d["get_p99_us"]))' "$p")
-    printf 'round %d: C %.3f GB/s, Python %.3f GB/s (Python %s)\n' "$r" "$cg" "$pg" "$lat"
+    # Alternate which side runs first, so that a drift in the machine's load hits both alike.
+    if [ $((r % 2)) -eq 1 ]; then c=$(run_c); p=$(run_py); else p=$(run_py); c=$(run_c); fi
+    c_runs+=("$(field "$c" get_GBps)") py_runs+=("$(field "$p" get_GBps)")
+    c_p50+=("$(field "$c" get_p50_us)") py_p50+=("$(field "$p" get_p50_us)")
+    printf 'round %d: C %.3f GB/s p50 %.0f us, Python %.3f GB/s p50 %.0f us\n' "$r" \
+        "${c_runs[-1]}" "${c_p50[-1]}" "${py_runs[-1]}" "${py_p50[-1]}"
 done
-python3 - "${c_runs[*]}" "${py_runs[*]}" "$SIZE" "$PROTO" <<'PY'
+python3 - "${c_runs[*]}" "${py_runs[*]}" "${c_p50[*]}" "${py_p50[*]}" "$SIZE" "$PROTO" <<'PY'
 import statistics, sys
-c = statistics.median(map(float, sys.argv[1].split()))
-p = statistics.median(map(float, sys.argv[2].split()))
-print("get_into of %d-byte objects over %s, medians: C %.3f GB/s, Python %.3f GB/s, ratio %.3f"
-      % (int(sys.argv[3]), sys.argv[4], c, p, p / c))
+med = [statistics.median(map(float, a.split())) for a in sys.argv[1:5]]
+c, p, c50, p50 = med
+print("get_into of %d-byte objects over %s, medians of %d rounds: C %.3f GB/s (p50 %.0f us), "
+      "Python %.3f GB/s (p50 %.0f us); ratio Python/C: throughput %.3f, per-call p50 %.3f"
+      % (int(sys.argv[5]), sys.argv[6], len(sys.argv[1].split()), c, c50, p, p50, p / c,
+         c50 / p50))
 PY
