@@ -6,6 +6,7 @@ Store clients. Binaries come from $CRESCENT_BUILD/bin; every process started her
 the end of the session."""
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -72,17 +73,22 @@ class Master:
 class ServePeer:
     """`crescent-bench store --operation serve`: another process's segment in the pool."""
 
-    def __init__(self, master, protocol="tcp", size="64m"):
+    def __init__(self, master, tmp, protocol="tcp", size="64m"):
+        self.log = os.path.join(tmp, "peer.log")
         self.proc = subprocess.Popen(
             [os.path.join(BUILD, "bin", "crescent-bench"), "store", "--master", master.addr,
              "--operation", "serve", "--protocol", protocol, "--segment_size", size,
              "--duration", "3600"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        line = self.proc.stdout.readline().decode()
-        if not line.startswith("serving segment "):
-            self.stop()
-            raise RuntimeError("serve peer did not start: %r" % line)
-        self.segment = line.split()[2]
+            stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            m = re.search(r"^serving segment (\S+)", open(self.log).read(), re.M)
+            if m:
+                self.segment = m.group(1)
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("serve peer did not start; log:\n" + open(self.log).read())
 
     def stop(self):
         if self.proc.poll() is None:
@@ -94,19 +100,27 @@ class ServePeer:
                 self.proc.wait()
 
 
+def assert_clean_log(path):
+    """No sanitizer report in a process's log (sanitizer builds)."""
+    text = open(path).read()
+    assert not re.search(r"ERROR: (Address|Leak|Thread)Sanitizer|runtime error:", text), text
+
+
 @pytest.fixture(scope="session")
 def master(tmp_path_factory):
     m = Master(str(tmp_path_factory.mktemp("master")))
     yield m
     m.stop()
     assert m.proc.returncode in (0, -signal.SIGTERM), open(m.log).read()
+    assert_clean_log(m.log)
 
 
 @pytest.fixture(scope="session")
-def peer(master):
-    p = ServePeer(master)
+def peer(master, tmp_path_factory):
+    p = ServePeer(master, str(tmp_path_factory.mktemp("peer")))
     yield p
     p.stop()
+    assert_clean_log(p.log)
 
 
 def make_store(master, segment=0):
