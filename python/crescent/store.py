@@ -100,6 +100,7 @@ class Store:
     def __init__(self):
         self._st = None
         self._registered = {}  # addr -> Buffer held while registered
+        self._segments = {}  # segment name -> Buffer held while mounted
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -152,7 +153,10 @@ class Store:
             L.store_unregister_buffer(st, addr)
             buf.release()
         self._registered.clear()
-        L.store_destroy(st)
+        L.store_destroy(st)  # unmounts every segment before the held buffers go
+        for buf in self._segments.values():
+            buf.release()
+        self._segments.clear()
         return 0
 
     def __enter__(self):
@@ -188,6 +192,40 @@ class Store:
         while L.store_segment_name(st, len(names), buf, len(buf)) == 0:
             names.append(buf.value.decode())
         return names
+
+    def mount_segment(self, buffer=None, size=None, name=None):
+        """Contributes memory to the pool as a segment: a writable buffer (held until
+        unmount_segment() or close()), an int address with size, or buffer None and a size
+        for memory the library allocates. name defaults to "<client id>-<n>". Returns the
+        segment's name."""
+        st = self._h()
+        if buffer is None:
+            if not size:
+                raise ValueError("mount_segment needs a buffer or a size")
+            b, addr, n = None, None, int(size)
+        else:
+            b = Buffer(buffer, size, writable=not isinstance(buffer, int))
+            addr, n = b.addr, b.size
+        before = set(self.segment_names())
+        rc = L.store_mount_segment(st, addr, n, key_bytes(name) if name else None)
+        if rc < 0:
+            if b is not None:
+                b.release()
+            raise L.store_error(rc, "mount_segment")
+        seg = name or [x for x in self.segment_names() if x not in before][0]
+        if b is not None:
+            self._segments[seg] = b
+        return seg
+
+    def unmount_segment(self, name):
+        """Unmounts a segment this client mounted (its replicas are dropped). Returns 0."""
+        rc = L.store_unmount_segment(self._h(), key_bytes(name))
+        if rc < 0:
+            raise L.store_error(rc, "unmount_segment")
+        held = self._segments.pop(name, None)
+        if held is not None:
+            held.release()
+        return 0
 
     # --- copying calls --------------------------------------------------------------------
 

@@ -379,6 +379,28 @@ def test_batch_replica_clear(owning_store, peer):
     assert st.batch_replica_clear(["here2"], mine) == [1]
 
 
+def test_mount_segment_of_caller_memory(store, peer):
+    pool = np.zeros(8 * MiB, dtype=np.uint8)
+    name = store.mount_segment(pool, name="py-pool")
+    assert name == "py-pool" and store.segment_names() == ["py-pool"]
+    store.put("on-mine", b"abc" * 100, ReplicateConfig(preferred_segments=["py-pool"]))
+    rep = store.get_replica_desc("on-mine")[0]
+    assert rep["segment"] == "py-pool"
+    off = rep["addr"] - pool.ctypes.data
+    assert 0 <= off < pool.nbytes and pool[off:off + 300].tobytes() == b"abc" * 100
+    auto = store.mount_segment(size=4 * MiB)
+    assert auto == store.client_id + "-1" and store.segment_names() == ["py-pool", auto]
+    with pytest.raises(CrescentError) as ei:
+        store.mount_segment(pool, name="again")  # overlaps the first registration
+    assert ei.value.code < 0
+    assert store.unmount_segment("py-pool") == 0
+    assert store.is_exist("on-mine") == 0  # its replica went with the segment
+    with pytest.raises(CrescentError) as ei:
+        store.unmount_segment("py-pool")
+    assert ei.value.name == "SEGMENT_NOT_FOUND"
+    store.unmount_segment(auto)
+
+
 # --- threads, library lookup --------------------------------------------------------------
 
 
