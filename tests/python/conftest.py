@@ -5,6 +5,7 @@ reads and writes of a client without a segment of its own cross the transfer eng
 Store clients. Binaries come from $CRESCENT_BUILD/bin; every process started here is killed at
 the end of the session."""
 
+import ctypes
 import os
 import re
 import signal
@@ -22,6 +23,14 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import crescent  # noqa: E402
 
 LEASE_MS = 3000  # read lease of the test master: a remove right after a read meets it
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent():
+    """Child processes get SIGKILL when pytest dies (a killed run leaves no server behind)."""
+    _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def free_port():
@@ -50,7 +59,8 @@ class Master:
                 [os.path.join(BUILD, "bin", "crescent-master"), "--port", str(self.port),
                  "--bind", "127.0.0.1", "--metrics_port", "0", "--memory", "16mb",
                  "--default_kv_lease_ttl", str(LEASE_MS)],
-                stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent)
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and self.proc.poll() is None:
                 if ping(self.port):
@@ -79,7 +89,8 @@ class ServePeer:
             [os.path.join(BUILD, "bin", "crescent-bench"), "store", "--master", master.addr,
              "--operation", "serve", "--protocol", protocol, "--segment_size", size,
              "--duration", "3600"],
-            stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self.proc.poll() is None:
             m = re.search(r"^serving segment (\S+)", open(self.log).read(), re.M)
