@@ -34,6 +34,11 @@ bench-common: $(BUILD)/bench/bench_common
 bench-metrics: $(BINS)
 	@bench/bench-metrics.sh $(abspath $(BUILD))
 
+# The Python package's get_into against the C client (docs/python.md): make bench-python.
+.PHONY: bench-python
+bench-python: $(BINS)
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-python.sh
+
 # Distributed-store metadata: pipelined MC.GETREPLICAS vs redis GET, metadata bytes per object.
 .PHONY: bench-mc
 bench-mc: $(BINS)

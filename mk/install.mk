@@ -1,5 +1,6 @@
 # make install [PREFIX=/usr/local] [DESTDIR=]: binaries, libcrescent (shared, static, headers,
-# pkg-config file), man pages generated from each binary's --help, docs and the systemd units.
+# pkg-config file), man pages generated from each binary's --help, docs, the systemd units and
+# the Python package (PYTHONDIR).
 BINDIR     = $(DESTDIR)$(PREFIX)/bin
 LIBDIR     = $(DESTDIR)$(PREFIX)/lib
 INCDIR     = $(DESTDIR)$(PREFIX)/include
@@ -7,6 +8,8 @@ PCDIR      = $(LIBDIR)/pkgconfig
 MAN1DIR    = $(DESTDIR)$(PREFIX)/share/man/man1
 DOCDIR     = $(DESTDIR)$(PREFIX)/share/doc/crescent
 UNITDIR    = $(DESTDIR)$(PREFIX)/lib/systemd/system
+# The crescent Python package (pure Python; it loads the libcrescent.so.0 of $(PREFIX)/lib).
+PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
 INSTALL_BINS := crescent-master crescent-elect crescent-bench crescent-client
 MAN_SUMMARY_crescent-master := Redis-compatible KV cache master with an embedded memory segment
 MAN_SUMMARY_crescent-elect  := leader election over Redis, etcd or a Kubernetes Lease
@@ -25,6 +28,9 @@ install: all
 	@$(foreach b,$(INSTALL_BINS),tools/gen-man.sh $(BUILD)/bin/$(b) '$(MAN_SUMMARY_$(b))' \
 	    > $(MAN1DIR)/$(b).1 &&) true
 	@install -m 644 README.md CONTRIBUTING.md docs/*.md $(DOCDIR)/
-	@sed -e 's|@PREFIX@|$(PREFIX)|g' deploy/systemd/crescent-master.service \
-	    > $(UNITDIR)/crescent-master.service
-	@echo "install: $(INSTALL_BINS), libcrescent, headers, crescent.pc, man pages -> $(DESTDIR)$(PREFIX)"
+	@for u in deploy/systemd/*.service; do \
+	    sed -e 's|@PREFIX@|$(PREFIX)|g' $$u > $(UNITDIR)/$$(basename $$u); done
+	@install -m 644 deploy/systemd/crescent-ha.conf.example $(DOCDIR)/
+	@install -d $(DESTDIR)$(PYTHONDIR)/crescent
+	@install -m 644 python/crescent/*.py $(DESTDIR)$(PYTHONDIR)/crescent/
+	@echo "install: $(INSTALL_BINS), libcrescent, headers, crescent.pc, man pages, python -> $(DESTDIR)$(PREFIX)"

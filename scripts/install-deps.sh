@@ -11,6 +11,7 @@ PKGS=(
     liburing-dev libjemalloc-dev libcurl4-openssl-dev libjansson-dev libyaml-dev
     libcriterion-dev openssl libmicrohttpd-dev
     redis-server redis-tools etcd-server etcd-client python3 python3-redis iperf3
+    python3-pytest python3-numpy python3-yaml
     procps iproute2 curl prometheus man-db
     strace valgrind
     fio

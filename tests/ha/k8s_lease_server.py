@@ -20,8 +20,10 @@ Closer to a real API server than a toy:
   unconditional update), a create with one with 400 BadRequest; malformed JSON or a malformed MicroTime is 400 BadRequest; semantic
   errors (leaseDurationSeconds <= 0, bad names) are 422 Invalid.
 
-Also: --readonly-token (reads allowed, writes answered 403 Forbidden as RBAC would) and
---client-ca (client certificates signed by that CA authenticate without a token).
+Also: --readonly-token (reads allowed, writes answered 403 Forbidden as RBAC would),
+--client-ca (client certificates signed by that CA authenticate without a token) and
+--request-log FILE (one line "METHOD PATH?QUERY" per request received, appended and flushed as
+it arrives, so tests can compare what a client asks for with an RBAC Role).
 
 Fault injection: SIGUSR1 toggles outage mode; in outage mode every request gets 503 (default) or
 hangs until the outage ends (--outage hang). SIGUSR2 drops every open watch stream. SIGHUP
@@ -29,7 +31,7 @@ empties the watch window (every earlier version becomes too old).
 
 Usage: k8s_lease_server.py --cert C --key K --token T [--port-file F] [--outage 503|hang]
                            [--readonly-token R] [--client-ca CA] [--watch-window N]
-                           [--churn-ms N] [--expired event|http]
+                           [--churn-ms N] [--expired event|http] [--request-log F]
 Prints "READY <port>" on stdout once listening (and writes the port to --port-file).
 """
 import argparse
@@ -103,6 +105,7 @@ class Store:
 
 STORE = Store()
 ARGS = None
+REQUEST_LOG = None  # (lock, file) with --request-log
 
 
 def details(name):
@@ -183,6 +186,10 @@ class Handler(BaseHTTPRequestHandler):
         the request body so that the kept-alive connection stays in sync."""
         n = int(self.headers.get("Content-Length") or 0)
         self.raw_body = self.rfile.read(n) if n else b""
+        if REQUEST_LOG:
+            with REQUEST_LOG[0]:
+                REQUEST_LOG[1].write("%s %s\n" % (self.command, self.path))
+                REQUEST_LOG[1].flush()
         if STORE.outage:
             if ARGS.outage == "hang":
                 with STORE.cond:
@@ -493,8 +500,12 @@ def main():
                     help="write an unrelated object every N ms (0 = never)")
     ap.add_argument("--expired", choices=("event", "http"), default="event",
                     help="how a too-old watch is answered: ERROR event in HTTP 200, or HTTP 410")
+    ap.add_argument("--request-log", help="append one 'METHOD PATH' line per request here")
     ap.add_argument("--verbose", action="store_true")
     ARGS = ap.parse_args()
+    if ARGS.request_log:
+        global REQUEST_LOG
+        REQUEST_LOG = (threading.Lock(), open(ARGS.request_log, "a"))
     STORE.window = max(1, ARGS.watch_window)
     server_class = ThreadingHTTPServer
     if ":" in ARGS.host:

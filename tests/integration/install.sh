@@ -3,7 +3,7 @@
 # make install into a scratch DESTDIR: every file lands where docs/operations.md says, a program
 # built with the installed pkg-config file links against the installed libcrescent and runs,
 # the man pages render (man -l) and name the options, the systemd unit points at the installed
-# binary.
+# binary, the Python package imports and loads the installed libcrescent.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 : "${CRESCENT_BUILD:=$root/build}"
@@ -11,7 +11,10 @@ dest=$(mktemp -d /tmp/crescent-install.XXXXXX)
 trap 'rm -rf "$dest"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-make -s -C "$root" install BUILD="$CRESCENT_BUILD" DESTDIR="$dest" PREFIX=/usr >"$dest/make.log" 2>&1 ||
+# BUILD relative to the tree when it lies inside it, as `make` spells it: the build flags name
+# $(BUILD)/gen, and a different spelling of the same directory would rebuild everything.
+build=$(realpath --relative-base="$root" "$CRESCENT_BUILD")
+make -s -C "$root" install BUILD="$build" DESTDIR="$dest" PREFIX=/usr >"$dest/make.log" 2>&1 ||
     { cat "$dest/make.log"; fail "make install"; }
 for f in bin/crescent-master bin/crescent-elect bin/crescent-bench bin/crescent-client \
     lib/libcrescent.so.0 \
@@ -19,7 +22,9 @@ for f in bin/crescent-master bin/crescent-elect bin/crescent-bench bin/crescent-
     share/man/man1/crescent-master.1 share/man/man1/crescent-elect.1 \
     share/man/man1/crescent-bench.1 share/man/man1/crescent-client.1 \
     share/doc/crescent/quickstart.md \
-    lib/systemd/system/crescent-master.service; do
+    lib/systemd/system/crescent-master.service lib/systemd/system/crescent-master-ha.service \
+    lib/systemd/system/crescent-client.service share/doc/crescent/crescent-ha.conf.example \
+    lib/python3/dist-packages/crescent/store.py; do
     [ -e "$dest/usr/$f" ] || fail "missing /usr/$f"
 done
 [ "$(readlink "$dest/usr/lib/libcrescent.so")" = libcrescent.so.0 ] || fail "libcrescent.so link"
@@ -59,4 +64,15 @@ echo "$page" | grep -q -- "--eviction_high_watermark_ratio" || fail "man page la
 echo "$page" | grep -q "^NAME" || fail "man page has no NAME section"
 grep -q "^ExecStart=/usr/bin/crescent-master /etc/crescent/crescent.conf$" \
     "$dest/usr/lib/systemd/system/crescent-master.service" || fail "unit ExecStart"
+grep -q "^ExecStart=/usr/bin/crescent-client " "$dest/usr/lib/systemd/system/crescent-client.service" ||
+    fail "client unit ExecStart"
+# The Python package imports from the install and loads the installed library (no CRESCENT_LIB).
+pydir=$dest/usr/lib/python3/dist-packages
+[ -e "$pydir/crescent/__init__.py" ] || fail "missing /usr/lib/python3/dist-packages/crescent"
+san=$(ldd "$dest/usr/lib/libcrescent.so.0" | grep -oE '/[^ ]*lib(asan|tsan|ubsan)\.so[^ ]*' | tr '\n' ' ')
+out=$(cd / && env -u CRESCENT_LIB PYTHONPATH="$pydir" LD_PRELOAD="$san" ASAN_OPTIONS=detect_leaks=0 \
+    /usr/bin/python3 -c 'import crescent; print(crescent.LIB_PATH); print(crescent.Store().health_check())') ||
+    fail "python import from the install"
+[ "$out" = "$dest/usr/lib/libcrescent.so.0
+1" ] || fail "python package loaded '$out', not the installed library"
 echo "install: ok"
