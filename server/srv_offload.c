@@ -18,9 +18,11 @@
 #include "storage/sto.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Disk key: one tag byte, the generation (4 bytes big-endian), the key. */
 #define SRV_OFF_TAG_VALUE  'v'
@@ -28,9 +30,12 @@
 #define SRV_OFF_HDR        5
 #define SRV_OFF_KEY_MAX    (STO_KEY_MAX - SRV_OFF_HDR)
 
-#define SRV_OFF_SCRATCH      8         /* scratch copies per thread */
+#define SRV_OFF_SCRATCH      8          /* scratch copies per thread */
 #define SRV_OFF_SCRATCH_KEEP (1u << 20) /* a larger scratch buffer is freed once reused */
 #define SRV_OFF_LOG_EVERY_MS 10000      /* failures are logged at most this often */
+
+/* Created in the tier's directory by a clean shutdown, removed at start (crash detection). */
+#define SRV_OFF_CLEAN_MARK "crescent-master.clean"
 
 static struct sto *srv_off_store;
 static _Atomic int srv_off_stopping;
@@ -141,8 +146,8 @@ int srv_offload_read(const struct srv_obj *o, void *buf) {
     if (!srv_off_store)
         n = -ENODEV;
     else if (o->klen <= SRV_OFF_KEY_MAX && o->handle != 0)
-        n = sto_get(srv_off_store, dk, srv_off_dkey(dk, SRV_OFF_TAG_VALUE, o->handle, o->key, o->klen),
-                    buf, o->vlen);
+        n = sto_get(srv_off_store, dk,
+                    srv_off_dkey(dk, SRV_OFF_TAG_VALUE, o->handle, o->key, o->klen), buf, o->vlen);
     int rc = n < 0 ? (int)n : (n == (ssize_t)o->vlen ? 0 : -EIO);
     if (rc < 0) {
         cm_atomic_add_relaxed(&srv_off.read_failures, 1);
@@ -346,13 +351,33 @@ static int srv_off_adopt(const struct srv_off_found *f, int64_t now) {
     return take;
 }
 
-/* Re-registers what the store holds; removes what cannot be served. */
-static void srv_off_restore(void) {
+/* Removes every object of the store (after an unclean stop). */
+static void srv_off_wipe(struct srv_off_scan *sc) {
+    for (size_t i = 0; i < sc->n; i++) {
+        sto_remove(srv_off_store, sc->v[i].dk, sc->v[i].dl);
+        cm_free(sc->v[i].dk);
+    }
+    cm_free(sc->v);
+    cm_log(CM_LOG_WARNING, "offload",
+           "SSD tier at %s: the last run did not stop cleanly, so removals it made may not be "
+           "on disk; its %zu objects were discarded",
+           srv_cfg.ssd_offload_path, sc->n);
+}
+
+/*
+ * Re-registers what the store holds when the last run stopped cleanly (clean = 1), removing
+ * what cannot be served; else empties the store.
+ */
+static void srv_off_restore(int clean) {
     struct srv_off_scan sc = {0};
     uint64_t cursor = 0;
     do
         sto_scan(srv_off_store, &cursor, srv_off_scan_cb, &sc);
     while (cursor != 0);
+    if (!clean && sc.n > 0) {
+        srv_off_wipe(&sc);
+        return;
+    }
     uint32_t maxgen = 0;
     for (size_t i = 0; i < sc.n; i++)
         if (sc.v[i].dl >= SRV_OFF_HDR && srv_off_gen_of(sc.v[i].dk) > maxgen)
@@ -414,7 +439,10 @@ int srv_offload_start(char *err, size_t errlen) {
         snprintf(err, errlen, "ssd_offload_path %s: %s", srv_cfg.ssd_offload_path, serr);
         return -1;
     }
-    srv_off_restore();
+    char marker[4200];
+    snprintf(marker, sizeof(marker), "%s/%s", srv_cfg.ssd_offload_path, SRV_OFF_CLEAN_MARK);
+    srv_off_restore(access(marker, F_OK) == 0);
+    unlink(marker); /* until this run stops cleanly */
     return 0;
 }
 
@@ -423,8 +451,18 @@ void srv_offload_stop(void) {
 }
 
 void srv_offload_close(void) {
-    sto_close(srv_off_store);
+    if (!srv_off_store)
+        return;
+    sto_close(srv_off_store); /* writes the metadata: every removal is on disk now */
     srv_off_store = NULL;
+    char marker[4200];
+    snprintf(marker, sizeof(marker), "%s/%s", srv_cfg.ssd_offload_path, SRV_OFF_CLEAN_MARK);
+    int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        close(fd);
+    else
+        cm_log(CM_LOG_WARNING, "offload", "cannot create %s: %s; the next start discards the tier",
+               marker, strerror(errno));
 }
 
 /* ---------------------------------------------------------------- INFO and /metrics */
@@ -491,7 +529,7 @@ void srv_offload_metrics(struct cm_buf *b) {
                    "Disk copies removed by DEL, overwrite, expiry or FLUSHALL.", L(removes));
     srv_off_metric(b, "crescent_offload_disk_used_bytes", "gauge",
                    "Bytes the SSD tier occupies on disk.", st.disk_bytes);
-    srv_off_metric(b, "crescent_offload_disk_quota_bytes", "gauge",
-                   "The SSD tier's byte quota.", st.quota_bytes);
+    srv_off_metric(b, "crescent_offload_disk_quota_bytes", "gauge", "The SSD tier's byte quota.",
+                   st.quota_bytes);
 #undef L
 }
