@@ -478,6 +478,7 @@ void srv_offload_info(struct cm_buf *b) {
 #define U(x) (unsigned long long)cm_atomic_load_relaxed(&srv_off.x)
     cm_buf_appendf(b,
                    "offload_path:%s\r\noffload_backend:%s\r\noffload_io:%s\r\n"
+                   "offload_direct_io:%d\r\n"
                    "offloaded_keys:%llu\r\noffloaded_bytes:%llu\r\n"
                    "offload_writes:%llu\r\noffload_write_bytes:%llu\r\n"
                    "offload_write_failures:%llu\r\noffload_reads:%llu\r\n"
@@ -486,7 +487,7 @@ void srv_offload_info(struct cm_buf *b) {
                    "offload_removes:%llu\r\noffload_recovered_keys:%llu\r\n"
                    "offload_disk_objects:%llu\r\noffload_disk_used_bytes:%llu\r\n"
                    "offload_disk_quota_bytes:%llu\r\noffload_disk_corrupt:%llu\r\n\r\n",
-                   srv_cfg.ssd_offload_path, st.backend, st.io, U(keys), U(bytes), U(writes),
+                   srv_cfg.ssd_offload_path, st.backend, st.io, st.direct_io, U(keys), U(bytes), U(writes),
                    U(write_bytes), U(write_failures), U(reads), U(read_bytes), U(read_failures),
                    U(promotions), U(buffered_reads), U(removes), U(recovered),
                    (unsigned long long)st.keys, (unsigned long long)st.disk_bytes,
