@@ -487,9 +487,9 @@ void srv_offload_info(struct cm_buf *b) {
                    "offload_removes:%llu\r\noffload_recovered_keys:%llu\r\n"
                    "offload_disk_objects:%llu\r\noffload_disk_used_bytes:%llu\r\n"
                    "offload_disk_quota_bytes:%llu\r\noffload_disk_corrupt:%llu\r\n\r\n",
-                   srv_cfg.ssd_offload_path, st.backend, st.io, st.direct_io, U(keys), U(bytes), U(writes),
-                   U(write_bytes), U(write_failures), U(reads), U(read_bytes), U(read_failures),
-                   U(promotions), U(buffered_reads), U(removes), U(recovered),
+                   srv_cfg.ssd_offload_path, st.backend, st.io, st.direct_io, U(keys), U(bytes),
+                   U(writes), U(write_bytes), U(write_failures), U(reads), U(read_bytes),
+                   U(read_failures), U(promotions), U(buffered_reads), U(removes), U(recovered),
                    (unsigned long long)st.keys, (unsigned long long)st.disk_bytes,
                    (unsigned long long)st.quota_bytes, (unsigned long long)st.corrupt);
 #undef U

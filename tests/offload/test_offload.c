@@ -442,7 +442,6 @@ Test(offload, quota_full_falls_back_to_dropping) {
     cr_assert_eq(present, NKEYS - dropped);
     IT_STATUS("PONG", it_c, "PING");
     char cmd[700];
-    snprintf(cmd, sizeof(cmd), "grep -q 'the value is evicted (dropped) instead' '%s'",
-             it_srv.log);
+    snprintf(cmd, sizeof(cmd), "grep -q 'the value is evicted (dropped) instead' '%s'", it_srv.log);
     cr_assert_eq(system(cmd), 0, "a log line names the fallback");
 }
