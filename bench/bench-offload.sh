@@ -10,7 +10,7 @@
 #   bench/bench-offload.sh BUILD DIR      (DIR: a directory on the disk under test)
 #
 # Environment: BENCH_ROUNDS (3), BENCH_OFFLOAD_MB (--memory of the offloading master, 32),
-# BENCH_OFFLOAD_REQUESTS (GETs per run, 200000), BENCH_CLIENTS (redis-benchmark -c, 16),
+# BENCH_OFFLOAD_REQUESTS (GETs per run, 50000), BENCH_CLIENTS (redis-benchmark -c, 16),
 # BENCH_THREADS (--threads of both masters; unset: the master's default),
 # MOONCAKE_OFFLOAD_* as for the tier (bench-storage.sh sets io_uring and 256 MiB of staging).
 set -euo pipefail
@@ -18,7 +18,7 @@ BUILD=${1:-$(pwd)/build}
 DIR=${2:-/var/tmp/crescent-bench-offload.$$}
 ROUNDS=${BENCH_ROUNDS:-3}
 MB=${BENCH_OFFLOAD_MB:-32}
-REQS=${BENCH_OFFLOAD_REQUESTS:-200000}
+REQS=${BENCH_OFFLOAD_REQUESTS:-50000}
 CLIENTS=${BENCH_CLIENTS:-16}
 VAL=4096
 KEYS=$((MB * 4 * 1024 * 1024 / VAL))
