@@ -18,11 +18,9 @@
 #include "storage/sto.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Disk key: one tag byte, the generation (4 bytes big-endian), the key. */
 #define SRV_OFF_TAG_VALUE  'v'
@@ -33,9 +31,6 @@
 #define SRV_OFF_SCRATCH      8          /* scratch copies per thread */
 #define SRV_OFF_SCRATCH_KEEP (1u << 20) /* a larger scratch buffer is freed once reused */
 #define SRV_OFF_LOG_EVERY_MS 10000      /* failures are logged at most this often */
-
-/* Created in the tier's directory by a clean shutdown, removed at start (crash detection). */
-#define SRV_OFF_CLEAN_MARK "crescent-master.clean"
 
 static struct sto *srv_off_store;
 static _Atomic int srv_off_stopping;
@@ -351,33 +346,18 @@ static int srv_off_adopt(const struct srv_off_found *f, int64_t now) {
     return take;
 }
 
-/* Removes every object of the store (after an unclean stop). */
-static void srv_off_wipe(struct srv_off_scan *sc) {
-    for (size_t i = 0; i < sc->n; i++) {
-        sto_remove(srv_off_store, sc->v[i].dk, sc->v[i].dl);
-        cm_free(sc->v[i].dk);
-    }
-    cm_free(sc->v);
-    cm_log(CM_LOG_WARNING, "offload",
-           "SSD tier at %s: the last run did not stop cleanly, so removals it made may not be "
-           "on disk; its %zu objects were discarded",
-           srv_cfg.ssd_offload_path, sc->n);
-}
-
 /*
- * Re-registers what the store holds when the last run stopped cleanly (clean = 1), removing
- * what cannot be served; else empties the store.
+ * Re-registers what the store holds, removing what cannot be served. Every removal of the
+ * last run (DEL, overwrite, expiry, promotion) finished before its command replied, since
+ * sto_remove() returns once the removal is on disk, so after a crash too the store holds
+ * exactly the values that were offloaded at the end, less what no client saw acknowledged.
  */
-static void srv_off_restore(int clean) {
+static void srv_off_restore(void) {
     struct srv_off_scan sc = {0};
     uint64_t cursor = 0;
     do
         sto_scan(srv_off_store, &cursor, srv_off_scan_cb, &sc);
     while (cursor != 0);
-    if (!clean && sc.n > 0) {
-        srv_off_wipe(&sc);
-        return;
-    }
     uint32_t maxgen = 0;
     for (size_t i = 0; i < sc.n; i++)
         if (sc.v[i].dl >= SRV_OFF_HDR && srv_off_gen_of(sc.v[i].dk) > maxgen)
@@ -439,10 +419,7 @@ int srv_offload_start(char *err, size_t errlen) {
         snprintf(err, errlen, "ssd_offload_path %s: %s", srv_cfg.ssd_offload_path, serr);
         return -1;
     }
-    char marker[4200];
-    snprintf(marker, sizeof(marker), "%s/%s", srv_cfg.ssd_offload_path, SRV_OFF_CLEAN_MARK);
-    srv_off_restore(access(marker, F_OK) == 0);
-    unlink(marker); /* until this run stops cleanly */
+    srv_off_restore();
     return 0;
 }
 
@@ -453,16 +430,8 @@ void srv_offload_stop(void) {
 void srv_offload_close(void) {
     if (!srv_off_store)
         return;
-    sto_close(srv_off_store); /* writes the metadata: every removal is on disk now */
+    sto_close(srv_off_store);
     srv_off_store = NULL;
-    char marker[4200];
-    snprintf(marker, sizeof(marker), "%s/%s", srv_cfg.ssd_offload_path, SRV_OFF_CLEAN_MARK);
-    int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd >= 0)
-        close(fd);
-    else
-        cm_log(CM_LOG_WARNING, "offload", "cannot create %s: %s; the next start discards the tier",
-               marker, strerror(errno));
 }
 
 /* ---------------------------------------------------------------- INFO and /metrics */

@@ -31,19 +31,17 @@ struct srv_obj;
 
 /*
  * Opens the store at srv_cfg.ssd_offload_path when srv_cfg.enable_offload is set (no-op
- * otherwise). When the last run stopped cleanly (its srv_offload_close() left a marker file)
- * every value found there is re-registered as an offloaded key (an expired one is removed
- * instead); after a crash the store is emptied, since removals the crashed run made may not
- * have reached the disk. Call once after srv_db_init(), before the workers start. Returns 0,
- * or -1 with a message in err (a missing or bad path, a bad MOONCAKE_OFFLOAD_* variable, the
- * store locked by another process).
+ * otherwise) and re-registers every value found there as an offloaded key, with its TTL (an
+ * expired one is removed instead), after a clean stop or a crash alike. Call once after
+ * srv_db_init(), before the workers start. Returns 0, or -1 with a message in err (a missing
+ * or bad path, a bad MOONCAKE_OFFLOAD_* variable, the store locked by another process).
  */
 int srv_offload_start(char *err, size_t errlen);
 
 /* From now on freed records keep their disk copies (shutdown). Call before srv_db_fini(). */
 void srv_offload_stop(void);
 
-/* Closes the store and marks the stop as clean. Call after srv_db_fini(). */
+/* Closes the store. Call after srv_db_fini(). */
 void srv_offload_close(void);
 
 /* 1 when the tier is open. */

@@ -45,7 +45,9 @@ MOONCAKE_OFFLOAD_TOTAL_KEYS_LIMIT=ten start_fails "bad variable" \
 
 # --- a data set 4x --memory through redis-cli ---
 mport=$(free_port)
-start_server --memory 4mb --enable_offload --ssd_offload_path "$disk" --metrics_port "$mport"
+# Two event loops: eviction, read-back and promotion race between them under redis-benchmark.
+start_server --memory 4mb --threads 2 --enable_offload --ssd_offload_path "$disk" \
+    --metrics_port "$mport"
 assert_eq "CONFIG GET enable_offload" "enable_offload
 yes" "$(cli CONFIG GET enable_offload)"
 assert_eq "CONFIG GET ssd_offload_path" "ssd_offload_path
