@@ -5,6 +5,8 @@
 #   1. sequential write, then read-back, of 1 MiB objects at queue depth 16 (MB/s)
 #   2. 4 KiB random reads of stored objects at queue depth 16 (IOPS)
 #   3. restart scan (sto_open) of 1,000,000 stored objects (seconds)
+#   4. crescent-master --enable_offload: redis-benchmark GET over a data set 4x --memory beside
+#      an all-in-memory master (bench/bench-offload.sh; ops/s and p99)
 # Knobs: BENCH_STORAGE_DIR (default /var/tmp/crescent-bench-storage.PID; a disk, not tmpfs),
 # BENCH_ROUNDS (3), BENCH_SEQ_MB (1024), BENCH_RAND_OBJS (131072), BENCH_RAND_OPS (50000),
 # BENCH_SCAN_KEYS (1000000), MOONCAKE_OFFLOAD_USE_URING (true here).
@@ -105,3 +107,7 @@ printf '%-44s %12.2f %12s %7s  %s\n' "restart scan of $SCAN_KEYS objects (s)" "$
 echo "rounds: sto write ${sw[*]} | fio write ${fw[*]} | sto read ${sr[*]} | fio read ${fr[*]}"
 echo "rounds: sto randread ${sri[*]} | fio randread ${fri[*]} | fio batched ${frib[*]}"
 echo "rounds: scan ${so[*]}"
+
+# 4. The single-process master with the tier: redis-benchmark GET over 4x --memory.
+echo
+"$(dirname "$0")/bench-offload.sh" "$BUILD" "$DIR"

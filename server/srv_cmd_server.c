@@ -7,6 +7,7 @@
 #include "server/srv_cmdstat.h"
 #include "server/srv_db.h"
 #include "server/srv_pool_kv.h"
+#include "server/srv_offload.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_snapshot.h"
@@ -491,6 +492,7 @@ static const struct {
     {"keyspace", srv_info_keyspace, 0},
     {"crescent", srv_info_crescent, 0},
     {"snapshot", srv_snapshot_info, 0},
+    {"offload", srv_offload_info, 0},
 };
 #define SRV_NSECTIONS (sizeof(srv_info_sections) / sizeof(srv_info_sections[0]))
 

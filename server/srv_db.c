@@ -5,6 +5,7 @@
 
 #include "server/srv_db.h"
 
+#include "server/srv_offload.h"
 #include "server/srv_t.h"
 #include "server/srv_watch.h"
 
@@ -257,6 +258,8 @@ void srv_db_set_expire(struct srv_db_ref *r, struct srv_obj *o, int64_t when_ms)
     else if (!old && when_ms)
         cm_atomic_add_relaxed(&r->sh->nexpires, 1);
     cm_atomic_store_relaxed(&o->expire_ms, when_ms);
+    if (srv_obj_offloaded(o) && old != when_ms)
+        srv_offload_set_expire(o);
     srv_db_touch(o);
 }
 
@@ -265,7 +268,28 @@ void srv_db_touch(struct srv_obj *o) {
 }
 
 char *srv_obj_val(const struct srv_obj *o) {
+    if (__builtin_expect(srv_obj_offloaded(o), 0))
+        return srv_offload_scratch(o);
     return srv_seg_ptr(srv_db_seg, o->handle);
+}
+
+int srv_obj_promote(struct srv_obj *o) {
+    uint64_t size = srv_seg_size(srv_db_seg);
+    if (cm_atomic_load_relaxed(&o->refs) != 1 ||
+        (double)(srv_db_mem_used() + o->vlen) > srv_db_high_watermark * (double)size)
+        return -ENOSPC;
+    struct srv_block blk;
+    if (srv_seg_alloc(srv_db_seg, o->vlen ? o->vlen : 1, &blk) != 0)
+        return -ENOSPC;
+    int rc = srv_offload_read(o, blk.ptr);
+    if (rc < 0) {
+        srv_seg_free(srv_db_seg, blk.handle);
+        return rc;
+    }
+    srv_offload_forget(o, 1);
+    o->handle = blk.handle;
+    o->flags &= (uint8_t)~SRV_OBJ_OFFLOADED;
+    return 0;
 }
 
 static uint64_t srv_db_evict_step(int wait);
@@ -313,6 +337,7 @@ static struct srv_obj *srv_obj_alloc(size_t klen) {
 struct srv_obj *srv_obj_rekey(struct srv_obj *o, const char *key, size_t klen) {
     struct srv_obj *n = srv_obj_alloc(klen);
     n->type = o->type;
+    n->flags = o->flags;
     if (o->type == SRV_TYPE_STRING) {
         n->handle = o->handle;
         n->vlen = o->vlen;
@@ -321,6 +346,8 @@ struct srv_obj *srv_obj_rekey(struct srv_obj *o, const char *key, size_t klen) {
     }
     cm_atomic_store_relaxed(&n->expire_ms, cm_atomic_load_relaxed(&o->expire_ms));
     memcpy(n->key, key, klen);
+    if (srv_obj_offloaded(o))
+        n->handle = srv_offload_move(o, n);
     srv_meta_sub(srv_obj_meta_bytes(o));
     cm_free(o);
     return n;
@@ -354,7 +381,7 @@ int srv_obj_create(const char *key, size_t klen, size_t vlen, size_t cap, struct
 }
 
 uint64_t srv_obj_capacity(const struct srv_obj *o) {
-    if (o->type != SRV_TYPE_STRING)
+    if (o->type != SRV_TYPE_STRING || srv_obj_offloaded(o))
         return 0;
     return srv_seg_block_capacity(srv_db_seg, o->handle);
 }
@@ -366,12 +393,24 @@ void srv_obj_ref(struct srv_obj *o) {
 void srv_obj_unref(struct srv_obj *o) {
     if (cm_atomic_sub_acq_rel(&o->refs, 1u) != 1)
         return;
-    if (o->type == SRV_TYPE_STRING)
+    if (srv_obj_offloaded(o))
+        srv_offload_forget(o, 0);
+    else if (o->type == SRV_TYPE_STRING)
         srv_seg_free(srv_db_seg, o->handle);
     else
         srv_type_free((enum srv_type)o->type, o->payload);
     srv_meta_sub(srv_obj_meta_bytes(o));
     cm_free(o);
+}
+
+struct srv_obj *srv_obj_create_offloaded(const char *key, size_t klen, uint32_t vlen,
+                                         uint32_t gen) {
+    struct srv_obj *o = srv_obj_alloc(klen);
+    o->flags = SRV_OBJ_OFFLOADED;
+    o->handle = gen;
+    o->vlen = vlen;
+    memcpy(o->key, key, klen);
+    return o;
 }
 
 struct srv_obj *srv_obj_create_agg(const char *key, size_t klen, enum srv_type type,
@@ -580,7 +619,25 @@ static inline const char *srv_cand_key(const struct srv_evict_cand *c) {
  */
 static int srv_obj_evictable(const struct srv_obj *o, enum srv_evict_pass pass) {
     (void)pass;
-    return cm_atomic_load_relaxed(&o->refs) == 1;
+    return cm_atomic_load_relaxed(&o->refs) == 1 && !srv_obj_offloaded(o);
+}
+
+/*
+ * Evicts o (shard sh locked, o evictable): with the SSD tier a string's value goes to disk and
+ * its record stays (offload-on-evict); otherwise, or when the disk refuses it, the key is
+ * dropped and counted in evicted_keys.
+ */
+static void srv_evict_victim(struct srv_shard *sh, struct srv_obj *o) {
+    uint32_t gen;
+    if (o->type == SRV_TYPE_STRING && srv_offload_enabled() &&
+        srv_offload_write(o, srv_seg_ptr(srv_db_seg, o->handle), &gen) == 0) {
+        srv_seg_free(srv_db_seg, o->handle);
+        o->handle = gen;
+        o->flags |= SRV_OBJ_OFFLOADED;
+        return;
+    }
+    srv_shard_unlink(sh, o);
+    cm_atomic_add_relaxed(&stat_evicted, 1);
 }
 
 static void srv_pool_drop(int i) {
@@ -631,9 +688,10 @@ static void srv_shard_sample(struct srv_shard *sh, uint32_t now, enum srv_evict_
     int seen = 0;
     for (size_t i = 0; i < steps && seen < SRV_EVICT_SAMPLES; i++, b = (b + 1) & t->mask) {
         for (struct cm_ht_node *n = t->buckets[b]; n && seen < SRV_EVICT_SAMPLES; n = n->next) {
-            seen++;
-            if (srv_obj_evictable((struct srv_obj *)n, pass))
+            if (srv_obj_evictable((struct srv_obj *)n, pass)) {
+                seen++; /* offloaded records are skipped, not counted */
                 srv_pool_offer((struct srv_obj *)n, now);
+            }
         }
     }
 }
@@ -663,7 +721,7 @@ static int srv_pool_evict_best(enum srv_evict_pass pass) {
     struct srv_obj *o =
         (struct srv_obj *)cm_ht_find(&sh->ht, c->hash, srv_cand_key(c), c->klen, srv_obj_eq);
     if (o && cm_atomic_load_relaxed(&o->lru) == c->lru && srv_obj_evictable(o, pass)) {
-        srv_shard_unlink(sh, o);
+        srv_evict_victim(sh, o);
         done = 1;
     }
     pthread_mutex_unlock(&sh->lock);
@@ -688,7 +746,7 @@ static int srv_evict_first_found(enum srv_evict_pass pass) {
                 if (srv_obj_evictable((struct srv_obj *)nd, pass))
                     victim = (struct srv_obj *)nd;
         if (victim)
-            srv_shard_unlink(sh, victim);
+            srv_evict_victim(sh, victim);
         pthread_mutex_unlock(&sh->lock);
         if (victim)
             return 1;
@@ -712,7 +770,9 @@ static int srv_evict_one(enum srv_evict_pass pass) {
 static uint64_t srv_evict_batch(double ratio, uint64_t max) {
     uint64_t debt = cm_atomic_load_relaxed(&srv_evict_debt);
     if (debt == 0) {
-        debt = (uint64_t)((double)srv_db_size() * ratio);
+        uint64_t keys = srv_db_size(), offloaded = srv_offload_keys();
+        /* A cycle takes ratio of the keys in memory; offloaded records cannot be evicted. */
+        debt = (uint64_t)((double)(keys > offloaded ? keys - offloaded : 0) * ratio);
         if (debt == 0)
             debt = 1;
         cm_atomic_add_relaxed(&stat_evict_cycles, 1);
@@ -730,7 +790,6 @@ static uint64_t srv_evict_batch(double ratio, uint64_t max) {
         }
     }
     cm_atomic_store_relaxed(&srv_evict_debt, done < want ? 0 : debt - done);
-    cm_atomic_add_relaxed(&stat_evicted, done);
     return done;
 }
 

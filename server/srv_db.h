@@ -54,11 +54,24 @@ struct srv_obj {
     };
     _Atomic uint32_t lru;      /* last access, in srv_lru_clock() units */
     uint8_t type;              /* enum srv_type */
-    uint8_t pad_[3];           /* keeps the layout explicit */
+    uint8_t flags;             /* SRV_OBJ_* */
+    uint8_t pad_[2];           /* keeps the layout explicit */
     _Atomic int64_t expire_ms; /* absolute Unix ms, 0 = persistent */
     char key[];                /* key bytes, not NUL-terminated */
 };
 _Static_assert(sizeof(struct srv_obj) == 48, "srv_obj record is 48 bytes");
+
+/*
+ * The string's value is on the SSD tier (server/srv_offload.h), not in the segment: handle is
+ * the disk generation, vlen the value length. Set and cleared under the shard lock, only while
+ * the table holds the sole reference.
+ */
+#define SRV_OBJ_OFFLOADED 0x01u
+
+/* 1 when o's value lives on the SSD tier. */
+static inline int srv_obj_offloaded(const struct srv_obj *o) {
+    return (o->flags & SRV_OBJ_OFFLOADED) != 0;
+}
 
 /* A locked shard and the key being worked on. */
 struct srv_db_ref {
@@ -122,8 +135,26 @@ void srv_db_set_expire(struct srv_db_ref *r, struct srv_obj *o, int64_t when_ms)
 /* Marks o as modified in place (WATCH sees it) — call after writing its value bytes. */
 void srv_db_touch(struct srv_obj *o);
 
-/* Address of a string object's value bytes (valid while the object is referenced). */
+/*
+ * Address of a string object's value bytes (valid while the object is referenced). For an
+ * offloaded object the bytes are read from the SSD tier into a per-thread scratch copy (one
+ * of eight, valid until the calling thread's eighth next such read): read them, never write.
+ */
 char *srv_obj_val(const struct srv_obj *o);
+
+/*
+ * Brings an offloaded string (shard lock held) back into the segment when it fits below the
+ * high watermark and nothing but the table references it: reads it from disk into a new
+ * block and drops the disk copy. Returns 0 (now resident), -ENOSPC (no room or pinned; still
+ * offloaded), or a negative read error (still offloaded).
+ */
+int srv_obj_promote(struct srv_obj *o);
+
+/*
+ * A record for a string already on the SSD tier under disk generation gen (the restart scan
+ * of server/srv_offload.c). Not linked; refs = 1.
+ */
+struct srv_obj *srv_obj_create_offloaded(const char *key, size_t klen, uint32_t vlen, uint32_t gen);
 
 /*
  * Allocates an object for key with room for cap >= vlen value bytes (the caller fills o->val),
@@ -155,7 +186,7 @@ const char *srv_type_name(enum srv_type type);
  */
 struct srv_obj *srv_obj_rekey(struct srv_obj *o, const char *key, size_t klen);
 
-/* Capacity of o's value block. */
+/* Capacity of o's value block (0 for an offloaded string: it is never modified in place). */
 uint64_t srv_obj_capacity(const struct srv_obj *o);
 
 /* Takes a pin on o (shard lock held). */

@@ -164,8 +164,10 @@ static enum MHD_Result srv_route_query_key(struct MHD_Connection *conn) {
                        (long long)(exp ? (exp > now ? exp - now : 0) : -1));
         if (is_str)
             cm_buf_appendf(&b,
-                           "{\"segment\":\"embedded\",\"type\":\"MEMORY\",\"status\":\"COMPLETE\","
+                           "{\"segment\":\"%s\",\"type\":\"%s\",\"status\":\"COMPLETE\","
                            "\"size\":%llu}",
+                           srv_obj_offloaded(o) ? "ssd" : "embedded",
+                           srv_obj_offloaded(o) ? "LOCAL_DISK" : "MEMORY",
                            (unsigned long long)o->vlen);
         cm_buf_appendf(&b, "]}\n");
     }

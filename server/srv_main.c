@@ -12,6 +12,7 @@
 #include "server/srv_http.h"
 #include "server/srv_mc.h"
 #include "server/srv_pool_kv.h"
+#include "server/srv_offload.h"
 #include "server/srv_server.h"
 #include "server/srv_snapshot.h"
 
@@ -128,11 +129,18 @@ static int srv_startup(int argc, char **argv) {
                         "1mb\n");
         return 1;
     }
-    if (srv_cfg.enable_ha || srv_cfg.enable_offload) {
-        fprintf(stderr,
-                "crescent-master: %s is not available in this version of the master "
-                "(see docs/configuration.md)\n",
-                srv_cfg.enable_ha ? "enable_ha" : "enable_offload");
+    if (srv_cfg.enable_offload && srv_cfg.memory == 0) {
+        fprintf(stderr, "crescent-master: enable_offload is the SSD tier of the embedded "
+                        "segment and needs memory > 0\n");
+        return 1;
+    }
+    if (srv_cfg.enable_ha) {
+        fprintf(stderr, "crescent-master: enable_ha is not available in this version of the "
+                        "master (see docs/configuration.md)\n");
+        return 1;
+    }
+    if (srv_cfg.ssd_offload_path[0] && !srv_cfg.enable_offload) {
+        fprintf(stderr, "crescent-master: ssd_offload_path needs enable_offload\n");
         return 1;
     }
     srv_db_high_watermark = srv_cfg.eviction_high_watermark_ratio;
@@ -161,6 +169,12 @@ int main(int argc, char **argv) {
         return 1;
     }
     srv_db_init(srv_segment);
+    char err[512];
+    if (srv_offload_start(err, sizeof(err)) < 0) {
+        fprintf(stderr, "crescent-master: %s\n", err);
+        cm_log(CM_LOG_WARNING, "server", "%s", err);
+        return 1;
+    }
     srv_cmd_init();
     if (srv_mc_start() < 0)
         return 1;
@@ -176,7 +190,9 @@ int main(int argc, char **argv) {
     srv_pkv_stop();
     srv_mc_stop();
     cm_log(CM_LOG_NOTICE, "server", "shutting down");
+    srv_offload_stop();
     srv_db_fini();
+    srv_offload_close();
     srv_seg_destroy(srv_segment);
     cm_config_fini(&srv_config_table);
     cm_log(CM_LOG_NOTICE, "server", "bye");

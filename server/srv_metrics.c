@@ -10,6 +10,7 @@
 #include "server/srv_cmdstat.h"
 #include "server/srv_db.h"
 #include "server/srv_http.h"
+#include "server/srv_offload.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
@@ -194,4 +195,5 @@ void srv_metrics_render(struct cm_buf *out) {
     srv_metrics_net(out);
     srv_metrics_commands(out);
     srv_metrics_errors(out);
+    srv_offload_metrics(out);
 }

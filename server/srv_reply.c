@@ -4,6 +4,8 @@
 
 #include "server/srv_reply.h"
 
+#include "server/srv_offload.h"
+
 #include "common/cm_errno.h"
 #include "common/cm_util.h"
 #include "redis-compat/resp_write.h"
@@ -12,6 +14,8 @@
 #include <strings.h>
 
 void srv_reply_value(struct srv_client *c, struct srv_obj *o) {
+    if (srv_obj_offloaded(o) && srv_offload_reply(c, o))
+        return;
     if (o->vlen < SRV_REF_THRESHOLD) {
         resp_add_bulk(&c->out, srv_obj_val(o), o->vlen);
         return;

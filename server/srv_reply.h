@@ -18,7 +18,10 @@
 #define SRV_ERR_OOM     "OOM command not allowed when used memory > 'maxmemory'."
 #define SRV_ERR_NOT_INT "ERR value is not an integer or out of range"
 
-/* Replies with o's value as a bulk string (copy or pinned reference). Shard lock held. */
+/*
+ * Replies with o's value as a bulk string (copy or pinned reference). Shard lock held. An
+ * offloaded value is read back from the SSD tier (srv_offload_reply).
+ */
 void srv_reply_value(struct srv_client *c, struct srv_obj *o);
 
 /* 1 when argument i equals the lower-case word w, case-insensitively. */

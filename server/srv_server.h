@@ -61,6 +61,7 @@ struct srv_config {
     char *cluster_id;
     int enable_offload;
     int offload_on_evict;
+    char *ssd_offload_path;
     long long metrics_port;
     char *metrics_host;
     long long databases;

@@ -7,6 +7,7 @@
 #include "common/fmacros.h"
 
 #include "server/srv_db.h"
+#include "server/srv_offload.h"
 #include "server/srv_t.h"
 #include "server/srv_watch.h"
 
@@ -33,6 +34,45 @@ uint64_t srv__agg_mem(void) {
 void srv_type_free(enum srv_type type, void *payload) {
     (void)type;
     (void)payload;
+}
+
+/* No SSD tier here: nothing is ever offloaded, so only srv_offload_enabled() is called. */
+int srv_offload_enabled(void) {
+    return 0;
+}
+
+uint64_t srv_offload_keys(void) {
+    return 0;
+}
+
+int srv_offload_write(const struct srv_obj *o, const void *val, uint32_t *gen) {
+    (void)o, (void)val, (void)gen;
+    abort();
+}
+
+int srv_offload_read(const struct srv_obj *o, void *buf) {
+    (void)o, (void)buf;
+    abort();
+}
+
+void srv_offload_forget(const struct srv_obj *o, int promoted) {
+    (void)o, (void)promoted;
+    abort();
+}
+
+uint32_t srv_offload_move(const struct srv_obj *o, const struct srv_obj *n) {
+    (void)o, (void)n;
+    abort();
+}
+
+void srv_offload_set_expire(const struct srv_obj *o) {
+    (void)o;
+    abort();
+}
+
+char *srv_offload_scratch(const struct srv_obj *o) {
+    (void)o;
+    abort();
 }
 
 /* ---------------------------------------------------------------- helpers */

@@ -21,5 +21,5 @@ ALL_SRCS += bench/bench_storage.c
 $(BUILD)/bench/sto-bench: $(call objs,bench/bench_storage.c) $(STO_LIBS)
 	$(LINK) $^ $(STO_LDLIBS)
 
-bench-storage: $(BUILD)/bench/sto-bench
+bench-storage: $(BUILD)/bench/sto-bench $(BUILD)/bin/crescent-master
 	@bench/bench-storage.sh $(abspath $(BUILD))

@@ -1,0 +1,7 @@
+# tests/offload/: the single-process master with the SSD tier (--enable_offload, docs/storage.md).
+# test_offload is a Criterion binary on the integration harness (hiredis, real processes, 4 MiB
+# --memory, a data set four times that); offload_cli.sh drives the same setup with redis-cli,
+# redis-benchmark and /metrics, and checks the start-up errors.
+$(call objs,tests/offload/test_offload.c): MOD_CFLAGS += $(IT_CFLAGS)
+$(eval $(call unit_test,offload/test_offload,tests/offload/test_offload.c,$(call objs,$(IT_HARNESS_SRCS)),$(IT_LIBS)))
+TEST_SCRIPTS += tests/offload/offload_cli.sh
