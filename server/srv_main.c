@@ -11,8 +11,8 @@
 #include "server/srv_db.h"
 #include "server/srv_http.h"
 #include "server/srv_mc.h"
-#include "server/srv_pool_kv.h"
 #include "server/srv_offload.h"
+#include "server/srv_pool_kv.h"
 #include "server/srv_server.h"
 #include "server/srv_snapshot.h"
 
