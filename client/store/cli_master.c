@@ -46,12 +46,9 @@ int cli__reply_err(const redisReply *r) {
     return cli_fail(cli_err_from_name(r->str, w), "master: %.*s", (int)r->len, r->str);
 }
 
-/* Runs one command on *slot (connecting first when it is NULL); on a connection error the
- * connection is dropped, reopened and the command sent once more. *out is the reply (any type;
- * the caller frees it). Returns 0 or -CRESCENT_STORE_ERPC_FAIL. The caller serialises uses of
- * *slot. */
-int cli__command(struct crescent_store *st, redisContext **slot, int argc, const char **argv,
-                 const size_t *lens, redisReply **out) {
+static int cli_command_fns(struct crescent_store *st, redisContext **slot, int argc,
+                           const char **argv, const size_t *lens, redisReply **out,
+                           redisReplyObjectFunctions *fns) {
     *out = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (*slot == NULL) {
@@ -64,16 +61,30 @@ int cli__command(struct crescent_store *st, redisContext **slot, int argc, const
                 __atomic_fetch_add(&st->m.master_reconnects, 1, __ATOMIC_RELAXED);
             }
         }
+        redisReplyObjectFunctions *saved = (*slot)->reader->fn;
+        if (fns != NULL) {
+            (*slot)->reader->fn = fns;
+        }
         redisReply *r = redisCommandArgv(*slot, argc, argv, lens);
         if (r != NULL) {
+            (*slot)->reader->fn = saved;
             *out = r;
             return 0;
         }
         cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d: %s", st->host, st->port, (*slot)->errstr);
-        redisFree(*slot);
+        redisFree(*slot); /* with fns still set: it frees a partial reply of fns */
         *slot = NULL;
     }
     return -CRESCENT_STORE_ERPC_FAIL;
+}
+
+/* Runs one command on *slot (connecting first when it is NULL); on a connection error the
+ * connection is dropped, reopened and the command sent once more. *out is the reply (any type;
+ * the caller frees it with freeReplyObject). Returns 0 or -CRESCENT_STORE_ERPC_FAIL. The caller
+ * serialises uses of *slot. */
+int cli__command(struct crescent_store *st, redisContext **slot, int argc, const char **argv,
+                 const size_t *lens, redisReply **out) {
+    return cli_command_fns(st, slot, argc, argv, lens, out, NULL);
 }
 
 /* cli__command on the main connection under st->mu. Thread-safe. */
@@ -81,6 +92,16 @@ int cli__cmd(struct crescent_store *st, int argc, const char **argv, const size_
              redisReply **out) {
     pthread_mutex_lock(&st->mu);
     int rc = cli__command(st, &st->rc, argc, argv, lens, out);
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+/* cli__cmd with the reply built in one arena (cli_reply.c): the caller frees it with
+ * cli__reply_free(), never freeReplyObject(). For the hot commands. Thread-safe. */
+int cli__cmd_fast(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
+                  redisReply **out) {
+    pthread_mutex_lock(&st->mu);
+    int rc = cli_command_fns(st, &st->rc, argc, argv, lens, out, &cli__arena_fns);
     pthread_mutex_unlock(&st->mu);
     return rc;
 }

@@ -248,6 +248,59 @@ Test(store, batch_forms) {
     st_peer_kill(&p);
 }
 
+/* A batch of 300 keys (replies of several arena blocks) through put_from / get_into, then
+ * batch_remove: per-key results, a leased key refused without force, nothing left after. */
+Test(store, batch_remove_and_large_batches) {
+    enum { N = 300, SZ = 512 };
+    struct st_peer p;
+    st_peer_start(&p, &master, "shm", 16 * MIB);
+    struct crescent_store *st = st_store(&master, "shm", 0);
+    char *reg = malloc(2 * N * SZ);
+    OK(crescent_store_register_buffer(st, reg, 2 * N * SZ));
+    st_fill(reg, N * SZ, 7);
+    static char names[N + 1][32];
+    const char *keys[N + 1];
+    const void *src[N];
+    void *dst[N];
+    size_t sizes[N];
+    int res[N + 1];
+    int64_t gres[N];
+    for (int i = 0; i <= N; i++) {
+        snprintf(names[i], sizeof(names[i]), "big-batch-%d", i);
+        keys[i] = names[i];
+        if (i < N) {
+            src[i] = reg + (size_t)i * SZ;
+            dst[i] = reg + (size_t)(N + i) * SZ;
+            sizes[i] = SZ - (size_t)(i % 7);
+        }
+    }
+    OK(crescent_store_batch_put_from(st, keys, src, sizes, N, NULL, res));
+    OK(crescent_store_batch_get_into(st, keys, dst, sizes, N, gres)); /* leases every key */
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(gres[i], (int64_t)sizes[i], "key %d: %lld", i, (long long)gres[i]);
+        cr_assert(memcmp(dst[i], src[i], sizes[i]) == 0, "key %d differs", i);
+    }
+    ERR(CRESCENT_STORE_EOBJECT_HAS_LEASE, crescent_store_batch_remove(st, keys, 2, 0, res));
+    cr_assert_eq(res[0], -CRESCENT_STORE_EOBJECT_HAS_LEASE);
+    cr_assert_eq(res[1], -CRESCENT_STORE_EOBJECT_HAS_LEASE);
+    /* N + 1 keys, the last never put */
+    ERR(CRESCENT_STORE_EOBJECT_NOT_FOUND, crescent_store_batch_remove(st, keys, N + 1, 1, res));
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(res[i], 0, "key %d: %d", i, res[i]);
+    }
+    cr_assert_eq(res[N], -CRESCENT_STORE_EOBJECT_NOT_FOUND);
+    redisReply *r = st_cmd(rc, "MC.STATS");
+    const redisReply *objects = st_field(r, "objects");
+    cr_assert(objects != NULL && objects->integer == 0);
+    freeReplyObject(r);
+    cr_assert_eq(st_segments_used(rc), 0);
+    ERR(EINVAL, crescent_store_batch_remove(st, keys, 0, 1, res));
+    crescent_store_unregister_buffer(st, reg);
+    free(reg);
+    crescent_store_destroy(st);
+    st_peer_kill(&p);
+}
+
 Test(store, size_sweep_1B_to_64MiB_byte_exact) {
     struct st_peer p;
     st_peer_start(&p, &master, "tcp", 160 * MIB);
