@@ -43,3 +43,9 @@ ALL_SRCS += $(BENCH_MC_LOAD_SRCS)
 $(BUILD)/bench/bench_mc_load: $(call objs,$(BENCH_MC_LOAD_SRCS))
 	$(LINK) $^
 bench-mc: $(BUILD)/bench/bench_mc_load
+
+# Distributed store against the raw transfer engine and redis-server (docs/benchmarks.md);
+# BENCH_STORE_ARGS=--update-docs writes the table into docs/benchmarks.md.
+.PHONY: bench-store
+bench-store: $(BINS) $(BUILD)/bench/bench_mc_load
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-store.sh $(BENCH_STORE_ARGS)
