@@ -198,6 +198,34 @@ Test(mc, put_end_get_and_errors) {
                   "00000000000000000000000000000009");
 }
 
+/* The reply writers keep each segment's rendered fields per thread: a remount with another
+ * endpoint and protocol shows at once, and two segments never see each other's fields. */
+Test(mc, getreplicas_follows_remount) {
+    IT_CRESCENT_ONLY();
+    IT_OK(it_c, "MC.REGISTER %s host-a", CA);
+    IT_OK(it_c, "MC.MOUNT %s seg-r 0x10000000 %d ENDPOINT 10.0.0.1:1 PROTOCOL tcp", CA, MIB);
+    IT_OK(it_c, "MC.MOUNT %s seg-s 0x20000000 %d ENDPOINT 10.0.0.9:9 PROTOCOL shm", CA, MIB);
+    const char *pref = "segments 1 seg-r";
+    mc_put(CA, "kr", 100, pref);
+    mc_put(CA, "ks", 100, "segments 1 seg-s");
+    for (int i = 0; i < 3; i++) {
+        const redisReply *d = mc_field(it_cmd(it_c, "MC.GETREPLICAS kr"), "replicas")->element[0];
+        cr_assert_str_eq(mc_str(d, "segment"), "seg-r");
+        cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.1:1");
+        cr_assert_str_eq(mc_str(d, "protocol"), "tcp");
+        d = mc_field(it_cmd(it_c, "MC.GETREPLICAS ks"), "replicas")->element[0];
+        cr_assert_str_eq(mc_str(d, "segment"), "seg-s");
+        cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.9:9");
+    }
+    IT_OK(it_c, "MC.MOUNT %s seg-r 0x10000000 %d ENDPOINT 10.0.0.2:22 PROTOCOL rdma", CA, MIB);
+    const redisReply *d = mc_field(it_cmd(it_c, "MC.GETREPLICAS kr"), "replicas")->element[0];
+    cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.2:22");
+    cr_assert_str_eq(mc_str(d, "protocol"), "rdma");
+    cr_assert_str_eq(mc_str(d, "desc"), "");
+    d = mc_field(it_cmd(it_c, "MC.QUERYKEY kr"), "replicas")->element[0];
+    cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.2:22");
+}
+
 Test(mc, malformed_arguments) {
     IT_CRESCENT_ONLY();
     mc_client(CA, "host-a", "seg-a", 0x10000000, MIB);
