@@ -6,8 +6,9 @@ BINS        += $(BUILD)/bin/crescent-master
 
 $(SERVER_OBJS): MOD_CFLAGS += $(MALLOC_CFLAGS)
 
+# libxfer.a: only the descriptor codec (xfer_desc_inspect, for MC.MOUNT) is linked in.
 $(BUILD)/bin/crescent-master: $(SERVER_OBJS) $(BUILD)/lib/libpool.a $(BUILD)/lib/librc.a \
-                              $(BUILD)/lib/libcm.a
+                              $(BUILD)/lib/libxfer.a $(BUILD)/lib/libcm.a
 	$(LINK) $^ $(shell pkg-config --libs libmicrohttpd) $(CM_EV_LIBS) $(MALLOC_LIBS) -lm
 
 # server/pool/: the distributed store's pool metadata, a pure core (prefix pool_) that the

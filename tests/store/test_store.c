@@ -10,6 +10,7 @@
 #include "common/fmacros.h"
 
 #include "crescent/store.h"
+#include "crescent/transfer.h"
 #include "tests/store/store_test_util.h"
 
 #include <criterion/criterion.h>
@@ -299,6 +300,70 @@ Test(store, batch_remove_and_large_batches) {
     free(reg);
     crescent_store_destroy(st);
     st_peer_kill(&p);
+}
+
+/* Expects MC.MOUNT (or MC.REMOUNT) of [base, base + size) with desc to fail with want (a
+ * prefix of the error), or to succeed when want is NULL. */
+static void mount_desc(const char *verb, const char *id, uint64_t base, uint64_t size,
+                       const void *desc, size_t len, const char *want) {
+    redisReply *r = !strcmp(verb, "MC.MOUNT")
+                        ? st_cmd(rc, "MC.MOUNT %s dseg %llu %llu DESC %b", id,
+                                 (unsigned long long)base, (unsigned long long)size, desc, len)
+                        : st_cmd(rc, "MC.REMOUNT %s dseg %llu %llu ep tcp %b", id,
+                                 (unsigned long long)base, (unsigned long long)size, desc, len);
+    if (want == NULL) {
+        cr_assert(r->type == REDIS_REPLY_STATUS, "%s: %s", verb, r->str);
+    } else {
+        cr_assert(r->type == REDIS_REPLY_ERROR && !strncmp(r->str, want, strlen(want)),
+                  "%s: got '%s', want '%s...'", verb, r->str, want);
+    }
+    freeReplyObject(r);
+}
+
+/* MC.MOUNT checks DESC with the transfer engine: a real descriptor whose registered buffer
+ * holds the segment mounts; one byte changed, a cut blob or a segment reaching outside every
+ * buffer is refused with INVALID_PARAMS, and nothing is mounted. */
+Test(store, mount_checks_the_descriptor) {
+    const char *id = "00112233445566778899aabbccddeeff";
+    freeReplyObject(st_cmd(rc, "MC.REGISTER %s desc-host", id));
+    struct crescent_xfer_engine *eng;
+    cr_assert_eq(crescent_xfer_engine_create(NULL, &eng), 0);
+    size_t blen = 4 * MIB;
+    char *buf = aligned_alloc(4096, blen);
+    cr_assert_eq(crescent_xfer_register(eng, buf, blen, "cpu:0", CRESCENT_XFER_REMOTE), 0);
+    ssize_t dlen = crescent_xfer_export_desc(eng, NULL, 0);
+    cr_assert_gt(dlen, 0);
+    char *desc = malloc((size_t)dlen);
+    cr_assert_eq(crescent_xfer_export_desc(eng, desc, (size_t)dlen), dlen);
+    uint64_t base = (uintptr_t)buf;
+    const char *bad = "INVALID_PARAMS DESC is not a transfer engine segment descriptor "
+                      "(corrupt or truncated)";
+    const char *outside = "INVALID_PARAMS segment [0x";
+
+    mount_desc("MC.MOUNT", id, base + MIB, 2 * MIB, desc, (size_t)dlen - 1, bad);
+    desc[dlen / 2] ^= 0x20;
+    mount_desc("MC.MOUNT", id, base + MIB, 2 * MIB, desc, (size_t)dlen, bad);
+    desc[dlen / 2] ^= 0x20;
+    mount_desc("MC.MOUNT", id, base + MIB, 4 * MIB, desc, (size_t)dlen, outside); /* past end */
+    mount_desc("MC.MOUNT", id, base - 4096, MIB, desc, (size_t)dlen, outside);    /* before */
+    mount_desc("MC.REMOUNT", id, base + 3 * MIB, 2 * MIB, desc, (size_t)dlen, outside);
+    redisReply *r = st_cmd(rc, "MC.QUERYSEGMENT dseg");
+    cr_assert(r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "SEGMENT_NOT_FOUND", 17), "%s",
+              r->str);
+    freeReplyObject(r);
+    mount_desc("MC.MOUNT", id, base, blen, desc, (size_t)dlen, NULL); /* the whole buffer */
+    mount_desc("MC.MOUNT", id, base, blen, desc, (size_t)dlen, NULL); /* again: a refresh */
+    r = st_cmd(rc, "MC.QUERYSEGMENT dseg");
+    const redisReply *size = st_field(r, "size");
+    cr_assert(size != NULL && size->integer == (long long)blen);
+    freeReplyObject(r);
+    freeReplyObject(st_cmd(rc, "MC.UNMOUNT %s dseg", id));
+    mount_desc("MC.REMOUNT", id, base + MIB, MIB, desc, (size_t)dlen, NULL);
+    freeReplyObject(st_cmd(rc, "MC.UNMOUNT %s dseg", id));
+    crescent_xfer_unregister(eng, buf);
+    crescent_xfer_engine_destroy(eng);
+    free(desc);
+    free(buf);
 }
 
 Test(store, size_sweep_1B_to_64MiB_byte_exact) {
