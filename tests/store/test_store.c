@@ -117,6 +117,32 @@ static void replicas_and_failover(const char *proto, int iface) {
     free(val);
 }
 
+/* 1 when the fabric transport is built and its provider (libfabric's tcp;ofi_rxm, or
+ * FI_PROVIDER) opens here. */
+static bool fabric_ok(void) {
+    struct crescent_xfer_opts o = CRESCENT_XFER_OPTS_INIT;
+    o.listen = "";
+    struct crescent_xfer_engine *e;
+    if (crescent_xfer_engine_create(&o, &e) != 0) {
+        return false;
+    }
+    bool ok = crescent_xfer_install(e, "fabric", NULL) == 0;
+    crescent_xfer_engine_destroy(e);
+    return ok;
+}
+
+#define NEED_FABRIC()                                                              \
+    do {                                                                           \
+        if (!fabric_ok()) {                                                        \
+            cr_skip_test("no fabric transport or libfabric tcp;ofi_rxm provider"); \
+        }                                                                          \
+    } while (0)
+
+Test(store, replicas_distinct_segments_and_failover_fabric) {
+    NEED_FABRIC();
+    replicas_and_failover("fabric", 3); /* metrics interface 3: other than local, shm, tcp */
+}
+
 Test(store, replicas_distinct_segments_and_failover_tcp) {
     replicas_and_failover("tcp", 2);
 }
@@ -251,11 +277,11 @@ Test(store, batch_forms) {
 
 /* A batch of 300 keys (replies of several arena blocks) through put_from / get_into, then
  * batch_remove: per-key results, a leased key refused without force, nothing left after. */
-Test(store, batch_remove_and_large_batches) {
+static void batch_remove_and_large(const char *proto) {
     enum { N = 300, SZ = 512 };
     struct st_peer p;
-    st_peer_start(&p, &master, "shm", 16 * MIB);
-    struct crescent_store *st = st_store(&master, "shm", 0);
+    st_peer_start(&p, &master, proto, 16 * MIB);
+    struct crescent_store *st = st_store(&master, proto, 0);
     char *reg = malloc(2 * N * SZ);
     OK(crescent_store_register_buffer(st, reg, 2 * N * SZ));
     st_fill(reg, N * SZ, 7);
@@ -300,6 +326,15 @@ Test(store, batch_remove_and_large_batches) {
     free(reg);
     crescent_store_destroy(st);
     st_peer_kill(&p);
+}
+
+Test(store, batch_remove_and_large_batches) {
+    batch_remove_and_large("shm");
+}
+
+Test(store, batch_remove_and_large_batches_fabric) {
+    NEED_FABRIC();
+    batch_remove_and_large("fabric");
 }
 
 /* Expects MC.MOUNT (or MC.REMOUNT) of [base, base + size) with desc to fail with want (a
@@ -399,10 +434,11 @@ Test(store, size_sweep_1B_to_64MiB_byte_exact) {
     free(reg);
 }
 
-Test(store, zero_copy_calls_stage_nothing) {
+/* iface: the metrics interface proto's transfers count under (2 tcp, 3 fabric). */
+static void zero_copy_stages_nothing(const char *proto, int iface) {
     struct st_peer p;
-    st_peer_start(&p, &master, "tcp", 16 * MIB);
-    struct crescent_store *st = st_store(&master, "tcp", 0);
+    st_peer_start(&p, &master, proto, 16 * MIB);
+    struct crescent_store *st = st_store(&master, proto, 0);
     size_t n = 3 * MIB;
     char *buf = malloc(2 * n);
     st_fill(buf, n, 5);
@@ -414,8 +450,8 @@ Test(store, zero_copy_calls_stage_nothing) {
     cr_assert(memcmp(buf, buf + n, n) == 0);
     OK(crescent_store_metrics(st, &m1));
     cr_assert_eq(m1.staging_bytes, m0.staging_bytes);
-    cr_assert_eq(m1.write_bytes[2] - m0.write_bytes[2], n);
-    cr_assert_eq(m1.read_bytes[2] - m0.read_bytes[2], n);
+    cr_assert_eq(m1.write_bytes[iface] - m0.write_bytes[iface], n);
+    cr_assert_eq(m1.read_bytes[iface] - m0.read_bytes[iface], n);
     check_get(st, "zc", buf, n); /* the copying get stages */
     OK(crescent_store_metrics(st, &m2));
     cr_assert_eq(m2.staging_bytes - m1.staging_bytes, n);
@@ -428,6 +464,15 @@ Test(store, zero_copy_calls_stage_nothing) {
     crescent_store_destroy(st);
     st_peer_kill(&p);
     free(buf);
+}
+
+Test(store, zero_copy_calls_stage_nothing) {
+    zero_copy_stages_nothing("tcp", 2);
+}
+
+Test(store, zero_copy_calls_stage_nothing_fabric) {
+    NEED_FABRIC();
+    zero_copy_stages_nothing("fabric", 3);
 }
 
 Test(store, local_replica_by_memcpy_and_replica_desc) {

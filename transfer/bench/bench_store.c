@@ -236,7 +236,7 @@ static void sb_usage(FILE *f) {
             "usage: crescent-bench store --master host:port [options]\n"
             "  --operation put|get|mixed|serve  (default put; serve: contribute a segment and\n"
             "                               wait --duration seconds or until SIGTERM)\n"
-            "  --protocol tcp|shm           transfer protocol (default tcp)\n"
+            "  --protocol tcp|shm|fabric|rdma  transfer protocol (default tcp)\n"
             "  --object_size N[k|m|g]       bytes per object (default 1m)\n"
             "  --batch_size N               keys per call, 1..256 (default 1)\n"
             "  --threads N                  (default 1)\n"
