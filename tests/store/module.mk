@@ -1,5 +1,6 @@
 # tests/store/: the libcrescent store API (client/store/) against a real crescent-master and
-# forked peer clients over tcp and shm. The test links the shared library, as applications do.
+# forked peer clients over tcp, shm and fabric (tcp;ofi_rxm). The test links the shared
+# library, as applications do. test_store_netns.sh: two hosts as network namespaces (root).
 STORE_TEST_SRCS := tests/store/test_store.c tests/store/store_test_util.c
 STORE_TEST_OBJS := $(call objs,$(STORE_TEST_SRCS))
 ALL_SRCS += $(STORE_TEST_SRCS)
@@ -11,3 +12,4 @@ $(BUILD)/tests/store/test_store: $(STORE_TEST_OBJS) $(BUILD)/lib/libcrescent.so 
 	    $(shell pkg-config --libs hiredis) -ldl $(CRITERION_LIBS)
 TEST_PROGS += $(BUILD)/tests/store/test_store
 TEST_SCRIPTS += tests/store/test_bench_store.sh
+TEST_SCRIPTS += tests/store/test_store_netns.sh

@@ -29,11 +29,11 @@
 #define SB_LAT_CAP (1u << 20) /* latency samples kept per thread and operation */
 
 struct sb_opts {
-    const char *master, *protocol, *operation;
+    const char *master, *protocol, *operation, *hostname;
     uint64_t object_size, segment, local_buffer;
     unsigned batch, threads, replicas, keys;
     double duration;
-    int verify, keep, json;
+    int verify, keep, json, same_node;
 };
 
 struct sb_lat {
@@ -125,7 +125,8 @@ static int sb_put(struct sb_thread *t, uint64_t slot) {
         crescent_store_batch_remove(t->st, keys, o->batch, 1, res);
     }
     t->untimed_ns += cm_mono_ns() - r0;
-    struct crescent_store_replicate_config rc = {.replica_num = o->replicas};
+    struct crescent_store_replicate_config rc = {.replica_num = o->replicas,
+                                                 .prefer_same_node = o->same_node};
     uint64_t t0 = cm_mono_ns();
     int err = o->batch == 1
                   ? crescent_store_put_from(t->st, keys[0], bufs[0], sizes[0], &rc)
@@ -242,12 +243,16 @@ static void sb_usage(FILE *f) {
             "  --threads N                  (default 1)\n"
             "  --duration S                 seconds (default 5)\n"
             "  --replica_num N              1..8 (default 1)\n"
+            "  --prefer_same_node           place replicas on this host's segments first\n"
+            "  --local_hostname H[:port]    this client's host (MC.REGISTER) and transfer\n"
+            "                               listener (default 127.0.0.1)\n"
             "  --keys N                     keys per thread, cycled (default 64)\n"
             "  --segment_size N[k|m|g]      this process's global segment (default 0; serve: 1g)\n"
             "  --local_buffer_size N        staging buffer (default 16m)\n"
             "  --verify                     check every byte read\n"
             "  --keep                       leave the objects in the store at the end\n"
-            "  --json                       one JSON line with the results\n");
+            "  --json                       one JSON line with the results (with bytes\n"
+            "                               moved per interface: local, shm, tcp, other)\n");
 }
 
 static int sb_parse(int argc, char **argv, struct sb_opts *o) {
@@ -265,6 +270,8 @@ static int sb_parse(int argc, char **argv, struct sb_opts *o) {
                                        {"verify", 0, 0, 'v'},
                                        {"keep", 0, 0, 'K'},
                                        {"json", 0, 0, 'j'},
+                                       {"prefer_same_node", 0, 0, 'n'},
+                                       {"local_hostname", 1, 0, 'H'},
                                        {"help", 0, 0, 'h'},
                                        {0, 0, 0, 0}};
     *o = (struct sb_opts){.protocol = "tcp",
@@ -323,6 +330,12 @@ static int sb_parse(int argc, char **argv, struct sb_opts *o) {
         case 'j':
             o->json = 1;
             break;
+        case 'n':
+            o->same_node = 1;
+            break;
+        case 'H':
+            o->hostname = optarg;
+            break;
         case 'h':
             sb_usage(stdout);
             exit(0);
@@ -344,7 +357,13 @@ static int sb_parse(int argc, char **argv, struct sb_opts *o) {
     return bad ? -EINVAL : 0;
 }
 
-static void sb_report(const struct sb_opts *o, struct sb_thread *ts, double secs) {
+/* Bytes read + written through metrics interface i (0 local, 1 shm, 2 tcp, 3 other). */
+static unsigned long long sb_iface_bytes(const struct crescent_store_metrics *m, int i) {
+    return (unsigned long long)(m->read_bytes[i] + m->write_bytes[i]);
+}
+
+static void sb_report(const struct sb_opts *o, struct sb_thread *ts, double secs,
+                      const struct crescent_store_metrics *m) {
     uint64_t po = 0, go = 0, pb = 0, gb = 0, err = 0, vf = 0;
     for (unsigned i = 0; i < o->threads; i++) {
         po += ts[i].put_ops, go += ts[i].get_ops, pb += ts[i].put_bytes, gb += ts[i].get_bytes;
@@ -358,11 +377,13 @@ static void sb_report(const struct sb_opts *o, struct sb_thread *ts, double secs
                "\"threads\":%u,\"replica_num\":%u,\"seconds\":%.3f,\"put_GBps\":%.4f,"
                "\"get_GBps\":%.4f,\"put_ops\":%llu,\"get_ops\":%llu,\"put_p50_us\":%.1f,"
                "\"put_p99_us\":%.1f,\"get_p50_us\":%.1f,\"get_p99_us\":%.1f,\"errors\":%llu,"
-               "\"verify_failures\":%llu}\n",
+               "\"verify_failures\":%llu,\"local_bytes\":%llu,\"shm_bytes\":%llu,"
+               "\"tcp_bytes\":%llu,\"other_bytes\":%llu}\n",
                o->operation, o->protocol, (unsigned long long)o->object_size, o->batch, o->threads,
                o->replicas, secs, (double)pb / secs / 1e9, (double)gb / secs / 1e9,
                (unsigned long long)po, (unsigned long long)go, pp50, pp99, gp50, gp99,
-               (unsigned long long)err, (unsigned long long)vf);
+               (unsigned long long)err, (unsigned long long)vf, sb_iface_bytes(m, 0),
+               sb_iface_bytes(m, 1), sb_iface_bytes(m, 2), sb_iface_bytes(m, 3));
     } else {
         printf("store %s over %s: %llu-byte objects, batch %u, %u thread(s), %u replica(s), "
                "%.2f s\n",
@@ -409,6 +430,9 @@ int bench_store_main(int argc, char **argv) {
     cfg.protocol = o.protocol;
     cfg.global_segment_size = o.segment;
     cfg.local_buffer_size = o.local_buffer;
+    if (o.hostname != NULL) {
+        cfg.local_hostname = o.hostname;
+    }
     struct crescent_store *st;
     int rc = crescent_store_create(o.master, &cfg, &st);
     if (rc < 0) {
@@ -443,7 +467,9 @@ int bench_store_main(int argc, char **argv) {
         pthread_join(ts[i].thr, NULL);
         secs = ts[i].secs > secs ? ts[i].secs : secs;
     }
-    sb_report(&o, ts, secs > 0 ? secs : 1e-9);
+    struct crescent_store_metrics m = {0};
+    crescent_store_metrics(st, &m); /* every transfer of the run, the prefill included */
+    sb_report(&o, ts, secs > 0 ? secs : 1e-9, &m);
     if (!o.keep) {
         char pat[64];
         snprintf(pat, sizeof(pat), "^bench-%d-", (int)getpid());
