@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #define SB_LAT_CAP (1u << 20) /* latency samples kept per thread and operation */
+#define SB_KEY_CAP 48         /* bytes per key name */
 
 struct sb_opts {
     const char *master, *protocol, *operation, *hostname;
@@ -46,7 +47,8 @@ struct sb_thread {
     unsigned idx;
     const struct sb_opts *o;
     struct crescent_store *st;
-    char *buf; /* registered: batch objects to write, then batch objects to read */
+    char *buf;   /* registered: batch objects to write, then batch objects to read */
+    char *names; /* the window's key names, SB_KEY_CAP bytes each (formatted once) */
     uint64_t put_ops, get_ops, put_bytes, get_bytes, errors, verify_fail;
     double secs;         /* measured run time, without the prefill and the untimed work */
     uint64_t untimed_ns; /* removing reused keys before a put (not counted in secs) */
@@ -82,8 +84,9 @@ static int sb_size(const char *s, uint64_t *out) {
     return 0;
 }
 
-static void sb_key(char *k, size_t cap, unsigned t, uint64_t i) {
-    snprintf(k, cap, "bench-%d-%u-%llu", (int)getpid(), t, (unsigned long long)i);
+/* Name of key i of thread t's window. */
+static const char *sb_key(const struct sb_thread *t, uint64_t i) {
+    return t->names + i * SB_KEY_CAP;
 }
 
 static void sb_fill(char *p, uint64_t n, uint64_t seed) {
@@ -105,13 +108,11 @@ static void sb_record(struct sb_lat *l, uint64_t ns) {
 static int sb_put(struct sb_thread *t, uint64_t slot) {
     const struct sb_opts *o = t->o;
     const char *keys[256];
-    char names[256][48];
     const void *bufs[256];
     size_t sizes[256];
     int res[256];
     for (unsigned b = 0; b < o->batch; b++) {
-        sb_key(names[b], sizeof(names[b]), t->idx, (slot + b) % o->keys);
-        keys[b] = names[b];
+        keys[b] = sb_key(t, (slot + b) % o->keys);
         bufs[b] = t->buf + (uint64_t)b * o->object_size;
         sizes[b] = o->object_size;
         if (o->verify) {
@@ -142,14 +143,12 @@ static int sb_put(struct sb_thread *t, uint64_t slot) {
 static int sb_get(struct sb_thread *t, uint64_t slot) {
     const struct sb_opts *o = t->o;
     const char *keys[256];
-    char names[256][48];
     void *bufs[256];
     size_t caps[256];
     int64_t res[256];
     char *in = t->buf + (uint64_t)o->batch * o->object_size;
     for (unsigned b = 0; b < o->batch; b++) {
-        sb_key(names[b], sizeof(names[b]), t->idx, (slot + b) % o->keys);
-        keys[b] = names[b];
+        keys[b] = sb_key(t, (slot + b) % o->keys);
         bufs[b] = in + (uint64_t)b * o->object_size;
         caps[b] = o->object_size;
     }
@@ -450,10 +449,15 @@ int bench_store_main(int argc, char **argv) {
     for (unsigned i = 0; i < o.threads && ts != NULL; i++) {
         ts[i] = (struct sb_thread){.idx = i, .o = &o, .st = st};
         ts[i].buf = aligned_alloc(4096, (span + 4095) & ~4095ull);
+        ts[i].names = malloc((size_t)o.keys * SB_KEY_CAP);
+        for (unsigned k = 0; ts[i].names != NULL && k < o.keys; k++) {
+            snprintf(ts[i].names + (size_t)k * SB_KEY_CAP, SB_KEY_CAP, "bench-%d-%u-%u",
+                     (int)getpid(), i, k);
+        }
         ts[i].put_lat.v = malloc(SB_LAT_CAP * sizeof(uint64_t));
         ts[i].get_lat.v = malloc(SB_LAT_CAP * sizeof(uint64_t));
-        if (ts[i].buf == NULL || ts[i].put_lat.v == NULL || ts[i].get_lat.v == NULL ||
-            crescent_store_register_buffer(st, ts[i].buf, span) < 0) {
+        if (ts[i].buf == NULL || ts[i].names == NULL || ts[i].put_lat.v == NULL ||
+            ts[i].get_lat.v == NULL || crescent_store_register_buffer(st, ts[i].buf, span) < 0) {
             fprintf(stderr, "crescent-bench store: out of memory\n");
             return 1;
         }
@@ -478,6 +482,7 @@ int bench_store_main(int argc, char **argv) {
     for (unsigned i = 0; i < o.threads; i++) {
         crescent_store_unregister_buffer(st, ts[i].buf);
         free(ts[i].buf);
+        free(ts[i].names);
         free(ts[i].put_lat.v);
         free(ts[i].get_lat.v);
     }
