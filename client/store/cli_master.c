@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The store client's master side: hiredis connections to crescent-master (reconnect and one
- * retry on a broken connection), error replies mapped to CRESCENT_STORE_E* codes, replica
- * descriptor parsing (RESP2 flat maps), remount, and the 1 s ping thread that follows
- * NEED_REMOUNT and a restarted master.
+ * retry on a broken connection; requests written in RESP by cli_format, replies read by
+ * hiredis), error replies mapped to CRESCENT_STORE_E* codes, replica descriptor parsing (RESP2
+ * flat maps), remount, and the 1 s ping thread that follows NEED_REMOUNT and a restarted master.
  */
 #include "common/fmacros.h"
 
