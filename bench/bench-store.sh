@@ -78,7 +78,7 @@ start_line() { # name command...
     "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
     PIDS+=($!)
     for _ in $(seq 300); do
-        LINE=$(head -1 "$TMP/$name.out")
+        LINE=$(head -1 "$TMP/$name.out" 2>/dev/null || true)
         [ -n "$LINE" ] && return
         kill -0 "${PIDS[-1]}" 2>/dev/null || break
         sleep 0.1

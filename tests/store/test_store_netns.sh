@@ -38,10 +38,8 @@ ip link add "${tag}0" type veth peer name "${tag}1" || fail "veth pair"
 ip link set "${tag}0" netns "$ns1" && ip link set "${tag}1" netns "$ns2" || fail "veth move"
 ip -n "$ns1" addr add "$ip1/24" dev "${tag}0" && ip -n "$ns2" addr add "$ip2/24" dev "${tag}1" ||
     fail "addresses"
-for n in "$ns1" "$ns2"; do
-    ip -n "$n" link set lo up && ip -n "$n" link set "${tag}$([ "$n" = "$ns1" ] && echo 0 || echo 1)" up ||
-        fail "links up in $n"
-done
+ip -n "$ns1" link set lo up && ip -n "$ns1" link set "${tag}0" up || fail "links up in $ns1"
+ip -n "$ns2" link set lo up && ip -n "$ns2" link set "${tag}1" up || fail "links up in $ns2"
 in1() { ip netns exec "$ns1" "$@"; }
 in2() { ip netns exec "$ns2" "$@"; }
 cli() { in1 redis-cli -h "$ip1" -p "$port" "$@"; }
