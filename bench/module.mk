@@ -52,3 +52,9 @@ bench-mc: $(BUILD)/bench/bench_mc_load
 .PHONY: bench-snapshot
 bench-snapshot: $(BINS)
 	@bench/bench-snapshot.sh $(abspath $(BUILD))
+
+# Distributed store against the raw transfer engine and redis-server (docs/benchmarks.md);
+# BENCH_STORE_ARGS=--update-docs writes the table into docs/benchmarks.md.
+.PHONY: bench-store
+bench-store: $(BINS) $(BUILD)/bench/bench_mc_load
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-store.sh $(BENCH_STORE_ARGS)

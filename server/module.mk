@@ -7,7 +7,8 @@ BINS        += $(BUILD)/bin/crescent-master
 $(SERVER_OBJS): MOD_CFLAGS += $(MALLOC_CFLAGS)
 
 # The master links the transfer engine too: it reads and writes pool replicas for plain
-# GET/SET (server/srv_pool_kv.c); libsto for the SSD tier (srv_offload.c) and snapshot CRCs.
+# GET/SET (server/srv_pool_kv.c); libsto for the SSD tier (srv_offload.c) and snapshot CRCs;
+# libxfer also gives MC.MOUNT its descriptor check (xfer_desc_inspect).
 $(BUILD)/bin/crescent-master: $(SERVER_OBJS) $(BUILD)/lib/libpool.a $(BUILD)/lib/libsto.a \
                               $(BUILD)/lib/librc.a $(BUILD)/lib/libxfer.a $(BUILD)/lib/libcm.a
 	$(LINK) $^ $(shell pkg-config --libs libmicrohttpd hiredis) $(CM_EV_LIBS) $(STO_LDLIBS) \

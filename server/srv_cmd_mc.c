@@ -2,7 +2,8 @@
 /*
  * MC.* commands of the distributed store, part 1: client and segment lifecycle and the write
  * path (put / upsert start, end, revoke, with batch forms). Thin adapters over server/pool/:
- * parse, call the pool under its mutex, write the reply. Wire protocol: docs/store.md.
+ * parse, call the pool under its mutex, write the reply. A segment's DESC blob is checked with
+ * the transfer engine's xfer_desc_inspect(). Wire protocol: docs/store.md.
  */
 #include "common/fmacros.h"
 
@@ -13,8 +14,10 @@
 #include "server/srv_server.h"
 #include "server/srv_snapshot.h"
 
+#include "common/cm_errno.h"
 #include "common/cm_mem.h"
 #include "redis-compat/resp_write.h"
+#include "transfer/xfer.h"
 
 #include <errno.h>
 #include <string.h>
@@ -77,7 +80,48 @@ static int srv_mc_parse_geometry(struct srv_client *c, int i, struct srv_mc_spec
     return 0;
 }
 
-/* Checks a descriptor blob argument. */
+#define SRV_MC_DESC_REGIONS 16 /* buffers looked at without an allocation */
+
+/* 1 when [base, base + size) lies inside one of the n regions. */
+static int srv_mc_regions_hold(const struct xfer_desc_region *r, size_t n, uint64_t base,
+                               uint64_t size) {
+    for (size_t k = 0; k < n; k++)
+        if (base >= r[k].addr && size <= r[k].len && base - r[k].addr <= r[k].len - size)
+            return 1;
+    return 0;
+}
+
+/* Checks spec's descriptor with the transfer engine: it must decode (magic, version, CRC,
+ * bounds) and register a buffer holding the whole segment. Replies the error and returns -1. */
+static int srv_mc_check_desc(struct srv_client *c, const struct pool_segment_spec *spec) {
+    struct xfer_desc_summary sum;
+    struct xfer_desc_region stack[SRV_MC_DESC_REGIONS], *reg = stack;
+    int rc = xfer_desc_inspect(spec->desc, spec->desc_len, &sum, reg, SRV_MC_DESC_REGIONS);
+    if (rc == 0 && sum.n_buffers > SRV_MC_DESC_REGIONS) {
+        reg = cm_malloc(sum.n_buffers * sizeof(*reg));
+        rc = xfer_desc_inspect(spec->desc, spec->desc_len, &sum, reg, sum.n_buffers);
+    }
+    int ok = rc == 0 && srv_mc_regions_hold(reg, sum.n_buffers, spec->base, spec->size);
+    if (reg != stack)
+        cm_free(reg);
+    if (rc < 0) {
+        srv_reply_errorf(c, "INVALID_PARAMS DESC is not a transfer engine segment descriptor (%s)",
+                         rc == -CM_EINVALID_VERSION ? "unknown version" : "corrupt or truncated");
+        return -1;
+    }
+    if (!ok) {
+        srv_reply_errorf(c,
+                         "INVALID_PARAMS segment [0x%llx, 0x%llx) is not inside a buffer "
+                         "registered in its DESC (%u buffers)",
+                         (unsigned long long)spec->base,
+                         (unsigned long long)(spec->base + spec->size), sum.n_buffers);
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks a descriptor blob argument (spec's base and size already parsed): at most 64 KiB,
+ * and a descriptor holding the segment when not empty. */
 static int srv_mc_parse_desc(struct srv_client *c, int i, struct pool_segment_spec *spec) {
     if (c->argv[i].len > POOL_MAX_DESC_LEN) {
         srv_reply_error(c, "INVALID_PARAMS descriptor longer than 65536 bytes");
@@ -85,7 +129,7 @@ static int srv_mc_parse_desc(struct srv_client *c, int i, struct pool_segment_sp
     }
     spec->desc = c->argv[i].len ? c->argv[i].p : NULL;
     spec->desc_len = c->argv[i].len;
-    return 0;
+    return spec->desc_len ? srv_mc_check_desc(c, spec) : 0;
 }
 
 void srv_mc_mount_command(struct srv_client *c) {

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -412,19 +413,65 @@ static char *srv_mc_put_int(char *d, long long v) {
     return d;
 }
 
+/* Writes the segment, endpoint, protocol and desc fields of d; returns the end. */
+static char *srv_mc_put_seg_fields(char *o, const struct pool_replica_desc *d, size_t ls, size_t le,
+                                   size_t lp, size_t ld) {
+    o = SRV_MC_LIT(o, "$7\r\nsegment\r\n");
+    o = srv_mc_put_bulk(o, d->segment ? d->segment : "", ls);
+    o = SRV_MC_LIT(o, "$8\r\nendpoint\r\n");
+    o = srv_mc_put_bulk(o, d->endpoint ? d->endpoint : "", le);
+    o = SRV_MC_LIT(o, "$8\r\nprotocol\r\n");
+    o = srv_mc_put_bulk(o, d->protocol ? d->protocol : "", lp);
+    o = SRV_MC_LIT(o, "$4\r\ndesc\r\n");
+    return srv_mc_put_bulk(o, d->seg_desc, ld);
+}
+
 /*
- * One descriptor in a single reservation: the field names and fixed values are literals, so
- * the hot MC.GETREPLICAS path costs a few memcpy calls per replica.
+ * The segment fields of recent segments as written, per thread, keyed by pool_replica_desc.
+ * seg_gen (which changes whenever any of them does): a read of one segment's objects copies
+ * them with one memcpy instead of four bulk strings with their length headers.
+ */
+#define SRV_MC_FRAG_SLOTS 8
+#define SRV_MC_FRAG_CAP   1024 /* longer ones are written each time */
+struct srv_mc_frag {
+    uint64_t gen; /* 0: empty */
+    size_t len;
+    char buf[SRV_MC_FRAG_CAP];
+};
+static __thread struct srv_mc_frag srv_mc_frags[SRV_MC_FRAG_SLOTS];
+
+/* Writes the segment fields of d and keeps them in f when they fit; returns the end. */
+static char *srv_mc_put_seg_keep(char *o, struct srv_mc_frag *f, const struct pool_replica_desc *d,
+                                 size_t ls, size_t le, size_t lp, size_t ld) {
+    char *end = srv_mc_put_seg_fields(o, d, ls, le, lp, ld);
+    size_t n = (size_t)(end - o);
+    if (d->seg_gen != 0 && n <= SRV_MC_FRAG_CAP) {
+        memcpy(f->buf, o, n);
+        f->len = n;
+        f->gen = d->seg_gen;
+    }
+    return end;
+}
+
+/*
+ * One descriptor in a single reservation: the field names and fixed values are literals and
+ * the segment's fields come from srv_mc_frags, so the hot MC.GETREPLICAS path costs a few
+ * memcpy calls per replica.
  */
 void srv_mc_add_replica(struct srv_client *c, const struct pool_replica_desc *d) {
-    const char *seg = d->segment ? d->segment : "";
-    const char *ep = d->endpoint ? d->endpoint : "";
-    const char *proto = d->protocol ? d->protocol : "";
-    size_t ls = strlen(seg), le = strlen(ep), lp = strlen(proto);
-    size_t ld = d->seg_desc ? d->seg_desc_len : 0;
+    struct srv_mc_frag *f = &srv_mc_frags[d->seg_gen % SRV_MC_FRAG_SLOTS];
+    bool hit = d->seg_gen != 0 && f->gen == d->seg_gen;
+    size_t ls = 0, le = 0, lp = 0, ld = 0;
+    if (!hit) {
+        ls = d->segment ? strlen(d->segment) : 0;
+        le = d->endpoint ? strlen(d->endpoint) : 0;
+        lp = d->protocol ? strlen(d->protocol) : 0;
+        ld = d->seg_desc ? d->seg_desc_len : 0;
+    }
     const char *type = srv_mc_type_name(d->type);
     size_t lt = strlen(type);
-    cm_buf_reserve(&c->out, 512 + ls + le + lp + ld + lt); /* literals + 5 bulk headers */
+    /* literals and bulk headers take under 512 bytes */
+    cm_buf_reserve(&c->out, 512 + lt + (hit ? f->len : ls + le + lp + ld));
     char *o = c->out.data + c->out.len;
     o = c->proto == 3 ? SRV_MC_LIT(o, "%8\r\n") : SRV_MC_LIT(o, "*16\r\n");
     o = SRV_MC_LIT(o, "$4\r\ntype\r\n");
@@ -432,14 +479,12 @@ void srv_mc_add_replica(struct srv_client *c, const struct pool_replica_desc *d)
     o = SRV_MC_LIT(o, "$6\r\nstatus\r\n");
     o = d->status == POOL_REPLICA_COMPLETE ? SRV_MC_LIT(o, "$8\r\nCOMPLETE\r\n")
                                            : SRV_MC_LIT(o, "$10\r\nPROCESSING\r\n");
-    o = SRV_MC_LIT(o, "$7\r\nsegment\r\n");
-    o = srv_mc_put_bulk(o, seg, ls);
-    o = SRV_MC_LIT(o, "$8\r\nendpoint\r\n");
-    o = srv_mc_put_bulk(o, ep, le);
-    o = SRV_MC_LIT(o, "$8\r\nprotocol\r\n");
-    o = srv_mc_put_bulk(o, proto, lp);
-    o = SRV_MC_LIT(o, "$4\r\ndesc\r\n");
-    o = srv_mc_put_bulk(o, d->seg_desc, ld);
+    if (hit) {
+        memcpy(o, f->buf, f->len);
+        o += f->len;
+    } else {
+        o = srv_mc_put_seg_keep(o, f, d, ls, le, lp, ld);
+    }
     o = SRV_MC_LIT(o, "$4\r\naddr\r\n");
     o = srv_mc_put_int(o, (long long)d->addr);
     o = SRV_MC_LIT(o, "$4\r\nsize\r\n");

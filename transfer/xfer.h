@@ -197,7 +197,7 @@ int xfer_fetch_desc(const char *hostport, uint32_t timeout_ms, void **desc, size
  */
 const char *xfer_last_error(void);
 
-/* What a descriptor says, for code that stores or routes descriptors (the planned MC.MOUNT). */
+/* What a descriptor says, for code that stores or routes descriptors (MC.MOUNT checks DESC). */
 struct xfer_desc_summary {
     char name[256];         /* engine local name */
     char listen[280];       /* "host:port" of its listener, "" when none */

@@ -151,10 +151,10 @@ static int cli_fast_write_key(struct crescent_store *st, const redisReply *e, co
  * revokes those). Returns 0 or -ENOMEM. */
 int cli__batch_write_fast(struct crescent_store *st, const redisReply *r, size_t n,
                           const void *const *bufs, const size_t *sizes, int *results) {
-    size_t cap = n * CLI_MAX_REPL;
-    struct crescent_xfer_request *reqs = calloc(cap, sizeof(*reqs));
-    struct cli_peer **peers = calloc(cap, sizeof(*peers));
-    size_t *owner = calloc(cap, sizeof(*owner));
+    size_t cap = n * CLI_MAX_REPL; /* entries [0, m) are written before they are read */
+    struct crescent_xfer_request *reqs = malloc(cap * sizeof(*reqs));
+    struct cli_peer **peers = malloc(cap * sizeof(*peers));
+    size_t *owner = malloc(cap * sizeof(*owner));
     if (reqs == NULL || peers == NULL || owner == NULL) {
         free(reqs);
         free(peers);

@@ -3,7 +3,7 @@
  * Store reads and queries: get / get_into and their batch forms (MC.(BATCH)GETREPLICAS, then
  * the best replica: own segments by memcpy first, then the others in the master's order; a
  * read that ends after the lease fails with LEASE_EXPIRED), is_exist, get_size, remove,
- * remove_by_regex, remove_all, batch_replica_clear, get_replica_desc.
+ * batch_remove, remove_by_regex, remove_all, batch_replica_clear, get_replica_desc.
  */
 #include "common/fmacros.h"
 
@@ -91,11 +91,11 @@ static int64_t cli_get_one(struct crescent_store *st, const char *key, void *buf
     const char *argv[] = {"MC.GETREPLICAS", key};
     uint64_t t0 = cm_mono_ms();
     redisReply *r;
-    if ((err = cli__cmd(st, 2, argv, NULL, &r)) < 0) {
+    if ((err = cli__cmd_fast(st, 2, argv, NULL, &r)) < 0) {
         return err;
     }
     int64_t n = cli_read_map(st, r, t0, buf, cap, alloc, zero_copy);
-    freeReplyObject(r);
+    cli__reply_free(r);
     return n;
 }
 
@@ -149,19 +149,19 @@ static int cli_batch_get(struct crescent_store *st, const char *const *keys, siz
     }
     uint64_t t0 = cm_mono_ms();
     redisReply *r;
-    int err = cli__cmd(st, (int)n + 1, argv, NULL, &r);
+    int err = cli__cmd_fast(st, (int)n + 1, argv, NULL, &r);
     free(argv);
     if (err < 0) {
         return err;
     }
     if ((err = cli__reply_err(r)) < 0 || r->type != REDIS_REPLY_ARRAY || r->elements != n) {
-        freeReplyObject(r);
+        cli__reply_free(r);
         return err < 0 ? err : cli_fail(CRESCENT_STORE_ERPC_FAIL, "batch get: bad reply");
     }
     int first = 0;
     bool fast = values == NULL && !st->checksum;
     if (fast && (err = cli__batch_read_fast(st, r, n, bufs, caps, results, t0)) < 0) {
-        freeReplyObject(r);
+        cli__reply_free(r);
         return err;
     }
     for (size_t i = 0; i < n; i++) {
@@ -176,7 +176,7 @@ static int cli_batch_get(struct crescent_store *st, const char *const *keys, siz
             first = (int)results[i];
         }
     }
-    freeReplyObject(r);
+    cli__reply_free(r);
     return first;
 }
 
@@ -237,7 +237,7 @@ int crescent_store_batch_get(struct crescent_store *st, const char *const *keys,
 /* Runs a command whose reply is an integer; returns it, or a negative code. */
 static int64_t cli_int_cmd(struct crescent_store *st, int argc, const char **argv) {
     redisReply *r;
-    int err = cli__cmd(st, argc, argv, NULL, &r);
+    int err = cli__cmd_fast(st, argc, argv, NULL, &r);
     if (err < 0) {
         return err;
     }
@@ -247,7 +247,7 @@ static int64_t cli_int_cmd(struct crescent_store *st, int argc, const char **arg
                 ? r->integer
                 : cli_fail(CRESCENT_STORE_ERPC_FAIL, "master: expected an integer");
     }
-    freeReplyObject(r);
+    cli__reply_free(r);
     return v;
 }
 
@@ -268,7 +268,7 @@ int crescent_store_is_exist(struct crescent_store *st, const char *key) {
 static int cli_batch_ints(struct crescent_store *st, const char **argv, size_t argc, size_t n,
                           int *results) {
     redisReply *r;
-    int err = cli__cmd(st, (int)argc, argv, NULL, &r);
+    int err = cli__cmd_fast(st, (int)argc, argv, NULL, &r);
     if (err < 0) {
         return err;
     }
@@ -280,7 +280,7 @@ static int cli_batch_ints(struct crescent_store *st, const char **argv, size_t a
         int k = cli__reply_err(e);
         results[i] = k < 0 ? k : e->type == REDIS_REPLY_INTEGER ? (int)e->integer : 0;
     }
-    freeReplyObject(r);
+    cli__reply_free(r);
     return err;
 }
 
@@ -316,7 +316,7 @@ int64_t crescent_store_get_size(struct crescent_store *st, const char *key) {
     }
     const char *argv[] = {"MC.QUERYKEY", key};
     redisReply *r;
-    if ((err = cli__cmd(st, 2, argv, NULL, &r)) < 0) {
+    if ((err = cli__cmd_fast(st, 2, argv, NULL, &r)) < 0) {
         return err;
     }
     int64_t v = cli__reply_err(r);
@@ -326,7 +326,7 @@ int64_t crescent_store_get_size(struct crescent_store *st, const char *key) {
                 ? sz->integer - (st->checksum && sz->integer >= CLI_TRAILER ? CLI_TRAILER : 0)
                 : cli_fail(CRESCENT_STORE_ERPC_FAIL, "get_size: malformed reply");
     }
-    freeReplyObject(r);
+    cli__reply_free(r);
     return v;
 }
 
@@ -341,11 +341,36 @@ int crescent_store_remove(struct crescent_store *st, const char *key, int force)
     }
     const char *argv[] = {"MC.REMOVE", key, "FORCE"};
     redisReply *r;
-    if ((err = cli__cmd(st, force ? 3 : 2, argv, NULL, &r)) < 0) {
+    if ((err = cli__cmd_fast(st, force ? 3 : 2, argv, NULL, &r)) < 0) {
         return err;
     }
     err = cli__reply_err(r);
-    freeReplyObject(r);
+    cli__reply_free(r);
+    return err;
+}
+
+/* Public: see store.h. */
+int crescent_store_batch_remove(struct crescent_store *st, const char *const *keys, size_t n,
+                                int force, int *results) {
+    if (st == NULL || results == NULL) {
+        return cli_fail(EINVAL, "batch_remove: NULL argument");
+    }
+    int err = cli_check_keys(keys, n);
+    const char **argv = err == 0 ? malloc((n + 3) * sizeof(*argv)) : NULL;
+    if (argv == NULL) {
+        return err < 0 ? err : -ENOMEM;
+    }
+    char num[24];
+    snprintf(num, sizeof(num), "%zu", n);
+    argv[0] = "MC.BATCHREMOVE";
+    argv[1] = num;
+    memcpy(argv + 2, keys, n * sizeof(*keys));
+    argv[n + 2] = "FORCE";
+    err = cli_batch_ints(st, argv, n + 2 + (force != 0), n, results);
+    free(argv);
+    for (size_t i = 0; i < n && err == 0; i++) {
+        err = results[i] < 0 ? results[i] : 0;
+    }
     return err;
 }
 
@@ -410,7 +435,7 @@ int crescent_store_get_replica_desc(struct crescent_store *st, const char *key,
     }
     const char *argv[] = {"MC.QUERYKEY", key};
     redisReply *r;
-    if ((err = cli__cmd(st, 2, argv, NULL, &r)) < 0) {
+    if ((err = cli__cmd_fast(st, 2, argv, NULL, &r)) < 0) {
         return err;
     }
     struct cli_replica reps[CLI_MAX_REPL];
@@ -428,6 +453,6 @@ int crescent_store_get_replica_desc(struct crescent_store *st, const char *key,
         out[i].addr = reps[i].addr;
         out[i].size = reps[i].size;
     }
-    freeReplyObject(r);
+    cli__reply_free(r);
     return n;
 }

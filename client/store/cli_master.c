@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The store client's master side: hiredis connections to crescent-master (reconnect and one
- * retry on a broken connection), error replies mapped to CRESCENT_STORE_E* codes, replica
- * descriptor parsing (RESP2 flat maps), remount, and the 1 s ping thread that follows
- * NEED_REMOUNT and a restarted master.
+ * retry on a broken connection; requests written in RESP by cli_format, replies read by
+ * hiredis), error replies mapped to CRESCENT_STORE_E* codes, replica descriptor parsing (RESP2
+ * flat maps), remount, and the 1 s ping thread that follows NEED_REMOUNT and a restarted master.
  */
 #include "common/fmacros.h"
 
@@ -51,33 +51,94 @@ int cli__reply_err(const redisReply *r) {
  * so a master that vanished while a request was being written would otherwise kill the
  * application. A SIGPIPE the call raised is consumed; the call fails with EPIPE instead.
  * Thread-safe (the signal mask is per thread). */
-redisReply *cli__redis_argv(redisContext *c, int argc, const char **argv, const size_t *lens) {
-    sigset_t pipe_set, old, before, after;
+struct cli_nopipe {
+    sigset_t old, before;
+};
+
+static void cli_nopipe_begin(struct cli_nopipe *np) {
+    sigset_t pipe_set;
     sigemptyset(&pipe_set);
     sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    sigpending(&before);
-    redisReply *r = redisCommandArgv(c, argc, argv, lens);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &np->old);
+    sigpending(&np->before);
+}
+
+static void cli_nopipe_end(struct cli_nopipe *np) {
+    sigset_t pipe_set, after;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
     sigpending(&after);
-    if (sigismember(&after, SIGPIPE) && !sigismember(&before, SIGPIPE)) {
+    if (sigismember(&after, SIGPIPE) && !sigismember(&np->before, SIGPIPE)) {
         struct timespec zero = {0, 0};
         sigtimedwait(&pipe_set, NULL, &zero);
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_sigmask(SIG_SETMASK, &np->old, NULL);
+}
+
+redisReply *cli__redis_argv(redisContext *c, int argc, const char **argv, const size_t *lens) {
+    struct cli_nopipe np;
+    cli_nopipe_begin(&np);
+    redisReply *r = redisCommandArgv(c, argc, argv, lens);
+    cli_nopipe_end(&np);
     return r;
 }
 
-/* Runs one command on *slot (connecting first when it is NULL); on a connection error the
- * connection is dropped, reopened and the command sent once more. *out is the reply (any type;
- * the caller frees it). Returns 0 or -CRESCENT_STORE_ERPC_FAIL. The caller serialises uses of
- * *slot. */
-int cli__command(struct crescent_store *st, redisContext **slot, int argc, const char **argv,
-                 const size_t *lens, redisReply **out) {
+/* Writes "<c><v>\r\n"; returns the end. */
+static char *cli_put_hdr(char *d, char c, size_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    *d++ = c;
+    while (n > 0) {
+        *d++ = tmp[--n];
+    }
+    *d++ = '\r';
+    *d++ = '\n';
+    return d;
+}
+
+/* The RESP request of argv (lens NULL: strlen) in one malloc'ed buffer of *len bytes, or NULL
+ * when out of memory. hiredis's redisCommandArgv formats each argument through sdscatfmt,
+ * which cost more than the rest of a 128-key batch request. */
+static char *cli_format(int argc, const char **argv, const size_t *lens, size_t *len) {
+    size_t total = 32;
+    for (int i = 0; i < argc; i++) {
+        total += (lens ? lens[i] : strlen(argv[i])) + 32;
+    }
+    char *buf = malloc(total), *d = buf;
+    if (buf == NULL) {
+        return NULL;
+    }
+    d = cli_put_hdr(d, '*', (size_t)argc);
+    for (int i = 0; i < argc; i++) {
+        size_t n = lens ? lens[i] : strlen(argv[i]);
+        d = cli_put_hdr(d, '$', n);
+        memcpy(d, argv[i], n);
+        d += n;
+        *d++ = '\r';
+        *d++ = '\n';
+    }
+    *len = (size_t)(d - buf);
+    return buf;
+}
+
+static int cli_command_fns(struct crescent_store *st, redisContext **slot, int argc,
+                           const char **argv, const size_t *lens, redisReply **out,
+                           redisReplyObjectFunctions *fns) {
     *out = NULL;
+    size_t flen = 0;
+    char *req = cli_format(argc, argv, lens, &flen);
+    if (req == NULL) {
+        return cli_fail(ENOMEM, "master: out of memory for a request");
+    }
     for (int attempt = 0; attempt < 2; attempt++) {
         if (*slot == NULL) {
             *slot = cli__connect(st);
             if (*slot == NULL) {
+                free(req);
                 return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d unreachable", st->host,
                                 st->port);
             }
@@ -85,16 +146,37 @@ int cli__command(struct crescent_store *st, redisContext **slot, int argc, const
                 __atomic_fetch_add(&st->m.master_reconnects, 1, __ATOMIC_RELAXED);
             }
         }
-        redisReply *r = cli__redis_argv(*slot, argc, argv, lens);
-        if (r != NULL) {
+        redisReplyObjectFunctions *saved = (*slot)->reader->fn;
+        if (fns != NULL) {
+            (*slot)->reader->fn = fns;
+        }
+        void *r = NULL;
+        struct cli_nopipe np;
+        cli_nopipe_begin(&np);
+        int ok = redisAppendFormattedCommand(*slot, req, flen) == REDIS_OK &&
+                 redisGetReply(*slot, &r) == REDIS_OK && r != NULL;
+        cli_nopipe_end(&np);
+        if (ok) {
+            (*slot)->reader->fn = saved;
             *out = r;
+            free(req);
             return 0;
         }
         cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d: %s", st->host, st->port, (*slot)->errstr);
-        redisFree(*slot);
+        redisFree(*slot); /* with fns still set: it frees a partial reply of fns */
         *slot = NULL;
     }
+    free(req);
     return -CRESCENT_STORE_ERPC_FAIL;
+}
+
+/* Runs one command on *slot (connecting first when it is NULL); on a connection error the
+ * connection is dropped, reopened and the command sent once more. *out is the reply (any type;
+ * the caller frees it with freeReplyObject). Returns 0 or -CRESCENT_STORE_ERPC_FAIL. The caller
+ * serialises uses of *slot. */
+int cli__command(struct crescent_store *st, redisContext **slot, int argc, const char **argv,
+                 const size_t *lens, redisReply **out) {
+    return cli_command_fns(st, slot, argc, argv, lens, out, NULL);
 }
 
 /* cli__command on the main connection under st->mu. Thread-safe. */
@@ -102,6 +184,16 @@ int cli__cmd(struct crescent_store *st, int argc, const char **argv, const size_
              redisReply **out) {
     pthread_mutex_lock(&st->mu);
     int rc = cli__command(st, &st->rc, argc, argv, lens, out);
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+/* cli__cmd with the reply built in one arena (cli_reply.c): the caller frees it with
+ * cli__reply_free(), never freeReplyObject(). For the hot commands. Thread-safe. */
+int cli__cmd_fast(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
+                  redisReply **out) {
+    pthread_mutex_lock(&st->mu);
+    int rc = cli_command_fns(st, &st->rc, argc, argv, lens, out, &cli__arena_fns);
     pthread_mutex_unlock(&st->mu);
     return rc;
 }

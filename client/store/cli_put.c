@@ -31,10 +31,10 @@ static const struct cli_verbs cli_upsert_verbs = {"MC.UPSERTSTART",    "MC.UPSER
 static int cli_simple(struct crescent_store *st, const char *verb, const char *key) {
     const char *argv[] = {verb, st->client_id, key};
     redisReply *r;
-    int rc = cli__cmd(st, 3, argv, NULL, &r);
+    int rc = cli__cmd_fast(st, 3, argv, NULL, &r);
     if (rc == 0) {
         rc = cli__reply_err(r);
-        freeReplyObject(r);
+        cli__reply_free(r);
     }
     return rc;
 }
@@ -76,18 +76,18 @@ static int cli_put_one(struct crescent_store *st, const struct cli_verbs *v, con
     }
     size_t argc = 4 + cli__opts_argv(rc, argv + 4, lens + 4, nums, sizeof(nums));
     redisReply *r;
-    if ((err = cli__cmd(st, (int)argc, argv, lens, &r)) < 0) {
+    if ((err = cli__cmd_fast(st, (int)argc, argv, lens, &r)) < 0) {
         return err;
     }
     struct cli_replica reps[CLI_MAX_REPL];
     err = cli__reply_err(r);
     int n = err < 0 ? err : cli__parse_replicas(r, reps, CLI_MAX_REPL);
     if (n < 0) {
-        freeReplyObject(r);
+        cli__reply_free(r);
         return n;
     }
     err = cli__write_replicas(st, reps, (size_t)n, src);
-    freeReplyObject(r);
+    cli__reply_free(r);
     if (err < 0) {
         char keep[512];
         snprintf(keep, sizeof(keep), "%s", crescent_store_last_error());
@@ -189,7 +189,7 @@ static void cli_batch_finish(struct crescent_store *st, const char *verb, const 
         }
     }
     redisReply *r;
-    if (m > 0 && cli__cmd(st, (int)argc, argv, NULL, &r) == 0) {
+    if (m > 0 && cli__cmd_fast(st, (int)argc, argv, NULL, &r) == 0) {
         for (size_t j = 0; want_ok && j < m; j++) {
             const redisReply *e =
                 r->type == REDIS_REPLY_ARRAY && j < r->elements ? r->element[j] : r;
@@ -198,7 +198,7 @@ static void cli_batch_finish(struct crescent_store *st, const char *verb, const 
                 out[idx[j]] = err;
             }
         }
-        freeReplyObject(r);
+        cli__reply_free(r);
     }
     free(argv);
     free(idx);
@@ -253,7 +253,7 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
     argc = 3 + 2 * n;
     argc += cli__opts_argv(rc, argv + argc, lens + argc, nums, sizeof(nums));
     redisReply *r;
-    err = cli__cmd(st, (int)argc, argv, lens, &r);
+    err = cli__cmd_fast(st, (int)argc, argv, lens, &r);
     free(argv);
     free(lens);
     free(num);
@@ -261,12 +261,12 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
         return err;
     }
     if ((err = cli__reply_err(r)) < 0 || r->type != REDIS_REPLY_ARRAY || r->elements != n) {
-        freeReplyObject(r);
+        cli__reply_free(r);
         return err < 0 ? err : cli_fail(CRESCENT_STORE_ERPC_FAIL, "batch put: bad reply");
     }
     if (zero_copy && !st->checksum) {
         err = cli__batch_write_fast(st, r, n, bufs, sizes, results);
-        freeReplyObject(r);
+        cli__reply_free(r);
         if (err < 0) {
             return err;
         }
@@ -300,7 +300,7 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
             results[i] = k;
         }
     }
-    freeReplyObject(r);
+    cli__reply_free(r);
     cli_batch_finish(st, "MC.BATCHPUTEND", keys, n, results, true, results);
     for (size_t i = 0; i < n; i++) {
         if (results[i] < 0) {

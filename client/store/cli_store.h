@@ -2,7 +2,8 @@
 /*
  * Internals of the libcrescent store client (client/include/crescent/store.h): the store
  * object, the master connection (cli_master.c), segments, staging buffer and peers
- * (cli_store.c), data paths (cli_put.c, cli_get.c), metrics and error names (cli_err.c).
+ * (cli_store.c), data paths (cli_put.c, cli_get.c), metrics and error names (cli_err.c),
+ * arena-built replies of the hot commands (cli_reply.c).
  * Locking: mu guards the main master connection; seg_mu the segment list and the registered
  * buffers; peer_mu the opened peer segments; stage_mu the staging chunks. The ping thread has
  * its own connection. Counters are atomics.
@@ -130,6 +131,8 @@ int cli__command(struct crescent_store *st, redisContext **slot, int argc, const
                  const size_t *lens, redisReply **out);
 int cli__cmd(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
              redisReply **out);
+int cli__cmd_fast(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
+                  redisReply **out);
 int cli__reply_err(const redisReply *r);
 const redisReply *cli__field(const redisReply *map, const char *name);
 int cli__parse_replica(const redisReply *r, struct cli_replica *out);
@@ -137,6 +140,10 @@ int cli__parse_replicas(const redisReply *arr, struct cli_replica *out, size_t m
 int cli__remount(struct crescent_store *st, redisContext **slot);
 int cli__ping_start(struct crescent_store *st);
 void cli__ping_stop(struct crescent_store *st);
+
+/* cli_reply.c: replies in one arena (cli__cmd_fast) */
+extern redisReplyObjectFunctions cli__arena_fns;
+void cli__reply_free(redisReply *r);
 
 /* cli_store.c */
 bool cli__is_own_segment(struct crescent_store *st, const char *name);

@@ -302,6 +302,7 @@ void pool__fill_desc(const struct pool *p, const struct pool_obj *o, const struc
     d->protocol = s->protocol;
     d->seg_desc = s->desc;
     d->seg_desc_len = s->desc_len;
+    d->seg_gen = s->gen;
     d->addr = s->base + cm_tlsf_block_offset(s->alloc, r->handle);
     d->size = o->size;
 }

@@ -327,8 +327,10 @@ struct pool_replica_desc {
     const char *protocol;
     const void *seg_desc; /* segment's transport descriptor blob */
     size_t seg_desc_len;
-    uint64_t addr; /* absolute: segment base + buffer offset */
-    uint64_t size; /* value size */
+    uint64_t seg_gen; /* never 0; equal only while segment, endpoint, protocol and seg_desc
+                         are the same (reply writers may cache what they render of them) */
+    uint64_t addr;    /* absolute: segment base + buffer offset */
+    uint64_t size;    /* value size */
 };
 
 /*

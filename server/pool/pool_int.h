@@ -73,6 +73,7 @@ struct pool_seg {
     char *protocol;
     void *desc;
     size_t desc_len;
+    uint64_t gen; /* new with every name / transport change (pool_replica_desc.seg_gen) */
     uint64_t base;
     uint64_t size;
     uint32_t owner; /* client slot */

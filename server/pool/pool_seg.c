@@ -59,7 +59,11 @@ static int pool_spec_valid(const struct pool_segment_spec *spec) {
     return 1;
 }
 
+/* Source of pool_seg.gen: process-wide, so no two segment states of any pool share one. */
+static uint64_t pool_seg_gen_next = 1;
+
 static void pool_seg_set_transport(struct pool_seg *s, const struct pool_segment_spec *spec) {
+    s->gen = __atomic_fetch_add(&pool_seg_gen_next, 1, __ATOMIC_RELAXED);
     cm_free(s->endpoint);
     cm_free(s->protocol);
     cm_free(s->desc);

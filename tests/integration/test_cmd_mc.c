@@ -49,8 +49,8 @@ static const char *mc_str(const redisReply *m, const char *name) {
 static void mc_client(const char *id, const char *host, const char *seg, unsigned long long base,
                       unsigned long long size) {
     IT_OK(it_c, "MC.REGISTER %s %s", id, host);
-    IT_OK(it_c, "MC.MOUNT %s %s %llu %llu ENDPOINT 127.0.0.1:7000 PROTOCOL tcp DESC blob-%s", id,
-          seg, base, size, seg);
+    IT_OK(it_c, "MC.MOUNT %s %s %llu %llu ENDPOINT 127.0.0.1:7000 PROTOCOL tcp", id, seg, base,
+          size);
 }
 
 /* Puts key (start + end) for client id; returns the replica count. */
@@ -87,8 +87,13 @@ Test(mc, register_ping_and_mount) {
     IT_OK(it_c, "MC.REGISTER %s host-b", CB); /* canonical UUID form */
     IT_ERR("CLIENT_NOT_FOUND client not found", it_c, "MC.MOUNT %s s0 4096 %d",
            "00000000000000000000000000000001", MIB);
-    IT_OK(it_c, "MC.MOUNT %s seg-a 0x10000000 %d ENDPOINT 10.0.0.1:1 PROTOCOL rdma DESC xyz", CA,
-          MIB);
+    /* DESC must be a transfer engine descriptor (real ones: tests/store/test_store.c) */
+    IT_ERR("INVALID_PARAMS DESC is not a transfer engine segment descriptor (corrupt or "
+           "truncated)",
+           it_c, "MC.MOUNT %s seg-a 0x10000000 %d ENDPOINT 10.0.0.1:1 PROTOCOL rdma DESC xyz", CA,
+           MIB);
+    IT_ERR_PREFIX("SEGMENT_NOT_FOUND ", it_c, "MC.QUERYSEGMENT seg-a");
+    IT_OK(it_c, "MC.MOUNT %s seg-a 0x10000000 %d ENDPOINT 10.0.0.1:1 PROTOCOL tcp", CA, MIB);
     IT_OK(it_c, "MC.MOUNT %s seg-a 0x10000000 %d ENDPOINT 10.0.0.1:1 PROTOCOL rdma", CA,
           MIB); /* same geometry: refreshes endpoint, protocol and descriptor */
     IT_ERR_PREFIX("SEGMENT_ALREADY_EXISTS ", it_c, "MC.MOUNT %s seg-a 0x20000000 %d", CB, MIB);
@@ -131,8 +136,11 @@ Test(mc, register_ping_and_mount) {
     IT_OK(it_c, "MC.UNMOUNT %s seg-a", CA);
     IT_ERR_PREFIX("SEGMENT_NOT_FOUND ", it_c, "MC.QUERYSEGMENT seg-a");
     /* Remount: fixed 6-field tuples. */
-    IT_OK(it_c, "MC.REMOUNT %s seg-a 0x10000000 %d ep tcp d seg-c 0x30000000 %d %s %s %s", CA, MIB,
-          MIB, "", "", "");
+    IT_ERR_PREFIX("INVALID_PARAMS DESC is not a transfer engine segment descriptor", it_c,
+                  "MC.REMOUNT %s seg-a 0x10000000 %d ep tcp d", CA, MIB);
+    IT_ERR_PREFIX("SEGMENT_NOT_FOUND ", it_c, "MC.QUERYSEGMENT seg-a");
+    IT_OK(it_c, "MC.REMOUNT %s seg-a 0x10000000 %d ep tcp %s seg-c 0x30000000 %d %s %s %s", CA, MIB,
+          "", MIB, "", "", "");
     cr_assert_str_eq(mc_str(it_cmd(it_c, "MC.QUERYSEGMENT seg-c"), "protocol"), "tcp");
     cr_assert_str_eq(mc_str(it_cmd(it_c, "MC.QUERYSEGMENT seg-c"), "endpoint"), "");
     IT_ERR("ERR wrong number of arguments for 'mc.remount' command", it_c,
@@ -159,7 +167,7 @@ Test(mc, put_end_get_and_errors) {
     cr_assert_str_eq(mc_str(d, "segment"), "seg-a");
     cr_assert_str_eq(mc_str(d, "endpoint"), "127.0.0.1:7000");
     cr_assert_str_eq(mc_str(d, "protocol"), "tcp");
-    cr_assert_str_eq(mc_str(d, "desc"), "blob-seg-a");
+    cr_assert_str_eq(mc_str(d, "desc"), "");
     long long addr = mc_int(d, "addr");
     cr_assert(addr >= 0x10000000 && addr + 1000 <= 0x10000000 + MIB, "addr inside the segment");
     cr_assert_eq(mc_int(d, "size"), 1000);
@@ -196,6 +204,34 @@ Test(mc, put_end_get_and_errors) {
            CA, 2 * MIB);
     IT_ERR_PREFIX("CLIENT_NOT_FOUND ", it_c, "MC.PUTSTART %s k3 10",
                   "00000000000000000000000000000009");
+}
+
+/* The reply writers keep each segment's rendered fields per thread: a remount with another
+ * endpoint and protocol shows at once, and two segments never see each other's fields. */
+Test(mc, getreplicas_follows_remount) {
+    IT_CRESCENT_ONLY();
+    IT_OK(it_c, "MC.REGISTER %s host-a", CA);
+    IT_OK(it_c, "MC.MOUNT %s seg-r 0x10000000 %d ENDPOINT 10.0.0.1:1 PROTOCOL tcp", CA, MIB);
+    IT_OK(it_c, "MC.MOUNT %s seg-s 0x20000000 %d ENDPOINT 10.0.0.9:9 PROTOCOL shm", CA, MIB);
+    const char *pref = "segments 1 seg-r";
+    mc_put(CA, "kr", 100, pref);
+    mc_put(CA, "ks", 100, "segments 1 seg-s");
+    for (int i = 0; i < 3; i++) {
+        const redisReply *d = mc_field(it_cmd(it_c, "MC.GETREPLICAS kr"), "replicas")->element[0];
+        cr_assert_str_eq(mc_str(d, "segment"), "seg-r");
+        cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.1:1");
+        cr_assert_str_eq(mc_str(d, "protocol"), "tcp");
+        d = mc_field(it_cmd(it_c, "MC.GETREPLICAS ks"), "replicas")->element[0];
+        cr_assert_str_eq(mc_str(d, "segment"), "seg-s");
+        cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.9:9");
+    }
+    IT_OK(it_c, "MC.MOUNT %s seg-r 0x10000000 %d ENDPOINT 10.0.0.2:22 PROTOCOL rdma", CA, MIB);
+    const redisReply *d = mc_field(it_cmd(it_c, "MC.GETREPLICAS kr"), "replicas")->element[0];
+    cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.2:22");
+    cr_assert_str_eq(mc_str(d, "protocol"), "rdma");
+    cr_assert_str_eq(mc_str(d, "desc"), "");
+    d = mc_field(it_cmd(it_c, "MC.QUERYKEY kr"), "replicas")->element[0];
+    cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.2:22");
 }
 
 Test(mc, malformed_arguments) {
@@ -518,7 +554,7 @@ Test(mc, resp3_maps) {
     const char *want = "%2\r\n$12\r\nlease_ttl_ms\r\n:10000\r\n$8\r\nreplicas\r\n*1\r\n%8\r\n"
                        "$4\r\ntype\r\n$6\r\nMEMORY\r\n$6\r\nstatus\r\n$8\r\nCOMPLETE\r\n"
                        "$7\r\nsegment\r\n$5\r\nseg-a\r\n$8\r\nendpoint\r\n$14\r\n127.0.0.1:7000\r\n"
-                       "$8\r\nprotocol\r\n$3\r\ntcp\r\n$4\r\ndesc\r\n$10\r\nblob-seg-a\r\n"
+                       "$8\r\nprotocol\r\n$3\r\ntcp\r\n$4\r\ndesc\r\n$0\r\n\r\n"
                        "$4\r\naddr\r\n:4096\r\n$4\r\nsize\r\n:7\r\n";
     cr_assert_str_eq(got, want);
     free(got);

@@ -1,5 +1,6 @@
 # tests/store/: the libcrescent store API (client/store/) against a real crescent-master and
-# forked peer clients over tcp and shm. The test links the shared library, as applications do.
+# forked peer clients over tcp, shm and fabric (tcp;ofi_rxm). The test links the shared
+# library, as applications do. test_store_netns.sh: two hosts as network namespaces (root).
 STORE_TEST_SRCS := tests/store/test_store.c tests/store/store_test_util.c
 STORE_TEST_OBJS := $(call objs,$(STORE_TEST_SRCS))
 ALL_SRCS += $(STORE_TEST_SRCS)
@@ -49,3 +50,5 @@ $(BUILD)/tests/store/bench_daemon: $(BENCH_DAEMON_OBJS) $(BUILD)/lib/libcrescent
 .PHONY: bench-daemon
 bench-daemon: $(BUILD)/tests/store/bench_daemon
 	@CRESCENT_BUILD=$(abspath $(BUILD)) $(BUILD)/tests/store/bench_daemon --jobs 1
+
+TEST_SCRIPTS += tests/store/test_store_netns.sh

@@ -10,6 +10,7 @@
 #include "common/fmacros.h"
 
 #include "crescent/store.h"
+#include "crescent/transfer.h"
 #include "tests/store/store_test_util.h"
 
 #include <criterion/criterion.h>
@@ -114,6 +115,32 @@ static void replicas_and_failover(const char *proto, int iface) {
     crescent_store_destroy(st);
     st_peer_kill(&b);
     free(val);
+}
+
+/* 1 when the fabric transport is built and its provider (libfabric's tcp;ofi_rxm, or
+ * FI_PROVIDER) opens here. */
+static bool fabric_ok(void) {
+    struct crescent_xfer_opts o = CRESCENT_XFER_OPTS_INIT;
+    o.listen = "";
+    struct crescent_xfer_engine *e;
+    if (crescent_xfer_engine_create(&o, &e) != 0) {
+        return false;
+    }
+    bool ok = crescent_xfer_install(e, "fabric", NULL) == 0;
+    crescent_xfer_engine_destroy(e);
+    return ok;
+}
+
+#define NEED_FABRIC()                                                              \
+    do {                                                                           \
+        if (!fabric_ok()) {                                                        \
+            cr_skip_test("no fabric transport or libfabric tcp;ofi_rxm provider"); \
+        }                                                                          \
+    } while (0)
+
+Test(store, replicas_distinct_segments_and_failover_fabric) {
+    NEED_FABRIC();
+    replicas_and_failover("fabric", 3); /* metrics interface 3: other than local, shm, tcp */
 }
 
 Test(store, replicas_distinct_segments_and_failover_tcp) {
@@ -248,6 +275,132 @@ Test(store, batch_forms) {
     st_peer_kill(&p);
 }
 
+/* A batch of 300 keys (replies of several arena blocks) through put_from / get_into, then
+ * batch_remove: per-key results, a leased key refused without force, nothing left after. */
+static void batch_remove_and_large(const char *proto) {
+    enum { N = 300, SZ = 512 };
+    struct st_peer p;
+    st_peer_start(&p, &master, proto, 16 * MIB);
+    struct crescent_store *st = st_store(&master, proto, 0);
+    char *reg = malloc(2 * N * SZ);
+    OK(crescent_store_register_buffer(st, reg, 2 * N * SZ));
+    st_fill(reg, N * SZ, 7);
+    static char names[N + 1][32];
+    const char *keys[N + 1];
+    const void *src[N];
+    void *dst[N];
+    size_t sizes[N];
+    int res[N + 1];
+    int64_t gres[N];
+    for (int i = 0; i <= N; i++) {
+        snprintf(names[i], sizeof(names[i]), "big-batch-%d", i);
+        keys[i] = names[i];
+        if (i < N) {
+            src[i] = reg + (size_t)i * SZ;
+            dst[i] = reg + (size_t)(N + i) * SZ;
+            sizes[i] = SZ - (size_t)(i % 7);
+        }
+    }
+    OK(crescent_store_batch_put_from(st, keys, src, sizes, N, NULL, res));
+    OK(crescent_store_batch_get_into(st, keys, dst, sizes, N, gres)); /* leases every key */
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(gres[i], (int64_t)sizes[i], "key %d: %lld", i, (long long)gres[i]);
+        cr_assert(memcmp(dst[i], src[i], sizes[i]) == 0, "key %d differs", i);
+    }
+    ERR(CRESCENT_STORE_EOBJECT_HAS_LEASE, crescent_store_batch_remove(st, keys, 2, 0, res));
+    cr_assert_eq(res[0], -CRESCENT_STORE_EOBJECT_HAS_LEASE);
+    cr_assert_eq(res[1], -CRESCENT_STORE_EOBJECT_HAS_LEASE);
+    /* N + 1 keys, the last never put */
+    ERR(CRESCENT_STORE_EOBJECT_NOT_FOUND, crescent_store_batch_remove(st, keys, N + 1, 1, res));
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(res[i], 0, "key %d: %d", i, res[i]);
+    }
+    cr_assert_eq(res[N], -CRESCENT_STORE_EOBJECT_NOT_FOUND);
+    redisReply *r = st_cmd(rc, "MC.STATS");
+    const redisReply *objects = st_field(r, "objects");
+    cr_assert(objects != NULL && objects->integer == 0);
+    freeReplyObject(r);
+    cr_assert_eq(st_segments_used(rc), 0);
+    ERR(EINVAL, crescent_store_batch_remove(st, keys, 0, 1, res));
+    crescent_store_unregister_buffer(st, reg);
+    free(reg);
+    crescent_store_destroy(st);
+    st_peer_kill(&p);
+}
+
+Test(store, batch_remove_and_large_batches) {
+    batch_remove_and_large("shm");
+}
+
+Test(store, batch_remove_and_large_batches_fabric) {
+    NEED_FABRIC();
+    batch_remove_and_large("fabric");
+}
+
+/* Expects MC.MOUNT (or MC.REMOUNT) of [base, base + size) with desc to fail with want (a
+ * prefix of the error), or to succeed when want is NULL. */
+static void mount_desc(const char *verb, const char *id, uint64_t base, uint64_t size,
+                       const void *desc, size_t len, const char *want) {
+    redisReply *r = !strcmp(verb, "MC.MOUNT")
+                        ? st_cmd(rc, "MC.MOUNT %s dseg %llu %llu DESC %b", id,
+                                 (unsigned long long)base, (unsigned long long)size, desc, len)
+                        : st_cmd(rc, "MC.REMOUNT %s dseg %llu %llu ep tcp %b", id,
+                                 (unsigned long long)base, (unsigned long long)size, desc, len);
+    if (want == NULL) {
+        cr_assert(r->type == REDIS_REPLY_STATUS, "%s: %s", verb, r->str);
+    } else {
+        cr_assert(r->type == REDIS_REPLY_ERROR && !strncmp(r->str, want, strlen(want)),
+                  "%s: got '%s', want '%s...'", verb, r->str, want);
+    }
+    freeReplyObject(r);
+}
+
+/* MC.MOUNT checks DESC with the transfer engine: a real descriptor whose registered buffer
+ * holds the segment mounts; one byte changed, a cut blob or a segment reaching outside every
+ * buffer is refused with INVALID_PARAMS, and nothing is mounted. */
+Test(store, mount_checks_the_descriptor) {
+    const char *id = "00112233445566778899aabbccddeeff";
+    freeReplyObject(st_cmd(rc, "MC.REGISTER %s desc-host", id));
+    struct crescent_xfer_engine *eng;
+    cr_assert_eq(crescent_xfer_engine_create(NULL, &eng), 0);
+    size_t blen = 4 * MIB;
+    char *buf = aligned_alloc(4096, blen);
+    cr_assert_eq(crescent_xfer_register(eng, buf, blen, "cpu:0", CRESCENT_XFER_REMOTE), 0);
+    ssize_t dlen = crescent_xfer_export_desc(eng, NULL, 0);
+    cr_assert_gt(dlen, 0);
+    char *desc = malloc((size_t)dlen);
+    cr_assert_eq(crescent_xfer_export_desc(eng, desc, (size_t)dlen), dlen);
+    uint64_t base = (uintptr_t)buf;
+    const char *bad = "INVALID_PARAMS DESC is not a transfer engine segment descriptor "
+                      "(corrupt or truncated)";
+    const char *outside = "INVALID_PARAMS segment [0x";
+
+    mount_desc("MC.MOUNT", id, base + MIB, 2 * MIB, desc, (size_t)dlen - 1, bad);
+    desc[dlen / 2] ^= 0x20;
+    mount_desc("MC.MOUNT", id, base + MIB, 2 * MIB, desc, (size_t)dlen, bad);
+    desc[dlen / 2] ^= 0x20;
+    mount_desc("MC.MOUNT", id, base + MIB, 4 * MIB, desc, (size_t)dlen, outside); /* past end */
+    mount_desc("MC.MOUNT", id, base - 4096, MIB, desc, (size_t)dlen, outside);    /* before */
+    mount_desc("MC.REMOUNT", id, base + 3 * MIB, 2 * MIB, desc, (size_t)dlen, outside);
+    redisReply *r = st_cmd(rc, "MC.QUERYSEGMENT dseg");
+    cr_assert(r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "SEGMENT_NOT_FOUND", 17), "%s",
+              r->str);
+    freeReplyObject(r);
+    mount_desc("MC.MOUNT", id, base, blen, desc, (size_t)dlen, NULL); /* the whole buffer */
+    mount_desc("MC.MOUNT", id, base, blen, desc, (size_t)dlen, NULL); /* again: a refresh */
+    r = st_cmd(rc, "MC.QUERYSEGMENT dseg");
+    const redisReply *size = st_field(r, "size");
+    cr_assert(size != NULL && size->integer == (long long)blen);
+    freeReplyObject(r);
+    freeReplyObject(st_cmd(rc, "MC.UNMOUNT %s dseg", id));
+    mount_desc("MC.REMOUNT", id, base + MIB, MIB, desc, (size_t)dlen, NULL);
+    freeReplyObject(st_cmd(rc, "MC.UNMOUNT %s dseg", id));
+    crescent_xfer_unregister(eng, buf);
+    crescent_xfer_engine_destroy(eng);
+    free(desc);
+    free(buf);
+}
+
 Test(store, size_sweep_1B_to_64MiB_byte_exact) {
     struct st_peer p;
     st_peer_start(&p, &master, "tcp", 160 * MIB);
@@ -281,10 +434,11 @@ Test(store, size_sweep_1B_to_64MiB_byte_exact) {
     free(reg);
 }
 
-Test(store, zero_copy_calls_stage_nothing) {
+/* iface: the metrics interface proto's transfers count under (2 tcp, 3 fabric). */
+static void zero_copy_stages_nothing(const char *proto, int iface) {
     struct st_peer p;
-    st_peer_start(&p, &master, "tcp", 16 * MIB);
-    struct crescent_store *st = st_store(&master, "tcp", 0);
+    st_peer_start(&p, &master, proto, 16 * MIB);
+    struct crescent_store *st = st_store(&master, proto, 0);
     size_t n = 3 * MIB;
     char *buf = malloc(2 * n);
     st_fill(buf, n, 5);
@@ -296,8 +450,8 @@ Test(store, zero_copy_calls_stage_nothing) {
     cr_assert(memcmp(buf, buf + n, n) == 0);
     OK(crescent_store_metrics(st, &m1));
     cr_assert_eq(m1.staging_bytes, m0.staging_bytes);
-    cr_assert_eq(m1.write_bytes[2] - m0.write_bytes[2], n);
-    cr_assert_eq(m1.read_bytes[2] - m0.read_bytes[2], n);
+    cr_assert_eq(m1.write_bytes[iface] - m0.write_bytes[iface], n);
+    cr_assert_eq(m1.read_bytes[iface] - m0.read_bytes[iface], n);
     check_get(st, "zc", buf, n); /* the copying get stages */
     OK(crescent_store_metrics(st, &m2));
     cr_assert_eq(m2.staging_bytes - m1.staging_bytes, n);
@@ -310,6 +464,15 @@ Test(store, zero_copy_calls_stage_nothing) {
     crescent_store_destroy(st);
     st_peer_kill(&p);
     free(buf);
+}
+
+Test(store, zero_copy_calls_stage_nothing) {
+    zero_copy_stages_nothing("tcp", 2);
+}
+
+Test(store, zero_copy_calls_stage_nothing_fabric) {
+    NEED_FABRIC();
+    zero_copy_stages_nothing("fabric", 3);
 }
 
 Test(store, local_replica_by_memcpy_and_replica_desc) {

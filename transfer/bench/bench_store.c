@@ -4,8 +4,9 @@
  * and waits; put / get / mixed run --threads threads of zero-copy put_from / get_into (their
  * batch forms with --batch_size > 1) on registered buffers for --duration seconds against
  * crescent-master, then print throughput and per-operation latency percentiles (one JSON line
- * with --json). Each thread cycles over a window of --keys keys; a put first removes the key it
- * reuses (not counted in the latency).
+ * with --json). Each thread cycles over a window of --keys keys; a put first removes the keys it
+ * reuses (one MC.BATCHREMOVE per batch), which is counted neither in the latency nor in the
+ * seconds the throughput divides by.
  */
 #include "common/fmacros.h"
 
@@ -26,13 +27,14 @@
 #include <unistd.h>
 
 #define SB_LAT_CAP (1u << 20) /* latency samples kept per thread and operation */
+#define SB_KEY_CAP 48         /* bytes per key name */
 
 struct sb_opts {
-    const char *master, *protocol, *operation;
+    const char *master, *protocol, *operation, *hostname;
     uint64_t object_size, segment, local_buffer;
     unsigned batch, threads, replicas, keys;
     double duration;
-    int verify, keep, json;
+    int verify, keep, json, same_node;
 };
 
 struct sb_lat {
@@ -45,9 +47,11 @@ struct sb_thread {
     unsigned idx;
     const struct sb_opts *o;
     struct crescent_store *st;
-    char *buf; /* registered: batch objects to write, then batch objects to read */
+    char *buf;   /* registered: batch objects to write, then batch objects to read */
+    char *names; /* the window's key names, SB_KEY_CAP bytes each (formatted once) */
     uint64_t put_ops, get_ops, put_bytes, get_bytes, errors, verify_fail;
-    double secs; /* measured run time, without the prefill */
+    double secs;         /* measured run time, without the prefill and the untimed work */
+    uint64_t untimed_ns; /* removing reused keys before a put (not counted in secs) */
     struct sb_lat put_lat, get_lat;
     char err[256];
 };
@@ -80,8 +84,9 @@ static int sb_size(const char *s, uint64_t *out) {
     return 0;
 }
 
-static void sb_key(char *k, size_t cap, unsigned t, uint64_t i) {
-    snprintf(k, cap, "bench-%d-%u-%llu", (int)getpid(), t, (unsigned long long)i);
+/* Name of key i of thread t's window. */
+static const char *sb_key(const struct sb_thread *t, uint64_t i) {
+    return t->names + i * SB_KEY_CAP;
 }
 
 static void sb_fill(char *p, uint64_t n, uint64_t seed) {
@@ -103,21 +108,26 @@ static void sb_record(struct sb_lat *l, uint64_t ns) {
 static int sb_put(struct sb_thread *t, uint64_t slot) {
     const struct sb_opts *o = t->o;
     const char *keys[256];
-    char names[256][48];
     const void *bufs[256];
     size_t sizes[256];
     int res[256];
     for (unsigned b = 0; b < o->batch; b++) {
-        sb_key(names[b], sizeof(names[b]), t->idx, (slot + b) % o->keys);
-        keys[b] = names[b];
+        keys[b] = sb_key(t, (slot + b) % o->keys);
         bufs[b] = t->buf + (uint64_t)b * o->object_size;
         sizes[b] = o->object_size;
-        crescent_store_remove(t->st, keys[b], 1); /* the reused key; may be missing */
         if (o->verify) {
             sb_fill(t->buf + (uint64_t)b * o->object_size, o->object_size, (slot + b) % o->keys);
         }
     }
-    struct crescent_store_replicate_config rc = {.replica_num = o->replicas};
+    uint64_t r0 = cm_mono_ns();
+    if (o->batch == 1) {
+        crescent_store_remove(t->st, keys[0], 1); /* the reused key; may be missing */
+    } else {
+        crescent_store_batch_remove(t->st, keys, o->batch, 1, res);
+    }
+    t->untimed_ns += cm_mono_ns() - r0;
+    struct crescent_store_replicate_config rc = {.replica_num = o->replicas,
+                                                 .prefer_same_node = o->same_node};
     uint64_t t0 = cm_mono_ns();
     int err = o->batch == 1
                   ? crescent_store_put_from(t->st, keys[0], bufs[0], sizes[0], &rc)
@@ -133,14 +143,12 @@ static int sb_put(struct sb_thread *t, uint64_t slot) {
 static int sb_get(struct sb_thread *t, uint64_t slot) {
     const struct sb_opts *o = t->o;
     const char *keys[256];
-    char names[256][48];
     void *bufs[256];
     size_t caps[256];
     int64_t res[256];
     char *in = t->buf + (uint64_t)o->batch * o->object_size;
     for (unsigned b = 0; b < o->batch; b++) {
-        sb_key(names[b], sizeof(names[b]), t->idx, (slot + b) % o->keys);
-        keys[b] = names[b];
+        keys[b] = sb_key(t, (slot + b) % o->keys);
         bufs[b] = in + (uint64_t)b * o->object_size;
         caps[b] = o->object_size;
     }
@@ -177,6 +185,7 @@ static void *sb_main(void *arg) {
         t->put_ops = t->put_bytes = 0;
         t->put_lat.n = 0;
     }
+    t->untimed_ns = 0;
     uint64_t start = cm_mono_ns(), end = start + (uint64_t)(o->duration * 1e9);
     for (uint64_t i = 0; !sb_stop && cm_mono_ns() < end; i++) {
         uint64_t slot = (i * o->batch) % o->keys;
@@ -188,7 +197,7 @@ static void *sb_main(void *arg) {
                      crescent_store_last_error());
         }
     }
-    t->secs = (double)(cm_mono_ns() - start) / 1e9;
+    t->secs = (double)(cm_mono_ns() - start - t->untimed_ns) / 1e9;
     return NULL;
 }
 
@@ -227,18 +236,22 @@ static void sb_usage(FILE *f) {
             "usage: crescent-bench store --master host:port [options]\n"
             "  --operation put|get|mixed|serve  (default put; serve: contribute a segment and\n"
             "                               wait --duration seconds or until SIGTERM)\n"
-            "  --protocol tcp|shm           transfer protocol (default tcp)\n"
+            "  --protocol tcp|shm|fabric|rdma  transfer protocol (default tcp)\n"
             "  --object_size N[k|m|g]       bytes per object (default 1m)\n"
             "  --batch_size N               keys per call, 1..256 (default 1)\n"
             "  --threads N                  (default 1)\n"
             "  --duration S                 seconds (default 5)\n"
             "  --replica_num N              1..8 (default 1)\n"
+            "  --prefer_same_node           place replicas on this host's segments first\n"
+            "  --local_hostname H[:port]    this client's host (MC.REGISTER) and transfer\n"
+            "                               listener (default 127.0.0.1)\n"
             "  --keys N                     keys per thread, cycled (default 64)\n"
             "  --segment_size N[k|m|g]      this process's global segment (default 0; serve: 1g)\n"
             "  --local_buffer_size N        staging buffer (default 16m)\n"
             "  --verify                     check every byte read\n"
             "  --keep                       leave the objects in the store at the end\n"
-            "  --json                       one JSON line with the results\n");
+            "  --json                       one JSON line with the results (with bytes\n"
+            "                               moved per interface: local, shm, tcp, other)\n");
 }
 
 static int sb_parse(int argc, char **argv, struct sb_opts *o) {
@@ -256,6 +269,8 @@ static int sb_parse(int argc, char **argv, struct sb_opts *o) {
                                        {"verify", 0, 0, 'v'},
                                        {"keep", 0, 0, 'K'},
                                        {"json", 0, 0, 'j'},
+                                       {"prefer_same_node", 0, 0, 'n'},
+                                       {"local_hostname", 1, 0, 'H'},
                                        {"help", 0, 0, 'h'},
                                        {0, 0, 0, 0}};
     *o = (struct sb_opts){.protocol = "tcp",
@@ -314,6 +329,12 @@ static int sb_parse(int argc, char **argv, struct sb_opts *o) {
         case 'j':
             o->json = 1;
             break;
+        case 'n':
+            o->same_node = 1;
+            break;
+        case 'H':
+            o->hostname = optarg;
+            break;
         case 'h':
             sb_usage(stdout);
             exit(0);
@@ -335,7 +356,13 @@ static int sb_parse(int argc, char **argv, struct sb_opts *o) {
     return bad ? -EINVAL : 0;
 }
 
-static void sb_report(const struct sb_opts *o, struct sb_thread *ts, double secs) {
+/* Bytes read + written through metrics interface i (0 local, 1 shm, 2 tcp, 3 other). */
+static unsigned long long sb_iface_bytes(const struct crescent_store_metrics *m, int i) {
+    return (unsigned long long)(m->read_bytes[i] + m->write_bytes[i]);
+}
+
+static void sb_report(const struct sb_opts *o, struct sb_thread *ts, double secs,
+                      const struct crescent_store_metrics *m) {
     uint64_t po = 0, go = 0, pb = 0, gb = 0, err = 0, vf = 0;
     for (unsigned i = 0; i < o->threads; i++) {
         po += ts[i].put_ops, go += ts[i].get_ops, pb += ts[i].put_bytes, gb += ts[i].get_bytes;
@@ -349,11 +376,13 @@ static void sb_report(const struct sb_opts *o, struct sb_thread *ts, double secs
                "\"threads\":%u,\"replica_num\":%u,\"seconds\":%.3f,\"put_GBps\":%.4f,"
                "\"get_GBps\":%.4f,\"put_ops\":%llu,\"get_ops\":%llu,\"put_p50_us\":%.1f,"
                "\"put_p99_us\":%.1f,\"get_p50_us\":%.1f,\"get_p99_us\":%.1f,\"errors\":%llu,"
-               "\"verify_failures\":%llu}\n",
+               "\"verify_failures\":%llu,\"local_bytes\":%llu,\"shm_bytes\":%llu,"
+               "\"tcp_bytes\":%llu,\"other_bytes\":%llu}\n",
                o->operation, o->protocol, (unsigned long long)o->object_size, o->batch, o->threads,
                o->replicas, secs, (double)pb / secs / 1e9, (double)gb / secs / 1e9,
                (unsigned long long)po, (unsigned long long)go, pp50, pp99, gp50, gp99,
-               (unsigned long long)err, (unsigned long long)vf);
+               (unsigned long long)err, (unsigned long long)vf, sb_iface_bytes(m, 0),
+               sb_iface_bytes(m, 1), sb_iface_bytes(m, 2), sb_iface_bytes(m, 3));
     } else {
         printf("store %s over %s: %llu-byte objects, batch %u, %u thread(s), %u replica(s), "
                "%.2f s\n",
@@ -400,6 +429,9 @@ int bench_store_main(int argc, char **argv) {
     cfg.protocol = o.protocol;
     cfg.global_segment_size = o.segment;
     cfg.local_buffer_size = o.local_buffer;
+    if (o.hostname != NULL) {
+        cfg.local_hostname = o.hostname;
+    }
     struct crescent_store *st;
     int rc = crescent_store_create(o.master, &cfg, &st);
     if (rc < 0) {
@@ -417,10 +449,15 @@ int bench_store_main(int argc, char **argv) {
     for (unsigned i = 0; i < o.threads && ts != NULL; i++) {
         ts[i] = (struct sb_thread){.idx = i, .o = &o, .st = st};
         ts[i].buf = aligned_alloc(4096, (span + 4095) & ~4095ull);
+        ts[i].names = malloc((size_t)o.keys * SB_KEY_CAP);
+        for (unsigned k = 0; ts[i].names != NULL && k < o.keys; k++) {
+            snprintf(ts[i].names + (size_t)k * SB_KEY_CAP, SB_KEY_CAP, "bench-%d-%u-%u",
+                     (int)getpid(), i, k);
+        }
         ts[i].put_lat.v = malloc(SB_LAT_CAP * sizeof(uint64_t));
         ts[i].get_lat.v = malloc(SB_LAT_CAP * sizeof(uint64_t));
-        if (ts[i].buf == NULL || ts[i].put_lat.v == NULL || ts[i].get_lat.v == NULL ||
-            crescent_store_register_buffer(st, ts[i].buf, span) < 0) {
+        if (ts[i].buf == NULL || ts[i].names == NULL || ts[i].put_lat.v == NULL ||
+            ts[i].get_lat.v == NULL || crescent_store_register_buffer(st, ts[i].buf, span) < 0) {
             fprintf(stderr, "crescent-bench store: out of memory\n");
             return 1;
         }
@@ -434,7 +471,9 @@ int bench_store_main(int argc, char **argv) {
         pthread_join(ts[i].thr, NULL);
         secs = ts[i].secs > secs ? ts[i].secs : secs;
     }
-    sb_report(&o, ts, secs > 0 ? secs : 1e-9);
+    struct crescent_store_metrics m = {0};
+    crescent_store_metrics(st, &m); /* every transfer of the run, the prefill included */
+    sb_report(&o, ts, secs > 0 ? secs : 1e-9, &m);
     if (!o.keep) {
         char pat[64];
         snprintf(pat, sizeof(pat), "^bench-%d-", (int)getpid());
@@ -443,6 +482,7 @@ int bench_store_main(int argc, char **argv) {
     for (unsigned i = 0; i < o.threads; i++) {
         crescent_store_unregister_buffer(st, ts[i].buf);
         free(ts[i].buf);
+        free(ts[i].names);
         free(ts[i].put_lat.v);
         free(ts[i].get_lat.v);
     }

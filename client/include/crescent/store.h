@@ -276,6 +276,14 @@ CRESCENT_API int64_t crescent_store_get_size(struct crescent_store *st, const ch
  */
 CRESCENT_API int crescent_store_remove(struct crescent_store *st, const char *key, int force);
 
+/**
+ * @brief Removes n objects with one MC.BATCHREMOVE. @param[out] results per key 0 or a
+ * negative code (as crescent_store_remove). @return 0 when every key was removed, else the
+ * first negative code (of the call or of a key)
+ */
+CRESCENT_API int crescent_store_batch_remove(struct crescent_store *st, const char *const *keys,
+                                             size_t n, int force, int *results);
+
 /** @brief Removes keys matching a POSIX ERE. @return count removed or a negative code */
 CRESCENT_API int64_t crescent_store_remove_by_regex(struct crescent_store *st, const char *pattern,
                                                     int force);
