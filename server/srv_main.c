@@ -11,6 +11,7 @@
 #include "server/srv_db.h"
 #include "server/srv_http.h"
 #include "server/srv_mc.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_server.h"
 
 #include "common/cm_hash.h"
@@ -131,6 +132,10 @@ static int srv_startup(int argc, char **argv) {
     srv_db_high_watermark = srv_cfg.eviction_high_watermark_ratio;
     srv_db_evict_ratio = srv_cfg.eviction_ratio;
     srv_nworkers = srv_cfg.threads > 0 ? (unsigned)srv_cfg.threads : srv_default_threads();
+    if (srv_pubsub_init(srv_nworkers, err, sizeof(err)) < 0) {
+        fprintf(stderr, "crescent-master: %s\n", err);
+        return 1;
+    }
     return 0;
 }
 
