@@ -140,8 +140,7 @@ static void srv_ps_list_cb(struct cm_ht_node *node, void *arg) {
 static void srv_ps_channels(struct srv_client *c, int kind) {
     struct srv_ps_list l = {NULL, 0, {0}, 0};
     if (c->argc > 3) {
-        srv_reply_wrong_arity(c, kind == SRV_PS_SHARD ? "pubsub|shardchannels"
-                                                      : "pubsub|channels");
+        srv_reply_wrong_arity(c, kind == SRV_PS_SHARD ? "pubsub|shardchannels" : "pubsub|channels");
         return;
     }
     if (c->argc == 3) {
@@ -207,8 +206,9 @@ void srv_pubsub_command(struct srv_client *c) {
         for (long i = 0; i < n; i++)
             resp_add_simple(&c->out, srv_ps_help[i]);
     } else {
-        srv_reply_errorf(c, "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try "
-                            "PUBSUB HELP.",
+        srv_reply_errorf(c,
+                         "ERR unknown subcommand or wrong number of arguments for '%.*s'. Try "
+                         "PUBSUB HELP.",
                          (int)(c->argv[1].len < 128 ? c->argv[1].len : 128), c->argv[1].p);
     }
 }
@@ -218,9 +218,9 @@ void srv_pubsub_command(struct srv_client *c) {
 int srv_pubsub_refuse(struct srv_client *c, const struct srv_cmd *cmd, char *msg, size_t len) {
     if (c->proto != 2 || !c->ps || srv_pubsub__nsubs(c) == 0)
         return 0;
-    static const char *const ok[] = {"subscribe",    "psubscribe",   "ssubscribe", "unsubscribe",
-                                     "punsubscribe", "sunsubscribe", "ping",       "quit",
-                                     "reset",        NULL};
+    static const char *const ok[] = {
+        "subscribe",    "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe",
+        "sunsubscribe", "ping",       "quit",       "reset",       NULL};
     for (int i = 0; ok[i]; i++)
         if (strcmp(cmd->name, ok[i]) == 0)
             return 0;
@@ -253,19 +253,19 @@ int srv_pubsub_ping(struct srv_client *c) {
 /* ---------------------------------------------------------------- keyspace notifications */
 
 /* Classes of "A" (Redis's NOTIFY_ALL: everything but K, E, m and n). */
-#define SRV_NOTIFY_ALL                                                                       \
-    (SRV_NOTIFY_GENERIC | SRV_NOTIFY_STRING | SRV_NOTIFY_LIST | SRV_NOTIFY_SET |             \
-     SRV_NOTIFY_HASH | SRV_NOTIFY_ZSET | SRV_NOTIFY_EXPIRED | SRV_NOTIFY_EVICTED |           \
-     SRV_NOTIFY_STREAM | SRV_NOTIFY_MODULE)
+#define SRV_NOTIFY_ALL                                                                             \
+    (SRV_NOTIFY_GENERIC | SRV_NOTIFY_STRING | SRV_NOTIFY_LIST | SRV_NOTIFY_SET | SRV_NOTIFY_HASH | \
+     SRV_NOTIFY_ZSET | SRV_NOTIFY_EXPIRED | SRV_NOTIFY_EVICTED | SRV_NOTIFY_STREAM |               \
+     SRV_NOTIFY_MODULE)
 
 static const struct {
     char ch;
     int flag;
 } srv_notify_letters[] = {
-    {'g', SRV_NOTIFY_GENERIC}, {'$', SRV_NOTIFY_STRING},  {'l', SRV_NOTIFY_LIST},
-    {'s', SRV_NOTIFY_SET},     {'h', SRV_NOTIFY_HASH},    {'z', SRV_NOTIFY_ZSET},
-    {'x', SRV_NOTIFY_EXPIRED}, {'e', SRV_NOTIFY_EVICTED}, {'t', SRV_NOTIFY_STREAM},
-    {'d', SRV_NOTIFY_MODULE},  {'K', SRV_NOTIFY_KEYSPACE}, {'E', SRV_NOTIFY_KEYEVENT},
+    {'g', SRV_NOTIFY_GENERIC},  {'$', SRV_NOTIFY_STRING},   {'l', SRV_NOTIFY_LIST},
+    {'s', SRV_NOTIFY_SET},      {'h', SRV_NOTIFY_HASH},     {'z', SRV_NOTIFY_ZSET},
+    {'x', SRV_NOTIFY_EXPIRED},  {'e', SRV_NOTIFY_EVICTED},  {'t', SRV_NOTIFY_STREAM},
+    {'d', SRV_NOTIFY_MODULE},   {'K', SRV_NOTIFY_KEYSPACE}, {'E', SRV_NOTIFY_KEYEVENT},
     {'m', SRV_NOTIFY_KEY_MISS}, {'n', SRV_NOTIFY_NEW},
 };
 #define SRV_NLETTERS (sizeof(srv_notify_letters) / sizeof(srv_notify_letters[0]))
@@ -317,10 +317,9 @@ int srv_pubsub_apply_notify(const struct cm_cfg_entry *e, char *err, size_t errl
     return 0;
 }
 
-const char *const srv_maxmemory_policies[] = {
-    "volatile-lru", "volatile-lfu",   "volatile-random", "volatile-ttl",
-    "allkeys-lru",  "allkeys-lfu",    "allkeys-random",  "noeviction",
-    NULL};
+const char *const srv_maxmemory_policies[] = {"volatile-lru",   "volatile-lfu", "volatile-random",
+                                              "volatile-ttl",   "allkeys-lru",  "allkeys-lfu",
+                                              "allkeys-random", "noeviction",   NULL};
 
 int srv_pubsub_apply_policy(const struct cm_cfg_entry *e, char *err, size_t errlen) {
     (void)e;
@@ -389,9 +388,9 @@ void srv_kv_event(enum srv_kv_event ev, const char *key, size_t klen, uint64_t s
     if (cm_atomic_load_relaxed(&srv_pubsub_nsubs) == 0)
         return;
     char ch[300];
-    int chlen = snprintf(ch, sizeof(ch), "__crescent__:kv@%s",
-                         srv_cfg.cluster_id && *srv_cfg.cluster_id ? srv_cfg.cluster_id
-                                                                   : "crescent");
+    int chlen =
+        snprintf(ch, sizeof(ch), "__crescent__:kv@%s",
+                 srv_cfg.cluster_id && *srv_cfg.cluster_id ? srv_cfg.cluster_id : "crescent");
     if (chlen < 0 || (size_t)chlen >= sizeof(ch))
         chlen = (int)sizeof(ch) - 1;
     struct cm_buf b;

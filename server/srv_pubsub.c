@@ -135,8 +135,8 @@ int srv_pubsub_apply_obl(const struct cm_cfg_entry *e, char *err, size_t errlen)
 }
 
 int srv_pubsub_obuf_over(struct srv_client *c) {
-    const struct srv_obl *l = (c->ps && srv_pubsub__nsubs(c) > 0) ? &srv_obl_pubsub
-                                                                   : &srv_obl_normal;
+    const struct srv_obl *l =
+        (c->ps && srv_pubsub__nsubs(c) > 0) ? &srv_obl_pubsub : &srv_obl_normal;
     size_t used = srv_client_pending(c);
     if (l->hard > 0 && used > (size_t)l->hard)
         return 1;
@@ -255,8 +255,8 @@ int srv_pubsub__add(struct srv_client *c, int kind, const char *name, size_t len
             cm_ht_init(&c->ps->mine[k], 4);
     }
     uint64_t h = cm_hash64(name, len, 0);
-    struct srv_ps_chan *ch = (struct srv_ps_chan *)cm_ht_find(&srv_ps_tab[kind], h, name, len,
-                                                              srv_ps_chan_eq);
+    struct srv_ps_chan *ch =
+        (struct srv_ps_chan *)cm_ht_find(&srv_ps_tab[kind], h, name, len, srv_ps_chan_eq);
     if (ch && cm_ht_find(&c->ps->mine[kind], srv_ps_ptr_hash(ch), ch, 0, srv_ps_member_eq))
         return 0;
     if (!ch) {

@@ -110,7 +110,6 @@ static inline void srv_notify(int type, const char *event, const char *key, size
         srv_notify__send(type, event, key, klen);
 }
 
-
 /*
  * KV object event on __crescent__:kv@<cluster_id>: "<event> <key> <size>[ <segment>...]".
  * segs may be NULL when nsegs is 0. Any thread; must not be called under the pool mutex.
