@@ -24,8 +24,6 @@
 #include <string.h>
 #include <strings.h>
 
-_Atomic int srv_notify_flags;
-
 /* ---------------------------------------------------------------- subscribe replies */
 
 /* ["subscribe", name, count]: a push in RESP3, an array in RESP2. name NULL = nil. */
@@ -297,6 +295,8 @@ static char *srv_notify_text(int flags) {
         out[n++] = 'A';
     for (size_t i = 0; i < SRV_NLETTERS; i++) {
         int f = srv_notify_letters[i].flag;
+        if (f == SRV_NOTIFY_NEW)
+            continue; /* accepted, never shown: Redis 7.0 prints no 'n' either */
         if ((flags & f) && !(all && (f & SRV_NOTIFY_ALL)))
             out[n++] = srv_notify_letters[i].ch;
     }
@@ -341,28 +341,6 @@ int srv_pubsub__config_init(char *err, size_t errlen) {
         return -EINVAL;
     }
     return 0;
-}
-
-void srv_notify__send(int type, const char *event, const char *key, size_t klen) {
-    int flags = cm_atomic_load_relaxed(&srv_notify_flags);
-    if (!(flags & type))
-        return;
-    char stack[256];
-    size_t elen = strlen(event);
-    size_t need = 32 + (klen > elen ? klen : elen);
-    char *ch = need <= sizeof(stack) ? stack : cm_malloc(need);
-    if (flags & SRV_NOTIFY_KEYSPACE) {
-        memcpy(ch, "__keyspace@0__:", 15);
-        memcpy(ch + 15, key, klen);
-        srv_pubsub_publish(ch, 15 + klen, event, elen, 0);
-    }
-    if (flags & SRV_NOTIFY_KEYEVENT) {
-        memcpy(ch, "__keyevent@0__:", 15);
-        memcpy(ch + 15, event, elen);
-        srv_pubsub_publish(ch, 15 + elen, key, klen, 0);
-    }
-    if (ch != stack)
-        cm_free(ch);
 }
 
 /* ---------------------------------------------------------------- KV events */

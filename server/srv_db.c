@@ -4,6 +4,7 @@
 #include "common/fmacros.h"
 
 #include "server/srv_db.h"
+#include "server/srv_pubsub.h"
 
 #include "server/srv_t.h"
 #include "server/srv_watch.h"
@@ -215,6 +216,7 @@ struct srv_obj *srv_db_peek(struct srv_db_ref *r, int64_t now_ms) {
     struct srv_obj *o =
         (struct srv_obj *)cm_ht_find(&r->sh->ht, r->hash, r->key, r->klen, srv_obj_eq);
     if (o && srv_obj_expired(o, now_ms)) {
+        srv_notify(SRV_NOTIFY_EXPIRED, "expired", o->key, o->klen);
         srv_shard_unlink(r->sh, o);
         cm_atomic_add_relaxed(&stat_expired, 1);
         return NULL;
@@ -519,8 +521,10 @@ void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, i
             if (sh->expire_cursor == 0)
                 break;
         }
-        for (int k = 0; k < ctx.n; k++)
+        for (int k = 0; k < ctx.n; k++) {
+            srv_notify(SRV_NOTIFY_EXPIRED, "expired", ctx.victims[k]->key, ctx.victims[k]->klen);
             srv_shard_unlink(sh, ctx.victims[k]);
+        }
         pthread_mutex_unlock(&sh->lock);
         cm_atomic_add_relaxed(&stat_expired, (uint64_t)ctx.n);
         if (cm_mono_us() > deadline)
@@ -661,6 +665,7 @@ static int srv_pool_evict_best(enum srv_evict_pass pass) {
     struct srv_obj *o =
         (struct srv_obj *)cm_ht_find(&sh->ht, c->hash, srv_cand_key(c), c->klen, srv_obj_eq);
     if (o && cm_atomic_load_relaxed(&o->lru) == c->lru && srv_obj_evictable(o, pass)) {
+        srv_notify(SRV_NOTIFY_EVICTED, "evicted", o->key, o->klen);
         srv_shard_unlink(sh, o);
         done = 1;
     }
@@ -685,8 +690,10 @@ static int srv_evict_first_found(enum srv_evict_pass pass) {
             for (struct cm_ht_node *nd = sh->ht.buckets[b]; nd && !victim; nd = nd->next)
                 if (srv_obj_evictable((struct srv_obj *)nd, pass))
                     victim = (struct srv_obj *)nd;
-        if (victim)
+        if (victim) {
+            srv_notify(SRV_NOTIFY_EVICTED, "evicted", victim->key, victim->klen);
             srv_shard_unlink(sh, victim);
+        }
         pthread_mutex_unlock(&sh->lock);
         if (victim)
             return 1;

@@ -98,11 +98,17 @@ static int srv_obl_parse(const char *spec, char *err, size_t errlen) {
                     : strcasecmp(words[i], "pubsub") == 0  ? 2
                                                            : -1;
             long long h, s, t;
-            if (k < 0 || cm_parse_memory(words[i + 1], &h) < 0 ||
-                cm_parse_memory(words[i + 2], &s) < 0 ||
+            if (k < 0) {
+                snprintf(err, errlen,
+                         "Invalid client class specified in buffer limit "
+                         "configuration.");
+                return -EINVAL;
+            }
+            if (cm_parse_memory(words[i + 1], &h) < 0 || cm_parse_memory(words[i + 2], &s) < 0 ||
                 cm_str2ll(words[i + 3], strlen(words[i + 3]), &t) < 0 || h < 0 || s < 0 || t < 0) {
-                snprintf(err, errlen, "Invalid argument '%s' in buffer limit configuration.",
-                         k < 0 ? words[i] : words[i + 1]);
+                snprintf(err, errlen,
+                         "Error in hard, soft or soft_seconds setting in buffer "
+                         "limit configuration.");
                 return -EINVAL;
             }
             cls[k] = (struct srv_obl){h, s, t};
@@ -163,6 +169,7 @@ int srv_pubsub_init(unsigned nworkers, char *err, size_t errlen) {
         return -EINVAL;
     cm_free(srv_cfg.client_obuf_spec);
     srv_cfg.client_obuf_spec = srv_obl_text();
+    srv_notify__publish = srv_pubsub_publish;
     int rc = srv_pubsub__config_init(err, errlen);
     if (rc < 0)
         return rc;

@@ -97,6 +97,11 @@ int srv_pubsub_obuf_over(struct srv_client *c);
  */
 long srv_pubsub_publish(const char *ch, size_t chlen, const char *msg, size_t mlen, int shard);
 
+/* A publisher as srv_pubsub_publish; the one notifications use (set by srv_pubsub_init). */
+typedef long srv_notify_publish_fn(const char *ch, size_t chlen, const char *msg, size_t mlen,
+                                   int shard);
+extern srv_notify_publish_fn *srv_notify__publish;
+
 /* srv_notify without the quick check. */
 void srv_notify__send(int type, const char *event, const char *key, size_t klen);
 

@@ -45,7 +45,8 @@ Test(pool_events, stored_lists_the_replica_segments) {
     cfg.replica_num = 2;
     pt_put(1, "k1", 100, &cfg, 1, NULL);
     cr_assert_eq(nseen, 1);
-    cr_assert(strcmp(seen[0], "stored k1 100 a b") == 0 || strcmp(seen[0], "stored k1 100 b a") == 0,
+    cr_assert(strcmp(seen[0], "stored k1 100 a b") == 0 ||
+                  strcmp(seen[0], "stored k1 100 b a") == 0,
               "got %s", seen[0]);
 }
 
@@ -81,7 +82,7 @@ Test(pool_events, client_expiry_removes_objects_without_replicas) {
     struct pool_uuid id2 = pt_id(2);
     struct pool_ping_reply pr;
     pool_client_ping(P, &id2, 20000, &pr); /* only client 2 stays alive */
-    pool_tick(P, 20000, &rep); /* client 1 (owner of a) silent for 20 s: expired */
+    pool_tick(P, 20000, &rep);             /* client 1 (owner of a) silent for 20 s: expired */
     cr_assert_eq(rep.clients_expired, 1);
     cr_assert_eq(nseen, 1);
     cr_assert_str_eq(seen[0], "removed onA 10");
