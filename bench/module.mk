@@ -43,3 +43,8 @@ ALL_SRCS += $(BENCH_MC_LOAD_SRCS)
 $(BUILD)/bench/bench_mc_load: $(call objs,$(BENCH_MC_LOAD_SRCS))
 	$(LINK) $^
 bench-mc: $(BUILD)/bench/bench_mc_load
+
+# Pub/sub: PUBLISH to 100 subscribers, crescent-master vs redis-server in the same run.
+.PHONY: bench-pubsub
+bench-pubsub: $(BINS)
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-pubsub.sh
