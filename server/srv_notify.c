@@ -39,4 +39,3 @@ void srv_notify__send(int type, const char *event, const char *key, size_t klen)
     if (ch != stack)
         cm_free(ch);
 }
-

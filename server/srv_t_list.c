@@ -350,6 +350,7 @@ void srv_lset_command(struct srv_client *c) {
     *slot = srv_t_str_new(c->argv[3].p, c->argv[3].len);
     srv_db_touch(o);
     srv_db_unlock(&r);
+    srv_notify(SRV_NOTIFY_LIST, "lset", c->argv[1].p, c->argv[1].len);
     srv_reply_ok(c);
 }
 
@@ -396,8 +397,10 @@ void srv_lrem_command(struct srv_client *c) {
                        : count < 0        ? (size_t)-count
                                           : (size_t)count;
         removed = srv_list_remove(o->payload, &c->argv[3], limit, count < 0 ? -1 : 1);
-        if (removed)
+        if (removed) {
+            srv_notify(SRV_NOTIFY_LIST, "lrem", c->argv[1].p, c->argv[1].len);
             srv_list_done(&r, o);
+        }
     }
     srv_db_unlock(&r);
     resp_add_int(&c->out, (long long)removed);
@@ -427,6 +430,7 @@ void srv_ltrim_command(struct srv_client *c) {
             srv_t_free(srv_list_pop(l, 1));
         for (size_t i = 0; i < rtrim; i++)
             srv_t_free(srv_list_pop(l, 0));
+        srv_notify(SRV_NOTIFY_LIST, "ltrim", c->argv[1].p, c->argv[1].len);
         if (ltrim || rtrim)
             srv_list_done(&r, o);
     }
