@@ -4,7 +4,9 @@
 # BENCH_SUBS subscribers (100) on one channel are held by a draining reader process, then
 # redis-benchmark sends PUBLISH to that channel (each one delivered BENCH_SUBS times); the
 # servers alternate for BENCH_ROUNDS rounds and the medians of PUBLISH/s are compared.
-# Prints one line per round and "ratio crescent/redis" at the end (target >= 0.8).
+# crescent runs twice per round, on its default network backend (io_uring where the kernel
+# allows it) and with --io-backend epoll. Prints one line per round and the ratios to redis at
+# the end (target >= 0.8).
 #
 #   bench/bench-pubsub.sh          (make bench-pubsub)
 #
@@ -28,16 +30,17 @@ done
 . bench/lib.sh
 bench_setup bench-pubsub
 
-# Starts server NAME (crescent or redis) on a free port; sets PORT and SPID.
+# Starts server NAME (crescent, crescent-epoll or redis) on a free port; sets PORT and SPID.
 start() {
     PORT=$(free_port)
-    if [ "$1" = crescent ]; then
+    if [ "$1" != redis ]; then
         local extra=()
+        [ "$1" = crescent-epoll ] && extra+=(--io-backend epoll)
         [ -n "${BENCH_THREADS:-}" ] && extra+=(--threads "$BENCH_THREADS")
         # shellcheck disable=SC2206
         [ -n "${BENCH_A_ARGS:-}" ] && extra+=($BENCH_A_ARGS)
         "$BUILD/bin/crescent-master" --bind 127.0.0.1 --port "$PORT" --memory 256mb \
-            --metrics_port 0 "${extra[@]}" >"$TMP/crescent.log" 2>&1 &
+            --metrics_port 0 "${extra[@]}" >"$TMP/$1.log" 2>&1 &
     else
         redis-server --bind 127.0.0.1 --port "$PORT" --save '' --appendonly no \
             >"$TMP/redis.log" 2>&1 &
@@ -97,15 +100,19 @@ median() {
 echo "PUBLISH to $SUBS subscribers, $PAYLOAD-byte messages, c=$CLIENTS P=$PIPELINE, n=$N," \
     "$ROUNDS rounds"
 : >"$TMP/crescent.txt"
+: >"$TMP/crescent-epoll.txt"
 : >"$TMP/redis.txt"
 for r in $(seq "$ROUNDS"); do
-    a=$(run crescent)
-    b=$(run redis)
-    echo "$a" >>"$TMP/crescent.txt"
-    echo "$b" >>"$TMP/redis.txt"
-    echo "round $r: crescent $a/s  redis $b/s"
+    line="round $r:"
+    for srv in crescent crescent-epoll redis; do
+        v=$(run "$srv")
+        echo "$v" >>"$TMP/$srv.txt"
+        line+="  $srv $v/s"
+    done
+    echo "$line"
 done
-ma=$(median <"$TMP/crescent.txt")
 mb=$(median <"$TMP/redis.txt")
-echo "median PUBLISH/s: crescent $ma  redis $mb"
-awk -v a="$ma" -v b="$mb" 'BEGIN {printf "ratio crescent/redis: %.2f (target >= 0.80)\n", b > 0 ? a / b : 0}'
+for srv in crescent crescent-epoll; do
+    ma=$(median <"$TMP/$srv.txt")
+    awk -v n="$srv" -v a="$ma" -v b="$mb" 'BEGIN {printf "median PUBLISH/s: %-15s %10.0f  redis %10.0f  ratio %.2f (target >= 0.80)\n", n, a, b, (b > 0 ? a / b : 0)}'
+done
