@@ -6,7 +6,8 @@
 # servers alternate for BENCH_ROUNDS rounds and the medians of PUBLISH/s are compared.
 # crescent runs twice per round, on its default network backend (io_uring where the kernel
 # allows it) and with --io-backend epoll. Prints one line per round and the ratios to redis at
-# the end (target >= 0.8).
+# the end (target >= 0.8), with the server CPU time per PUBLISH (all threads, /proc/<pid>/stat),
+# which the load of a shared machine disturbs less than the rate.
 #
 #   bench/bench-pubsub.sh          (make bench-pubsub)
 #
@@ -78,23 +79,32 @@ EOF
     exit 1
 }
 
-# One run against server $1: prints PUBLISH/s.
+# Server CPU time (user + system, all threads) in clock ticks.
+cpu_ticks() {
+    awk '{print $14 + $15}' "/proc/$1/stat"
+}
+
+# One run against server $1: prints "PUBLISH/s server-CPU-microseconds-per-PUBLISH".
 run() {
     start "$1"
     subscribers
-    local msg rps
+    local msg rps t0 t1
     msg=$(head -c "$PAYLOAD" /dev/zero | tr '\0' x)
+    t0=$(cpu_ticks "$SPID")
     rps=$(redis-benchmark -p "$PORT" -c "$CLIENTS" -n "$N" -P "$PIPELINE" -q \
         PUBLISH bench "$msg" 2>/dev/null | tr '\r' '\n' |
         awk '/requests per second/ {for (i = 1; i <= NF; i++) if ($i == "requests") print $(i-1)}' |
         tail -1)
+    t1=$(cpu_ticks "$SPID")
     kill "$SUBPID" "$SPID" 2>/dev/null || true
     wait "$SUBPID" "$SPID" 2>/dev/null || true
-    echo "${rps:-0}"
+    awk -v r="${rps:-0}" -v d="$((t1 - t0))" -v hz="$(getconf CLK_TCK)" -v n="$N" \
+        'BEGIN {printf "%.0f %.1f\n", r, d / hz * 1e6 / n}'
 }
 
+# Median of column $1 of the lines on stdin.
 median() {
-    sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+    awk -v k="$1" '{print $k}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 
 echo "PUBLISH to $SUBS subscribers, $PAYLOAD-byte messages, c=$CLIENTS P=$PIPELINE, n=$N," \
@@ -107,12 +117,17 @@ for r in $(seq "$ROUNDS"); do
     for srv in crescent crescent-epoll redis; do
         v=$(run "$srv")
         echo "$v" >>"$TMP/$srv.txt"
-        line+="  $srv $v/s"
+        line+="  $srv ${v% *}/s (${v#* } us CPU each)"
     done
     echo "$line"
 done
-mb=$(median <"$TMP/redis.txt")
+mb=$(median 1 <"$TMP/redis.txt")
+cb=$(median 2 <"$TMP/redis.txt")
 for srv in crescent crescent-epoll; do
-    ma=$(median <"$TMP/$srv.txt")
-    awk -v n="$srv" -v a="$ma" -v b="$mb" 'BEGIN {printf "median PUBLISH/s: %-15s %10.0f  redis %10.0f  ratio %.2f (target >= 0.80)\n", n, a, b, (b > 0 ? a / b : 0)}'
+    ma=$(median 1 <"$TMP/$srv.txt")
+    ca=$(median 2 <"$TMP/$srv.txt")
+    awk -v n="$srv" -v a="$ma" -v b="$mb" -v ca="$ca" -v cb="$cb" 'BEGIN {
+        printf "median %-15s %8.0f PUBLISH/s (redis %8.0f): ratio %.2f (target >= 0.80);", n, a, b, (b > 0 ? a / b : 0)
+        printf " server CPU per PUBLISH %.1f us (redis %.1f us): ratio %.2f\n", ca, cb, (cb > 0 ? ca / cb : 0)
+    }'
 done
