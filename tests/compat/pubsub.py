@@ -282,15 +282,11 @@ def slow_subscriber(port):
     check("slow: reading subscriber got everything", 200 * 65536, got)
     n = int(cmd(c, "PUBSUB", "NUMSUB", "slow").split(b"\r\n")[3][1:])
     check("slow: the slow subscriber was dropped", 1, n)
-    slow.settimeout(10)
-    closed = False
-    try:
-        while slow.recv(1 << 20):
-            pass
-        closed = True
-    except (ConnectionResetError, socket.timeout):
-        closed = True
-    check("slow: its connection was closed", True, closed)
+    # The server dropped the connection (the kernel still trickles what it had queued into the
+    # tiny receive window before the FIN, for minutes with redis-server too: not waited for).
+    subs = [ln for ln in cmd(c, "CLIENT", "LIST").decode().split("\n") if " sub=1 " in ln]
+    check("slow: only the reading subscriber is still connected", 1, len(subs))
+    slow.close()
     cmd(c, "CONFIG", "SET", "client-output-buffer-limit", "pubsub 32mb 8mb 60")
     print("pubsub: slow subscriber disconnected, others served")
 
