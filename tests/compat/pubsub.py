@@ -232,6 +232,8 @@ def fanout(port, nsubs=24, npub=4, nmsg=200):
         check(f"fanout: subscriber {i} got everything", [nmsg] * npub, nxt)
     info = cmd(Conn(port), "CLIENT", "LIST").decode()
     check("fanout: CLIENT LIST shows sub=1", True, "sub=1 " in info and "flags=P" in info)
+    for s in subs:
+        s.s.close()
     print(f"pubsub: fan-out to {nsubs} subscribers from {npub} publishers checked")
 
 
