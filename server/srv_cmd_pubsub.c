@@ -41,7 +41,7 @@ static void srv_ps_reply(struct srv_client *c, const char *what, const char *nam
 /* What the reply counts: channels + patterns, or shard channels. */
 static long srv_ps_count(const struct srv_client *c, int kind) {
     int sub, psub, ssub;
-    srv_pubsub_counts(c, &sub, &psub, &ssub);
+    srv_pubsub__counts(c, &sub, &psub, &ssub);
     return kind == SRV_PS_SHARD ? ssub : sub + psub;
 }
 

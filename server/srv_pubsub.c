@@ -249,10 +249,16 @@ int srv_pubsub__nsubs(const struct srv_client *c) {
                  cm_ht_count(&c->ps->mine[SRV_PS_SHARD]));
 }
 
-void srv_pubsub_counts(const struct srv_client *c, int *sub, int *psub, int *ssub) {
+void srv_pubsub__counts(const struct srv_client *c, int *sub, int *psub, int *ssub) {
     *sub = c->ps ? (int)cm_ht_count(&c->ps->mine[SRV_PS_CHANNEL]) : 0;
     *psub = c->ps ? (int)cm_ht_count(&c->ps->mine[SRV_PS_PATTERN]) : 0;
     *ssub = c->ps ? (int)cm_ht_count(&c->ps->mine[SRV_PS_SHARD]) : 0;
+}
+
+void srv_pubsub_counts(const struct srv_client *c, int *sub, int *psub, int *ssub) {
+    srv_pubsub__rdlock(); /* c->ps changes only under the exclusive lock */
+    srv_pubsub__counts(c, sub, psub, ssub);
+    srv_pubsub__unlock();
 }
 
 int srv_pubsub__add(struct srv_client *c, int kind, const char *name, size_t len) {
@@ -443,6 +449,8 @@ void srv_pubsub_client_gone(struct srv_client *c) {
     srv_pubsub__wrlock();
     for (int k = 0; k < SRV_PS_NKINDS; k++)
         srv_pubsub__remove_all(c, k);
+    struct srv_ps_client *ps = c->ps;
+    c->ps = NULL; /* under the lock: CLIENT LIST on other threads reads it */
     srv_pubsub__unlock();
     if (srv_ps_inboxes && c->worker->id < srv_ps_ninboxes) {
         struct srv_ps_inbox *ib = &srv_ps_inboxes[c->worker->id];
@@ -453,9 +461,8 @@ void srv_pubsub_client_gone(struct srv_client *c) {
         pthread_mutex_unlock(&ib->mu);
     }
     for (int k = 0; k < SRV_PS_NKINDS; k++)
-        cm_ht_fini(&c->ps->mine[k]);
-    cm_free(c->ps);
-    c->ps = NULL;
+        cm_ht_fini(&ps->mine[k]);
+    cm_free(ps);
 }
 
 /* Encodes *<n> then the bulk strings parts[0..n) into b (RESP2 form). */

@@ -70,7 +70,8 @@ void srv_pubsub_drain(struct srv_worker *w);
 /* Drops every subscription of c and its queued messages. Loop thread of c, at close. */
 void srv_pubsub_client_gone(struct srv_client *c);
 
-/* Subscriptions of c (channels + patterns, shard channels), for CLIENT LIST. */
+/* Subscriptions of c by kind, for CLIENT LIST and CLIENT INFO (any thread: takes the registry
+ * lock shared; the caller must not hold it). */
 void srv_pubsub_counts(const struct srv_client *c, int *sub, int *psub, int *ssub);
 
 /*

@@ -60,6 +60,9 @@ void srv_pubsub__remove_all(struct srv_client *c, int kind);
  * returns how many. Exclusive lock (or c's thread with no concurrent change of c). */
 size_t srv_pubsub__names(struct srv_client *c, int kind, struct cm_buf *out);
 
+/* srv_pubsub_counts without taking the lock (held by the caller, or c's own thread). */
+void srv_pubsub__counts(const struct srv_client *c, int *sub, int *psub, int *ssub);
+
 /* Channels + patterns + shard channels of c. */
 int srv_pubsub__nsubs(const struct srv_client *c);
 
