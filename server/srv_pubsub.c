@@ -229,6 +229,17 @@ void srv_pubsub__foreach(int kind, cm_ht_visit_cb *cb, void *arg) {
     srv_ps_walk(&srv_ps_tab[kind], cb, arg);
 }
 
+void srv_pubsub_totals(size_t *channels, size_t *patterns, size_t *shard_channels) {
+    *channels = *patterns = *shard_channels = 0;
+    if (!srv_ps_ready)
+        return;
+    srv_pubsub__rdlock();
+    *channels = cm_ht_count(&srv_ps_tab[SRV_PS_CHANNEL]);
+    *patterns = cm_ht_count(&srv_ps_tab[SRV_PS_PATTERN]);
+    *shard_channels = cm_ht_count(&srv_ps_tab[SRV_PS_SHARD]);
+    srv_pubsub__unlock();
+}
+
 void srv_pubsub__rdlock(void) {
     pthread_rwlock_rdlock(&srv_ps_lock);
 }

@@ -67,6 +67,9 @@ void srv_pubsub_thread_init(struct srv_worker *w);
 /* Delivers messages other threads queued for loop w's clients. Loop thread of w (wake hook). */
 void srv_pubsub_drain(struct srv_worker *w);
 
+/* Channels, distinct patterns and shard channels with subscribers (INFO stats). Any thread. */
+void srv_pubsub_totals(size_t *channels, size_t *patterns, size_t *shard_channels);
+
 /* Drops every subscription of c and its queued messages. Loop thread of c, at close. */
 void srv_pubsub_client_gone(struct srv_client *c);
 

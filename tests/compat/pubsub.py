@@ -232,6 +232,10 @@ def fanout(port, nsubs=24, npub=4, nmsg=200):
         check(f"fanout: subscriber {i} got everything", [nmsg] * npub, nxt)
     info = cmd(Conn(port), "CLIENT", "LIST").decode()
     check("fanout: CLIENT LIST shows sub=1", True, "sub=1 " in info and "flags=P" in info)
+    stats = dict(ln.split(":", 1) for ln in cmd(Conn(port), "INFO", "stats").decode().split("\r\n")
+                 if ln.startswith("pubsub"))
+    check("fanout: INFO stats pubsub lines",
+          {"pubsub_channels": "1", "pubsub_patterns": "1", "pubsubshard_channels": "0"}, stats)
     for s in subs:
         s.s.close()
     print(f"pubsub: fan-out to {nsubs} subscribers from {npub} publishers checked")
