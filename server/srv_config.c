@@ -173,7 +173,8 @@ static const struct cm_cfg_entry srv_entries[] = {
     STR_ENTRY("ha_backend_connstring", "ha-backend-connstring", CM_CFG_IMMUTABLE,
               ha_backend_connstring, "", "planned, with enable_ha: election backend URI"),
     STR_ENTRY("cluster_id", "cluster-id", CM_CFG_IMMUTABLE, cluster_id, "crescent",
-              "planned, with enable_ha: cluster name used in election keys"),
+              "cluster name: KV events channel __crescent__:kv@<cluster_id>; election keys with "
+              "enable_ha (planned)"),
     BOOL_ENTRY("enable_offload", "enable-offload", CM_CFG_IMMUTABLE, enable_offload, "no",
                "planned: the SSD tier; refused in this version"),
     BOOL_ENTRY("offload_on_evict", "offload-on-evict", 0, offload_on_evict, "no",
