@@ -749,7 +749,7 @@ static void srv_cron(struct cm_ev_loop *loop, void *arg) {
         for (; c; c = next) {
             next = c->wnext;
             if (now - c->last_ms > (uint64_t)srv_cfg.timeout * 1000 && srv_client_pending(c) == 0 &&
-                !(c->flags & SRV_CLIENT_MULTI)) {
+                !(c->flags & SRV_CLIENT_MULTI) && !srv_pubsub_subscribed(c)) {
                 cm_log(CM_LOG_VERBOSE, "net", "closing idle client %s", c->addr);
                 srv_client_free(c);
             }

@@ -266,6 +266,10 @@ void srv_pubsub__counts(const struct srv_client *c, int *sub, int *psub, int *ss
     *ssub = c->ps ? (int)cm_ht_count(&c->ps->mine[SRV_PS_SHARD]) : 0;
 }
 
+int srv_pubsub_subscribed(const struct srv_client *c) {
+    return srv_pubsub__nsubs(c) > 0;
+}
+
 void srv_pubsub_counts(const struct srv_client *c, int *sub, int *psub, int *ssub) {
     srv_pubsub__rdlock(); /* c->ps changes only under the exclusive lock */
     srv_pubsub__counts(c, sub, psub, ssub);

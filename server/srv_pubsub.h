@@ -73,6 +73,10 @@ void srv_pubsub_totals(size_t *channels, size_t *patterns, size_t *shard_channel
 /* Drops every subscription of c and its queued messages. Loop thread of c, at close. */
 void srv_pubsub_client_gone(struct srv_client *c);
 
+/* 1 when c holds at least one subscription (subscribers are exempt from the idle timeout, as
+ * in Redis). Loop thread of c. */
+int srv_pubsub_subscribed(const struct srv_client *c);
+
 /* Subscriptions of c by kind, for CLIENT LIST and CLIENT INFO (any thread: takes the registry
  * lock shared; the caller must not hold it). */
 void srv_pubsub_counts(const struct srv_client *c, int *sub, int *psub, int *ssub);

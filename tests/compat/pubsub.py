@@ -241,6 +241,27 @@ def fanout(port, nsubs=24, npub=4, nmsg=200):
     print(f"pubsub: fan-out to {nsubs} subscribers from {npub} publishers checked")
 
 
+def idle_timeout(port):
+    """With CONFIG SET timeout 1, an idle subscriber stays while an idle normal client goes."""
+    c, s, idle = Conn(port), Conn(port), Conn(port)
+    send(s, "SUBSCRIBE", "idle")
+    s.reply()
+    cmd(idle, "PING")
+    cmd(c, "CONFIG", "SET", "timeout", "1")
+    time.sleep(2.5)
+    c = Conn(port)  # the one that set the timeout was idle too
+    check("timeout: subscriber kept", b":1\r\n", cmd(c, "PUBLISH", "idle", "still-here"))
+    check("timeout: subscriber got the message", b"still-here", s.reply()[1][2])
+    try:
+        cmd(idle, "PING")
+        gone = False
+    except (ConnectionError, OSError):
+        gone = True
+    check("timeout: idle normal client closed", True, gone)
+    cmd(c, "CONFIG", "SET", "timeout", "0")
+    print("pubsub: idle timeout spares subscribers")
+
+
 def redis_py(port):
     try:
         import redis
@@ -329,6 +350,7 @@ def main():
     if ref:
         differential(port, ref)
     fanout(port)
+    idle_timeout(port)
     redis_py(port)
     slow_subscriber(port)
     if sys.argv[3:] != ["redis"]:
