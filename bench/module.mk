@@ -58,3 +58,8 @@ bench-snapshot: $(BINS)
 .PHONY: bench-store
 bench-store: $(BINS) $(BUILD)/bench/bench_mc_load
 	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-store.sh $(BENCH_STORE_ARGS)
+
+# Pub/sub: PUBLISH to 100 subscribers, crescent-master vs redis-server in the same run.
+.PHONY: bench-pubsub
+bench-pubsub: $(BINS)
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-pubsub.sh

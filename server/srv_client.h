@@ -22,6 +22,7 @@ struct srv_obj;
 struct srv_worker;
 struct srv_cmd;
 struct srv_tx;
+struct srv_ps_client;
 
 /* Client flags. */
 #define SRV_CLIENT_CLOSE_AFTER_REPLY 0x01u /* flush the output, then close */
@@ -124,6 +125,8 @@ struct srv_client {
     int closing;       /* closed; memory goes when inflight drops to 0 */
     struct srv_tx *tx; /* NULL until the first send */
     size_t tx_bytes;   /* bytes of tx not yet sent */
+
+    struct srv_ps_client *ps; /* pub/sub subscriptions (srv_pubsub.c), NULL when none yet */
 };
 
 /* Bytes waiting to be written (including a send in flight on io_uring). */

@@ -4,6 +4,7 @@
 
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 
@@ -18,6 +19,8 @@ void srv_ping_command(struct srv_client *c) {
         srv_reply_wrong_arity(c, "ping");
         return;
     }
+    if (c->ps && srv_pubsub_ping(c))
+        return;
     if (c->argc == 2)
         resp_add_bulk(&c->out, c->argv[1].p, c->argv[1].len);
     else
@@ -151,6 +154,7 @@ void srv_quit_command(struct srv_client *c) {
 }
 
 void srv_reset_command(struct srv_client *c) {
+    srv_pubsub_client_gone(c);
     srv_multi_reset(c);
     srv_unwatch_all(c);
     cm_free(c->name);

@@ -10,6 +10,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
 #include "server/srv_pool_kv.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 
@@ -34,7 +35,10 @@ static int srv_delete_key(const struct srv_arg *k, int64_t now) {
     if (o)
         srv_db_unlink(&r, o);
     srv_db_unlock(&r);
-    return srv_pkv_del(k->p, k->len) || o != NULL; /* the pool's object goes too */
+    int pooled = srv_pkv_del(k->p, k->len); /* the pool's object goes too */
+    if (o || pooled)
+        srv_notify(SRV_NOTIFY_GENERIC, "del", k->p, k->len);
+    return o != NULL || pooled;
 }
 
 void srv_del_command(struct srv_client *c) {
@@ -170,6 +174,9 @@ static void srv_expire_generic(struct srv_client *c, int64_t base, int seconds, 
             srv_db_set_expire(&r, o, when);
     }
     srv_db_unlock(&r);
+    if (ok)
+        srv_notify(SRV_NOTIFY_GENERIC, when <= now ? "del" : "expire", c->argv[1].p,
+                   c->argv[1].len);
     resp_add_int(&c->out, ok);
 }
 
@@ -235,6 +242,8 @@ void srv_persist_command(struct srv_client *c) {
     if (done)
         srv_db_set_expire(&r, o, 0);
     srv_db_unlock(&r);
+    if (done)
+        srv_notify(SRV_NOTIFY_GENERIC, "persist", c->argv[1].p, c->argv[1].len);
     resp_add_int(&c->out, done);
 }
 
@@ -456,6 +465,8 @@ static void srv_rename_generic(struct srv_client *c, int nx) {
         }
         srv_obj_unref(o);
     }
+    srv_notify(SRV_NOTIFY_GENERIC, "rename_from", src->p, src->len);
+    srv_notify(SRV_NOTIFY_GENERIC, "rename_to", dst->p, dst->len);
     if (nx)
         resp_add_int(&c->out, 1);
     else
@@ -505,6 +516,8 @@ void srv_copy_command(struct srv_client *c) {
     }
     int rc = srv_store_copy(c, dst, o, replace);
     srv_obj_unref(o);
+    if (rc > 0)
+        srv_notify(SRV_NOTIFY_GENERIC, "copy_to", dst->p, dst->len);
     if (rc >= 0)
         resp_add_int(&c->out, rc);
 }

@@ -8,6 +8,7 @@
 #include "server/srv_db.h"
 #include "server/srv_offload.h"
 #include "server/srv_pool_kv.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_snapshot.h"
@@ -332,11 +333,14 @@ static void srv_info_memory(struct cm_buf *b) {
 static void srv_info_stats(struct cm_buf *b) {
     struct srv_db_stats ds;
     srv_db_get_stats(&ds);
+    size_t psc, psp, pss;
+    srv_pubsub_totals(&psc, &psp, &pss);
     cm_buf_appendf(
         b,
         "# Stats\r\ntotal_connections_received:%llu\r\ntotal_commands_processed:%llu\r\n"
         "total_net_input_bytes:%llu\r\ntotal_net_output_bytes:%llu\r\nrejected_connections:%llu\r\n"
         "expired_keys:%llu\r\nevicted_keys:%llu\r\nkeyspace_hits:%llu\r\nkeyspace_misses:%llu\r\n"
+        "pubsub_channels:%zu\r\npubsub_patterns:%zu\r\npubsubshard_channels:%zu\r\n"
         "total_error_replies:%llu\r\nunexpected_error_replies:0\r\n\r\n",
         (unsigned long long)cm_atomic_load_relaxed(&srv_stats.total_connections),
         (unsigned long long)cm_pcounter_read(&srv_stats.total_commands),
@@ -344,7 +348,7 @@ static void srv_info_stats(struct cm_buf *b) {
         (unsigned long long)cm_pcounter_read(&srv_stats.net_output_bytes),
         (unsigned long long)cm_atomic_load_relaxed(&srv_stats.rejected_connections),
         (unsigned long long)ds.expired_keys, (unsigned long long)ds.evicted_keys,
-        (unsigned long long)ds.keyspace_hits, (unsigned long long)ds.keyspace_misses,
+        (unsigned long long)ds.keyspace_hits, (unsigned long long)ds.keyspace_misses, psc, psp, pss,
         (unsigned long long)cm_pcounter_read(&srv_stats.error_replies));
 }
 

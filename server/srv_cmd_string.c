@@ -11,6 +11,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
 #include "server/srv_pool_kv.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_string.h"
@@ -137,6 +138,9 @@ static int srv_set_obj(struct srv_client *c, const struct srv_arg *key, struct s
     else
         srv_db_insert(&r, o);
     srv_db_unlock(&r);
+    srv_notify(SRV_NOTIFY_STRING, "set", key->p, key->len);
+    if (expire_at)
+        srv_notify(SRV_NOTIFY_GENERIC, "expire", key->p, key->len);
     if (reply && !(flags & SRV_SET_GET))
         srv_reply_ok(c);
     return 1;
@@ -283,6 +287,7 @@ void srv_getdel_command(struct srv_client *c) {
     } else if (o) {
         srv_reply_value(c, o);
         srv_db_unlink(&r, o);
+        srv_notify(SRV_NOTIFY_GENERIC, "del", c->argv[1].p, c->argv[1].len);
     }
     srv_db_unlock(&r);
     if (!o && srv_pkv_get(c, c->argv[1].p, c->argv[1].len)) /* a pool object: read, then DEL */
@@ -309,12 +314,19 @@ void srv_getex_command(struct srv_client *c) {
         /* replied */
     } else {
         srv_reply_value(c, o);
-        if (earg >= 0 && exp <= srv_now_ms())
+        const char *ev = NULL;
+        if (earg >= 0 && exp <= srv_now_ms()) {
             srv_db_unlink(&r, o);
-        else if (earg >= 0)
+            ev = "del";
+        } else if (earg >= 0) {
             srv_db_set_expire(&r, o, exp);
-        else if ((flags & SRV_SET_PERSIST) && cm_atomic_load_relaxed(&o->expire_ms))
+            ev = "expire";
+        } else if ((flags & SRV_SET_PERSIST) && cm_atomic_load_relaxed(&o->expire_ms)) {
             srv_db_set_expire(&r, o, 0);
+            ev = "persist";
+        }
+        if (ev)
+            srv_notify(SRV_NOTIFY_GENERIC, ev, c->argv[1].p, c->argv[1].len);
     }
     srv_db_unlock(&r);
 }
@@ -472,6 +484,8 @@ void srv_append_command(struct srv_client *c) {
     long long n = srv__rmw_run(c, &rmw, &oldlen);
     if (n >= 0)
         resp_add_int(&c->out, n);
+    if (n >= 0)
+        srv_notify(SRV_NOTIFY_STRING, "append", c->argv[1].p, c->argv[1].len);
 }
 
 struct srv_setrange_arg {
@@ -528,6 +542,8 @@ void srv_setrange_command(struct srv_client *c) {
     long long n = srv__rmw_run(c, &rmw, &oldlen);
     if (n >= 0)
         resp_add_int(&c->out, n);
+    if (n >= 0)
+        srv_notify(SRV_NOTIFY_STRING, "setrange", c->argv[1].p, c->argv[1].len);
 }
 
 /* ---------------------------------------------------------------- INCR family */
@@ -568,8 +584,10 @@ static void srv_incr_generic(struct srv_client *c, long long incr) {
     struct srv_incr_arg a = {.incr = incr};
     struct srv_rmw rmw = {srv_incr_plan, srv_incr_build, &a, 24, 0};
     size_t oldlen;
-    if (srv__rmw_run(c, &rmw, &oldlen) >= 0)
-        resp_add_int(&c->out, a.result);
+    if (srv__rmw_run(c, &rmw, &oldlen) < 0)
+        return;
+    resp_add_int(&c->out, a.result);
+    srv_notify(SRV_NOTIFY_STRING, "incrby", c->argv[1].p, c->argv[1].len);
 }
 
 void srv_incr_command(struct srv_client *c) {
@@ -635,8 +653,10 @@ void srv_incrbyfloat_command(struct srv_client *c) {
     a.incr_arg = &c->argv[2];
     struct srv_rmw rmw = {srv_incrf_plan, srv_incrf_build, &a, 0, 0};
     size_t oldlen;
-    if (srv__rmw_run(c, &rmw, &oldlen) >= 0)
-        resp_add_bulk(&c->out, a.buf, a.len);
+    if (srv__rmw_run(c, &rmw, &oldlen) < 0)
+        return;
+    resp_add_bulk(&c->out, a.buf, a.len);
+    srv_notify(SRV_NOTIFY_STRING, "incrbyfloat", c->argv[1].p, c->argv[1].len);
 }
 
 void srv_substr_command(struct srv_client *c) {

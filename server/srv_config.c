@@ -7,6 +7,7 @@
 
 #include "server/srv_db.h"
 #include "server/srv_mc.h"
+#include "server/srv_pubsub_int.h"
 #include "server/srv_server.h"
 
 #include "common/cm_log.h"
@@ -149,9 +150,18 @@ static const struct cm_cfg_entry srv_entries[] = {
     MEM_ENTRY("client-query-buffer-limit", "client_query_buffer_limit", 0,
               client_query_buffer_limit, 1024 * 1024, LLONG_MAX, "1gb",
               "largest query buffer of a client"),
-    MEM_ENTRY("client-output-buffer-limit", "client_output_buffer_limit", 0,
-              client_output_buffer_limit, 0, LLONG_MAX, "0",
-              "hard output-buffer limit of a normal client (0 = none)"),
+    {"client-output-buffer-limit", "client_output_buffer_limit", CM_CFG_STRING, 0,
+     &srv_cfg.client_obuf_spec, 0, 0, 0, 0,
+     "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", NULL,
+     srv_pubsub_apply_obl,
+     "output-buffer limits as in Redis: <class> <hard> <soft> <soft-seconds> for normal, "
+     "slave and pubsub (a single size sets the normal hard limit)"},
+    {"notify-keyspace-events", "notify_keyspace_events", CM_CFG_STRING, 0,
+     &srv_cfg.notify_keyspace_events, 0, 0, 0, 0, "", NULL, srv_pubsub_apply_notify,
+     "keyspace notifications: Redis's class letters (K E g $ l s h z x e t m d n A)"},
+    {"maxmemory-policy", "maxmemory_policy", CM_CFG_ENUM, 0, &srv_cfg.maxmemory_policy, 0, 0, 0, 0,
+     "allkeys-lru", srv_maxmemory_policies, srv_pubsub_apply_policy,
+     "eviction policy; Crescent implements allkeys-lru only and refuses the other Redis values"},
     INT_ENTRY("hz", NULL, 0, hz, 1, 500, "10", "background task frequency"),
     STR_ENTRY("save", NULL, 0, save, "", "accepted for compatibility; Crescent never persists"),
     BOOL_ENTRY("appendonly", NULL, 0, appendonly, "no", "accepted for compatibility"),
@@ -164,7 +174,8 @@ static const struct cm_cfg_entry srv_entries[] = {
     STR_ENTRY("ha_backend_connstring", "ha-backend-connstring", CM_CFG_IMMUTABLE,
               ha_backend_connstring, "", "planned, with enable_ha: election backend URI"),
     STR_ENTRY("cluster_id", "cluster-id", CM_CFG_IMMUTABLE, cluster_id, "crescent",
-              "planned, with enable_ha: cluster name used in election keys"),
+              "cluster name: KV events channel __crescent__:kv@<cluster_id>; election keys with "
+              "enable_ha (planned)"),
     BOOL_ENTRY("enable_offload", "enable-offload", CM_CFG_IMMUTABLE, enable_offload, "no",
                "SSD tier for the embedded segment: evicted strings go to ssd_offload_path and "
                "come back on GET (docs/storage.md)"),

@@ -4,6 +4,7 @@
 #include "common/fmacros.h"
 
 #include "server/srv_db.h"
+#include "server/srv_pubsub.h"
 
 #include "server/srv_offload.h"
 #include "server/srv_t.h"
@@ -218,6 +219,7 @@ struct srv_obj *srv_db_peek(struct srv_db_ref *r, int64_t now_ms) {
     struct srv_obj *o =
         (struct srv_obj *)cm_ht_find(&r->sh->ht, r->hash, r->key, r->klen, srv_obj_eq);
     if (o && srv_obj_expired(o, now_ms)) {
+        srv_notify(SRV_NOTIFY_EXPIRED, "expired", o->key, o->klen);
         srv_shard_unlink(r->sh, o);
         cm_atomic_add_relaxed(&stat_expired, 1);
         return NULL;
@@ -560,8 +562,10 @@ void srv_db_active_expire(unsigned tid, unsigned nthreads, uint64_t budget_us, i
             if (sh->expire_cursor == 0)
                 break;
         }
-        for (int k = 0; k < ctx.n; k++)
+        for (int k = 0; k < ctx.n; k++) {
+            srv_notify(SRV_NOTIFY_EXPIRED, "expired", ctx.victims[k]->key, ctx.victims[k]->klen);
             srv_shard_unlink(sh, ctx.victims[k]);
+        }
         pthread_mutex_unlock(&sh->lock);
         cm_atomic_add_relaxed(&stat_expired, (uint64_t)ctx.n);
         if (cm_mono_us() > deadline)
@@ -636,6 +640,7 @@ static void srv_evict_victim(struct srv_shard *sh, struct srv_obj *o) {
         o->flags |= SRV_OBJ_OFFLOADED;
         return;
     }
+    srv_notify(SRV_NOTIFY_EVICTED, "evicted", o->key, o->klen);
     srv_shard_unlink(sh, o);
     cm_atomic_add_relaxed(&stat_evicted, 1);
 }

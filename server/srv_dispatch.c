@@ -9,6 +9,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_cmdstat.h"
 #include "server/srv_db.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_server.h"
 #include "server/srv_watch.h"
 
@@ -80,6 +81,8 @@ void srv_cmd_init(void) {
         if (srv_in_list(c->name, srv_nolock_cmds))
             c->srvflags |= SRV_CMD_NOLOCK;
         if (strncmp(c->name, "mc.", 3) == 0) /* the pool has its own mutex (srv_mc.h) */
+            c->srvflags |= SRV_CMD_NOLOCK;
+        if (c->flags & RC_CMD_PUBSUB) /* the pub/sub registry has its own lock */
             c->srvflags |= SRV_CMD_NOLOCK;
         uint64_t h = srv_cmd_hash(c->name, strlen(c->name));
         for (size_t k = 0;; k++) {
@@ -283,6 +286,11 @@ void srv_dispatch(struct srv_client *c) {
         return;
     if (!c->authenticated && !(cmd->flags & RC_CMD_NO_AUTH)) {
         srv_reject(c, cmd, "NOAUTH Authentication required.");
+        return;
+    }
+    char psmsg[256];
+    if (c->ps && srv_pubsub_refuse(c, cmd, psmsg, sizeof(psmsg))) {
+        srv_reject(c, cmd, psmsg);
         return;
     }
     if ((c->flags & SRV_CLIENT_MULTI) && !srv_is_multi_ctl(cmd)) {

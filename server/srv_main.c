@@ -13,6 +13,7 @@
 #include "server/srv_mc.h"
 #include "server/srv_offload.h"
 #include "server/srv_pool_kv.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_server.h"
 #include "server/srv_snapshot.h"
 
@@ -146,6 +147,10 @@ static int srv_startup(int argc, char **argv) {
     srv_db_high_watermark = srv_cfg.eviction_high_watermark_ratio;
     srv_db_evict_ratio = srv_cfg.eviction_ratio;
     srv_nworkers = srv_cfg.threads > 0 ? (unsigned)srv_cfg.threads : srv_default_threads();
+    if (srv_pubsub_init(srv_nworkers, err, sizeof(err)) < 0) {
+        fprintf(stderr, "crescent-master: %s\n", err);
+        return 1;
+    }
     return 0;
 }
 

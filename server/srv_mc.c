@@ -6,6 +6,7 @@
 #include "common/fmacros.h"
 
 #include "server/srv_mc.h"
+#include "server/srv_pubsub.h"
 
 #include "server/srv_client.h"
 #include "server/srv_pool_kv.h"
@@ -38,13 +39,61 @@ static int srv_mc_thread_on;
 static pthread_t srv_mc_thread;
 static _Atomic uint64_t srv_mc_nobjects; /* published by srv_mc_unlock */
 
+/* KV events the pool reported under srv_mc_mu, published after it is released: records of
+ * (struct srv_mc_event, key bytes, NUL-terminated segment names). */
+struct srv_mc_event {
+    int kind; /* enum srv_kv_event */
+    unsigned nsegs;
+    size_t klen;
+    uint64_t size;
+};
+static struct cm_buf srv_mc_events; /* srv_mc_mu */
+
+static void srv_mc_on_event(void *arg, const struct pool_event *ev) {
+    (void)arg;
+    if (cm_atomic_load_relaxed(&srv_pubsub_nsubs) == 0)
+        return; /* nobody listens */
+    static const int kinds[] = {SRV_KV_STORED, SRV_KV_REMOVED, SRV_KV_EVICTED};
+    struct srv_mc_event e = {kinds[ev->kind], ev->nsegs, ev->klen, ev->size};
+    cm_buf_append(&srv_mc_events, &e, sizeof(e));
+    cm_buf_append(&srv_mc_events, ev->key, ev->klen);
+    for (uint32_t i = 0; i < ev->nsegs; i++)
+        cm_buf_append(&srv_mc_events, ev->segs[i], strlen(ev->segs[i]) + 1);
+}
+
+/* Publishes the events of buffer b (taken from srv_mc_events) and frees it. */
+static void srv_mc_publish(struct cm_buf *b) {
+    size_t off = 0;
+    while (off < b->len) {
+        struct srv_mc_event e;
+        memcpy(&e, b->data + off, sizeof(e));
+        off += sizeof(e);
+        const char *key = b->data + off;
+        off += e.klen;
+        const char *segs[256];
+        for (unsigned i = 0; i < e.nsegs && i < 256; i++) {
+            segs[i] = b->data + off;
+            off += strlen(segs[i]) + 1;
+        }
+        srv_kv_event((enum srv_kv_event)e.kind, key, e.klen, e.size, segs, e.nsegs);
+    }
+    cm_buf_fini(b);
+}
+
 void srv_mc_lock(void) {
     pthread_mutex_lock(&srv_mc_mu);
 }
 
 void srv_mc_unlock(void) {
     cm_atomic_store_release(&srv_mc_nobjects, srv_mc_pool ? pool_object_count(srv_mc_pool) : 0);
+    if (srv_mc_events.len == 0) {
+        pthread_mutex_unlock(&srv_mc_mu);
+        return;
+    }
+    struct cm_buf b = srv_mc_events;
+    cm_buf_init(&srv_mc_events);
     pthread_mutex_unlock(&srv_mc_mu);
+    srv_mc_publish(&b);
 }
 
 uint64_t srv_mc_object_hint(void) {
@@ -69,6 +118,7 @@ static void srv_mc_config(struct pool_config *cfg) {
     cfg->put_start_release_timeout_ms = srv_cfg.put_start_release_timeout_sec * 1000;
     cfg->strategy = (enum pool_strategy)srv_cfg.allocation_strategy;
     cfg->view_version = (int64_t)srv_start_wall_ms;
+    cfg->on_event = srv_mc_on_event;
 }
 
 static const char srv_mc_bad_cfg[] =

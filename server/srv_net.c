@@ -12,6 +12,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
 #include "server/srv_net_int.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
@@ -278,6 +279,7 @@ void srv_net__client_detach(struct srv_client *c) {
     pthread_mutex_lock(&srv_registry_lock);
     srv_registry_unlink(c);
     pthread_mutex_unlock(&srv_registry_lock);
+    srv_pubsub_client_gone(c);
 }
 
 void srv_net__client_release(struct srv_client *c) {
@@ -538,8 +540,7 @@ static int srv_client_process(struct srv_client *c) {
         srv_client_free(c);
         return -1;
     }
-    if (srv_cfg.client_output_buffer_limit > 0 &&
-        srv_client_pending(c) > (size_t)srv_cfg.client_output_buffer_limit) {
+    if (srv_pubsub_obuf_over(c)) {
         cm_log(CM_LOG_WARNING, "net",
                "closing client %s: %zu bytes of output over client-output-buffer-limit", c->addr,
                srv_client_pending(c));
@@ -733,6 +734,12 @@ static void srv_check_kills(struct cm_ev_loop *loop, void *arg) {
     }
 }
 
+/* Wake hook: messages other threads published for this loop's clients, then kill requests. */
+static void srv_wake(struct cm_ev_loop *loop, void *arg) {
+    srv_pubsub_drain(arg);
+    srv_check_kills(loop, arg);
+}
+
 static void srv_cron(struct cm_ev_loop *loop, void *arg) {
     struct srv_worker *w = arg;
     uint64_t now = cm_ev_now_ms(loop);
@@ -742,7 +749,7 @@ static void srv_cron(struct cm_ev_loop *loop, void *arg) {
         for (; c; c = next) {
             next = c->wnext;
             if (now - c->last_ms > (uint64_t)srv_cfg.timeout * 1000 && srv_client_pending(c) == 0 &&
-                !(c->flags & SRV_CLIENT_MULTI)) {
+                !(c->flags & SRV_CLIENT_MULTI) && !srv_pubsub_subscribed(c)) {
                 cm_log(CM_LOG_VERBOSE, "net", "closing idle client %s", c->addr);
                 srv_client_free(c);
             }
@@ -763,6 +770,7 @@ static int srv_worker_drained(void *arg) {
 static void *srv_worker_main(void *arg) {
     struct srv_worker *w = arg;
     srv_db_register_thread(w->id);
+    srv_pubsub_thread_init(w);
     int rc = cm_ev_run(w->loop);
     if (rc < 0)
         cm_log(CM_LOG_WARNING, "net", "event loop %u failed: %s", w->id, strerror(-rc));
@@ -860,7 +868,7 @@ static int srv_workers_setup(void) {
         }
         cm_ev_set_before_sleep(w->loop, srv_before_sleep, w);
         cm_ev_set_cron(w->loop, (unsigned)(1000 / (srv_cfg.hz > 0 ? srv_cfg.hz : 10)), srv_cron, w);
-        cm_ev_set_wake_hook(w->loop, srv_check_kills, w);
+        cm_ev_set_wake_hook(w->loop, srv_wake, w);
     }
     if (srv_cfg.unixsocket && *srv_cfg.unixsocket) {
         int fd = srv_listen_unix(srv_cfg.unixsocket, (int)srv_cfg.unixsocketperm,
@@ -964,16 +972,20 @@ int srv_net_run(void) {
 void srv_client_info_line(struct srv_client *c, struct cm_buf *out) {
     uint64_t now = cm_mono_ms();
     char flags[8] = "N";
+    int sub, psub, ssub;
+    srv_pubsub_counts(c, &sub, &psub, &ssub);
     if (c->flags & SRV_CLIENT_MULTI)
         strcpy(flags, "x");
+    else if (sub + psub + ssub > 0)
+        strcpy(flags, "P");
     cm_buf_appendf(out,
                    "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=%s db=0 "
-                   "sub=0 psub=0 ssub=0 multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 "
+                   "sub=%d psub=%d ssub=%d multi=%d qbuf=%zu qbuf-free=%zu argv-mem=0 multi-mem=0 "
                    "rbs=%zu rbp=0 obl=%zu oll=%d omem=%zu tot-mem=%zu events=r cmd=%s "
                    "user=default redir=-1 resp=%d lib-name=%s lib-ver=%s",
                    (unsigned long long)c->id, c->addr, c->laddr, c->fd, c->name ? c->name : "",
                    (unsigned long long)((now - c->ctime_ms) / 1000),
-                   (unsigned long long)((now - c->last_ms) / 1000), flags,
+                   (unsigned long long)((now - c->last_ms) / 1000), flags, sub, psub, ssub,
                    (c->flags & SRV_CLIENT_MULTI) ? c->mq_len : -1, c->qbuf.len,
                    c->qbuf.cap - c->qbuf.len, c->qbuf.cap, c->out.len, c->nrefs, c->out_ref_bytes,
                    c->qbuf.cap + c->out.cap + sizeof(*c), c->last_cmd ? c->last_cmd : "NULL",

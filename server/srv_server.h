@@ -51,7 +51,10 @@ struct srv_config {
     int allocation_strategy; /* enum pool_strategy */
     long long proto_max_bulk_len;
     long long client_query_buffer_limit;
-    long long client_output_buffer_limit;
+    long long client_output_buffer_limit; /* normal class hard limit (from the spec below) */
+    char *client_obuf_spec;               /* client-output-buffer-limit (srv_pubsub.c) */
+    char *notify_keyspace_events;
+    int maxmemory_policy; /* index into srv_maxmemory_policies (srv_pubsub_int.h) */
     long long hz;
     char *save;
     int appendonly;

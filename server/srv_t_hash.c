@@ -10,6 +10,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_t.h"
@@ -139,6 +140,7 @@ static void srv_hset_generic(struct srv_client *c, int hmset) {
                                 c->argv[i + 1].len, 0);
     srv_db_touch(o);
     srv_db_unlock(&r);
+    srv_notify(SRV_NOTIFY_HASH, "hset", c->argv[1].p, c->argv[1].len);
     if (hmset)
         srv_reply_ok(c);
     else
@@ -165,6 +167,8 @@ void srv_hsetnx_command(struct srv_client *c) {
     if (created)
         srv_db_touch(o);
     srv_db_unlock(&r);
+    if (created)
+        srv_notify(SRV_NOTIFY_HASH, "hset", c->argv[1].p, c->argv[1].len);
     resp_add_int(&c->out, created);
 }
 
@@ -185,10 +189,14 @@ void srv_hdel_command(struct srv_client *c) {
                 removed++;
             }
         }
-        if (cm_ht_count(&h->ht) == 0)
+        if (removed)
+            srv_notify(SRV_NOTIFY_HASH, "hdel", c->argv[1].p, c->argv[1].len);
+        if (cm_ht_count(&h->ht) == 0) {
+            srv_notify(SRV_NOTIFY_GENERIC, "del", c->argv[1].p, c->argv[1].len);
             srv_db_unlink(&r, o);
-        else if (removed)
+        } else if (removed) {
             srv_db_touch(o);
+        }
     }
     srv_db_unlock(&r);
     resp_add_int(&c->out, removed);

@@ -10,6 +10,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_t.h"
@@ -113,6 +114,7 @@ void *srv_list_dup(const void *p) {
 static void srv_list_done(struct srv_db_ref *r, struct srv_obj *o) {
     struct srv_list *l = o->payload;
     if (l->len == 0) {
+        srv_notify(SRV_NOTIFY_GENERIC, "del", o->key, o->klen);
         srv_db_unlink(r, o);
     } else {
         srv_list_maybe_shrink(l);
@@ -149,6 +151,7 @@ static void srv_push_generic(struct srv_client *c, int front, int xx) {
     long long n = (long long)l->len;
     srv_db_unlock(&r);
     resp_add_int(&c->out, n);
+    srv_notify(SRV_NOTIFY_LIST, front ? "lpush" : "rpush", c->argv[1].p, c->argv[1].len);
 }
 
 void srv_lpush_command(struct srv_client *c) {
@@ -202,6 +205,7 @@ static void srv_pop_generic(struct srv_client *c, int front) {
         return;
     }
     struct srv_list *l = o->payload;
+    srv_notify(SRV_NOTIFY_LIST, front ? "lpop" : "rpop", c->argv[1].p, c->argv[1].len);
     if (!hascount) {
         srv_list_reply_free(c, srv_list_pop(l, front));
     } else {
@@ -346,6 +350,7 @@ void srv_lset_command(struct srv_client *c) {
     *slot = srv_t_str_new(c->argv[3].p, c->argv[3].len);
     srv_db_touch(o);
     srv_db_unlock(&r);
+    srv_notify(SRV_NOTIFY_LIST, "lset", c->argv[1].p, c->argv[1].len);
     srv_reply_ok(c);
 }
 
@@ -392,8 +397,10 @@ void srv_lrem_command(struct srv_client *c) {
                        : count < 0        ? (size_t)-count
                                           : (size_t)count;
         removed = srv_list_remove(o->payload, &c->argv[3], limit, count < 0 ? -1 : 1);
-        if (removed)
+        if (removed) {
+            srv_notify(SRV_NOTIFY_LIST, "lrem", c->argv[1].p, c->argv[1].len);
             srv_list_done(&r, o);
+        }
     }
     srv_db_unlock(&r);
     resp_add_int(&c->out, (long long)removed);
@@ -423,6 +430,7 @@ void srv_ltrim_command(struct srv_client *c) {
             srv_t_free(srv_list_pop(l, 1));
         for (size_t i = 0; i < rtrim; i++)
             srv_t_free(srv_list_pop(l, 0));
+        srv_notify(SRV_NOTIFY_LIST, "ltrim", c->argv[1].p, c->argv[1].len);
         if (ltrim || rtrim)
             srv_list_done(&r, o);
     }

@@ -11,6 +11,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_t.h"
@@ -96,10 +97,12 @@ void *srv_set_dup(const void *p) {
 /* Deletes the key of o when its set became empty, else marks it modified. */
 static void srv_set_done(struct srv_db_ref *r, struct srv_obj *o) {
     struct srv_set *s = o->payload;
-    if (cm_ht_count(&s->ht) == 0)
+    if (cm_ht_count(&s->ht) == 0) {
+        srv_notify(SRV_NOTIFY_GENERIC, "del", o->key, o->klen);
         srv_db_unlink(r, o);
-    else
+    } else {
         srv_db_touch(o);
+    }
 }
 
 /* ---------------------------------------------------------------- SADD, SREM */
@@ -124,6 +127,8 @@ void srv_sadd_command(struct srv_client *c) {
         srv_db_touch(o);
     srv_db_unlock(&r);
     resp_add_int(&c->out, added);
+    if (added)
+        srv_notify(SRV_NOTIFY_SET, "sadd", c->argv[1].p, c->argv[1].len);
 }
 
 void srv_srem_command(struct srv_client *c) {
@@ -143,8 +148,10 @@ void srv_srem_command(struct srv_client *c) {
                 removed++;
             }
         }
-        if (removed)
+        if (removed) {
+            srv_notify(SRV_NOTIFY_SET, "srem", c->argv[1].p, c->argv[1].len);
             srv_set_done(&r, o);
+        }
     }
     srv_db_unlock(&r);
     resp_add_int(&c->out, removed);

@@ -13,6 +13,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_t.h"
@@ -394,10 +395,12 @@ static void srv_zreply_hdr(struct srv_client *c, size_t n, int withscores) {
 
 /* Deletes the key of o when its sorted set became empty, else marks it modified. */
 static void srv_zset_done(struct srv_db_ref *r, struct srv_obj *o) {
-    if (((struct srv_zset *)o->payload)->length == 0)
+    if (((struct srv_zset *)o->payload)->length == 0) {
+        srv_notify(SRV_NOTIFY_GENERIC, "del", o->key, o->klen);
         srv_db_unlink(r, o);
-    else
+    } else {
         srv_db_touch(o);
+    }
 }
 
 /* ---------------------------------------------------------------- ZADD, ZINCRBY */
@@ -534,6 +537,8 @@ static void srv_zadd_generic(struct srv_client *c, int zincrby) {
     }
     srv_db_unlock(&r);
     cm_free(scores);
+    if (!nan && (added || updated))
+        srv_notify(SRV_NOTIFY_ZSET, zincrby ? "zincr" : "zadd", c->argv[1].p, c->argv[1].len);
     if (nan)
         srv_reply_error(c, "ERR resulting score is not a number (NaN)");
     else if (!(flags & SRV_ZADD_INCR))
@@ -570,8 +575,10 @@ void srv_zrem_command(struct srv_client *c) {
                 removed++;
             }
         }
-        if (removed)
+        if (removed) {
+            srv_notify(SRV_NOTIFY_ZSET, "zrem", c->argv[1].p, c->argv[1].len);
             srv_zset_done(&r, o);
+        }
     }
     srv_db_unlock(&r);
     resp_add_int(&c->out, removed);

@@ -5,4 +5,4 @@ include $(sort $(wildcard tests/*/module.mk tests/unit/*/module.mk))
 # pass uses the default, io_uring where the kernel allows it): integration, stress, and the
 # compat scripts that exercise the wire (raw protocol, redis-benchmark).
 NET_TEST_PROGS   = $(filter $(BUILD)/tests/integration/%,$(TEST_PROGS))
-NET_TEST_SCRIPTS = $(filter tests/stress/% tests/compat/protocol.sh tests/compat/redis_benchmark.sh,$(TEST_SCRIPTS))
+NET_TEST_SCRIPTS = $(filter tests/stress/% tests/compat/protocol.sh tests/compat/pubsub.sh tests/compat/redis_benchmark.sh,$(TEST_SCRIPTS))

@@ -192,6 +192,22 @@ void pool__rep_free(struct pool *p, const struct pool_rep *r, uint64_t size) {
     s->nbuffers--;
 }
 
+/* Reports event kind about o to the on_event hook, listing the segments of its memory
+ * replicas. Objects still being written were never readable: nothing is reported for them. */
+void pool__emit(struct pool *p, enum pool_event_kind kind, const struct pool_obj *o) {
+    if (!p->cfg.on_event || (kind != POOL_EVENT_STORED && (o->flags & POOL_OF_INFLIGHT)))
+        return;
+    const char *segs[256];
+    uint32_t n = 0;
+    const struct pool_rep *reps = pool__reps(o);
+    for (uint32_t i = 0; i < o->nrep; i++)
+        if (reps[i].type == POOL_REPLICA_MEMORY && reps[i].seg < p->nseg_slots &&
+            p->segs[reps[i].seg])
+            segs[n++] = p->segs[reps[i].seg]->name;
+    struct pool_event ev = {kind, o->key, o->klen, o->size, segs, n};
+    p->cfg.on_event(p->cfg.on_event_arg, &ev);
+}
+
 /* Unlinks o from the table and the in-flight set and frees its record, not its buffers. */
 void pool__obj_unlink(struct pool *p, struct pool_obj *o) {
     if (o->flags & (POOL_OF_INFLIGHT | POOL_OF_TASK))
@@ -231,6 +247,7 @@ void pool__drop_reps_if(struct pool *p, struct pool_obj *o,
     p->meta_records -= (n - kept) * sizeof(struct pool_rep);
     o->nrep = (uint8_t)kept;
     if (kept == 0) {
+        pool__emit(p, POOL_EVENT_REMOVED, o);
         pool__obj_destroy(p, o);
         return;
     }

@@ -148,6 +148,30 @@ enum pool_evict_action {
  */
 typedef int pool_evict_cb(void *arg, const struct pool_evict_event *ev);
 
+/* Object events the pool reports to its owner (KV events, docs/operations.md). */
+enum pool_event_kind {
+    POOL_EVENT_STORED,  /* put or upsert end: the object is readable on these segments */
+    POOL_EVENT_REMOVED, /* removed by a call, or its last replica went with its client/segment */
+    POOL_EVENT_EVICTED, /* dropped by eviction */
+};
+
+/* One object event; everything is valid during the callback only. */
+struct pool_event {
+    enum pool_event_kind kind;
+    const char *key; /* not NUL-terminated */
+    size_t klen;
+    uint64_t size;           /* value size in bytes */
+    const char *const *segs; /* names of the segments holding a memory replica */
+    uint32_t nsegs;          /* 0 for removed/evicted objects whose replicas are gone */
+};
+
+/*
+ * Event hook: called under whatever serializes pool calls (the owner's mutex), once per event,
+ * as the change happens. Must be quick and must not call into the pool; the owner queues the
+ * event and acts on it after releasing its mutex.
+ */
+typedef void pool_event_cb(void *arg, const struct pool_event *ev);
+
 /* Pool settings; fill with pool_config_default() and override. Times are milliseconds. */
 struct pool_config {
     int64_t client_live_ttl_ms;           /* 10000: silent clients expire */
@@ -166,6 +190,8 @@ struct pool_config {
     uint64_t seed;                        /* PRNG and hash seed; 0 = random */
     pool_evict_cb *on_evict;              /* optional offload-on-evict hook */
     void *on_evict_arg;
+    pool_event_cb *on_event; /* optional object-event hook */
+    void *on_event_arg;
 };
 
 /* Fills cfg with Mooncake's defaults (above). */

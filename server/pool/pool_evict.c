@@ -135,6 +135,7 @@ static uint64_t pool_evict_one(struct pool *p, struct pool_obj *o, int soft) {
         }
     }
     uint64_t freed = o->size * o->nrep;
+    pool__emit(p, POOL_EVENT_EVICTED, o);
     pool__obj_destroy(p, o);
     p->evicted++;
     return freed;

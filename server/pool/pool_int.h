@@ -156,6 +156,7 @@ void pool__drop_reps_if(struct pool *p, struct pool_obj *o,
 void pool__inflight_add(struct pool *p, struct pool_obj *o, unsigned flag, int64_t now);
 void pool__inflight_del(struct pool *p, struct pool_obj *o);
 void pool__discard_add(struct pool *p, const struct pool_rep *r, uint64_t size, int64_t release_at);
+void pool__emit(struct pool *p, enum pool_event_kind kind, const struct pool_obj *o);
 void pool__fill_desc(const struct pool *p, const struct pool_obj *o, const struct pool_rep *r,
                      struct pool_replica_desc *d);
 

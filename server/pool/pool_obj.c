@@ -177,6 +177,7 @@ int pool_put_end(struct pool *p, const struct pool_uuid *client, const void *key
     o->writer = POOL_NO_SLOT;
     o->t_aux = (o->flags & POOL_OF_SOFT_PIN) ? now + o->lease_until : 0;
     o->lease_until = now; /* last access: no lease, but orders eviction */
+    pool__emit(p, POOL_EVENT_STORED, o);
     return POOL_OK;
 }
 
@@ -345,6 +346,7 @@ int pool_remove(struct pool *p, const void *key, size_t klen, int force, int64_t
     int rc = pool_remove_blocked(o, force, now);
     if (rc)
         return rc;
+    pool__emit(p, POOL_EVENT_REMOVED, o);
     pool__obj_destroy(p, o);
     return POOL_OK;
 }
@@ -367,6 +369,7 @@ static void pool_remove_cb(struct cm_ht_node *n, void *arg) {
         if (regexec(ctx->re, o->key, 1, &m, REG_STARTEND) != 0)
             return;
     }
+    pool__emit(ctx->p, POOL_EVENT_REMOVED, o);
     pool__obj_destroy(ctx->p, o);
     ctx->count++;
 }

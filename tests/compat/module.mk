@@ -4,6 +4,7 @@
 TEST_SCRIPTS += \
     tests/compat/differential.sh \
     tests/compat/protocol.sh \
+    tests/compat/pubsub.sh \
     tests/compat/redis_benchmark.sh \
     tests/compat/redis_cli.sh \
     tests/compat/redis_py.sh \

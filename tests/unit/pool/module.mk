@@ -3,6 +3,7 @@
 POOL_TEST_LIBS := $(BUILD)/lib/libpool.a $(BUILD)/lib/libsto.a $(BUILD)/lib/libcm.a
 $(eval $(call unit_test,unit/pool/test_pool_seg,tests/unit/pool/test_pool_seg.c,$(POOL_TEST_LIBS),-lm))
 $(eval $(call unit_test,unit/pool/test_pool_obj,tests/unit/pool/test_pool_obj.c,$(POOL_TEST_LIBS),-lm))
+$(eval $(call unit_test,unit/pool/test_pool_events,tests/unit/pool/test_pool_events.c,$(POOL_TEST_LIBS),-lm))
 $(eval $(call unit_test,unit/pool/test_pool_evict,tests/unit/pool/test_pool_evict.c,$(POOL_TEST_LIBS),-lm))
 $(eval $(call unit_test,unit/pool/test_pool_model,tests/unit/pool/test_pool_model.c,$(POOL_TEST_LIBS),-lm))
 $(eval $(call unit_test,unit/pool/test_pool_snap,tests/unit/pool/test_pool_snap.c,$(POOL_TEST_LIBS),-lm))
