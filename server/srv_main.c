@@ -128,11 +128,9 @@ static int srv_startup(int argc, char **argv) {
                         "1mb\n");
         return 1;
     }
-    if (srv_cfg.enable_ha || srv_cfg.enable_offload) {
-        fprintf(stderr,
-                "crescent-master: %s is not available in this version of the master "
-                "(see docs/configuration.md)\n",
-                srv_cfg.enable_ha ? "enable_ha" : "enable_offload");
+    if (srv_cfg.enable_ha) {
+        fprintf(stderr, "crescent-master: enable_ha is not available in this version of the "
+                        "master (see docs/configuration.md)\n");
         return 1;
     }
     srv_db_high_watermark = srv_cfg.eviction_high_watermark_ratio;

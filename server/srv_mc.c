@@ -68,6 +68,11 @@ static void srv_mc_config(struct pool_config *cfg) {
     cfg->put_start_release_timeout_ms = srv_cfg.put_start_release_timeout_sec * 1000;
     cfg->strategy = (enum pool_strategy)srv_cfg.allocation_strategy;
     cfg->view_version = (int64_t)srv_start_wall_ms;
+    cfg->enable_offload = srv_cfg.enable_offload;
+    cfg->offload_on_evict = srv_cfg.offload_on_evict;
+    cfg->offload_force_evict = srv_cfg.offload_force_evict;
+    cfg->offloading_queue_limit = (uint32_t)srv_cfg.offloading_queue_limit;
+    cfg->offload_cap_ratio = srv_cfg.offload_cap_ratio;
 }
 
 static const char srv_mc_bad_cfg[] =

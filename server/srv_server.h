@@ -61,6 +61,9 @@ struct srv_config {
     char *cluster_id;
     int enable_offload;
     int offload_on_evict;
+    int offload_force_evict;          /* client SSD tiers (server/pool/pool_offload.c) */
+    long long offloading_queue_limit; /* ... */
+    double offload_cap_ratio;         /* ... */
     long long metrics_port;
     char *metrics_host;
     long long databases;

@@ -315,8 +315,8 @@ long pool_offload_fetch(struct pool *p, const struct pool_uuid *client, size_t m
 }
 
 /* Adds a LOCAL_DISK replica for a client's report; see pool.h. */
-int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void *key,
-                      size_t klen, uint64_t size, int64_t now) {
+int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                      uint64_t size, int64_t now) {
     struct pool_client *c = pool__client_find(p, client);
     if (!c)
         return POOL_ECLIENT_NOT_FOUND;
