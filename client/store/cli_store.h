@@ -114,6 +114,7 @@ struct crescent_store {
     struct crescent_store_metrics m; /* updated with atomics */
     bool checksum;                   /* MOONCAKE_STORE_CHECKSUM=1 */
     struct cli_dummy *dummy;         /* a dummy client's daemon link (cli_dummy.c), or NULL */
+    struct cli_ssd *ssd;             /* the SSD tier (cli_ssd.c), or NULL */
 };
 
 /* cli_err.c */
@@ -137,6 +138,21 @@ int cli__parse_replicas(const redisReply *arr, struct cli_replica *out, size_t m
 int cli__remount(struct crescent_store *st, redisContext **slot);
 int cli__ping_start(struct crescent_store *st);
 void cli__ping_stop(struct crescent_store *st);
+
+/* cli_ssd.c: the SSD tier of a real client */
+/* Opens the storage store at path (MOONCAKE_OFFLOAD_* settings from the environment), starts
+ * the offload endpoint, mounts the local-disk segment, re-registers what the restart scan
+ * found and starts the heartbeat. Returns 0 or a negative code (then cli__ssd_stop cleans up).
+ * Called once from create, after the global segment is mounted. */
+int cli__ssd_start(struct crescent_store *st, const char *path);
+/* Joins the SSD threads, unmounts the local-disk segment (best effort), closes the store. */
+void cli__ssd_stop(struct crescent_store *st);
+/* The offload endpoint ("ip:port") of st's SSD tier, or NULL when it has none. */
+const char *cli__ssd_endpoint(const struct crescent_store *st);
+/* Reads the size-byte offloaded value of key from the owner at endpoint (a LOCAL_DISK replica)
+ * into dst. Returns 0 or a negative code (cli_fail). Thread-safe. */
+int cli__ssd_read(struct crescent_store *st, const char *endpoint, const char *key, void *dst,
+                  uint64_t size);
 
 /* cli_store.c */
 bool cli__is_own_segment(struct crescent_store *st, const char *name);

@@ -88,6 +88,12 @@ struct crescent_store_config {
                                         a socket file); NULL = a real client. The master argument
                                         is then ignored and local_buffer_size sizes the shared
                                         memory pool (crescent_store_dummy_pool) */
+    const char *ssd_offload_path;  /**< a directory for this client's SSD tier (a real client
+                                        with a global segment; the master needs
+                                        enable_offload): values the master queues are copied
+                                        there and stay readable through this client after
+                                        eviction (docs/storage.md, "The pool tier"); NULL or
+                                        "" = none. MOONCAKE_OFFLOAD_* variables tune it */
 };
 
 /** Static initialiser of struct crescent_store_config. */
