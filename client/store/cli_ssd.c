@@ -43,8 +43,8 @@
 struct cli_ssd {
     struct sto *sto;
     char endpoint[128];
-    int lfd;         /* listener */
-    int wake[2];     /* pipe: stops the server thread */
+    int lfd;          /* listener */
+    int wake[2];      /* pipe: stops the server thread */
     redisContext *rc; /* heartbeat thread's master connection */
     pthread_t hb_thr, srv_thr;
     bool hb_on, srv_on;
@@ -104,8 +104,8 @@ static int cli_ssd_serve_one(struct cli_ssd *s, int fd) {
     if (cli_ssd_full(fd, hdr, 5, false) < 0 || hdr[0] != 'G') {
         return -1;
     }
-    uint32_t klen = (uint32_t)hdr[1] | (uint32_t)hdr[2] << 8 | (uint32_t)hdr[3] << 16 |
-                    (uint32_t)hdr[4] << 24;
+    uint32_t klen =
+        (uint32_t)hdr[1] | (uint32_t)hdr[2] << 8 | (uint32_t)hdr[3] << 16 | (uint32_t)hdr[4] << 24;
     if (klen == 0 || klen > STO_KEY_MAX) {
         return -1;
     }
@@ -310,8 +310,9 @@ static int cli_ssd_mount(struct crescent_store *st, struct cli_ssd *s) {
     free(g.sizes);
     if (rc == 0) {
         s->mounted = true;
-        cli_log(st, 2, "store client %s: SSD tier mounted at %s, %zu objects found, %ld "
-                       "re-registered",
+        cli_log(st, 2,
+                "store client %s: SSD tier mounted at %s, %zu objects found, %ld "
+                "re-registered",
                 st->client_id, s->endpoint, g.n, accepted);
     }
     return rc;
