@@ -23,8 +23,7 @@
 void srv_mc_mountdisk_command(struct srv_client *c) {
     struct pool_uuid id;
     char ep[POOL_MAX_NAME_LEN + 1];
-    if (srv_mc_arg_client(c, 1, &id) < 0 ||
-        srv_mc_arg_str(c, 2, "endpoint", ep, sizeof(ep)) < 0)
+    if (srv_mc_arg_client(c, 1, &id) < 0 || srv_mc_arg_str(c, 2, "endpoint", ep, sizeof(ep)) < 0)
         return;
     srv_mc_lock();
     int rc = pool_disk_mount(srv_mc_pool, &id, ep, srv_mc_now());
@@ -80,16 +79,19 @@ void srv_mc_offloadfetch_command(struct srv_client *c) {
     struct pool_offload_task *t = cm_malloc(max * sizeof(*t));
     srv_mc_lock();
     long n = pool_offload_fetch(srv_mc_pool, &id, (size_t)max, srv_mc_now(), t);
+    int64_t lease_ms = srv_cfg.default_kv_lease_ttl;
     if (n >= 0) {
         resp_add_array_hdr(&c->out, n);
         for (long i = 0; i < n; i++) {
-            resp_add_map_hdr(&c->out, c->proto, 3);
+            resp_add_map_hdr(&c->out, c->proto, 4);
             srv_mc_add_field(c, "key");
             resp_add_bulk(&c->out, t[i].key, t[i].klen);
             srv_mc_add_field(c, "size");
             resp_add_int(&c->out, (long long)t[i].size);
             srv_mc_add_field(c, "replica");
             srv_mc_add_replica(c, &t[i].src);
+            srv_mc_add_field(c, "lease_ttl_ms");
+            resp_add_int(&c->out, (long long)lease_ms);
         }
     }
     srv_mc_unlock();

@@ -334,14 +334,16 @@ static const void *cli_ssd_own_bytes(struct crescent_store *st, uint64_t addr, u
 
 /*
  * One drain step: fetches up to CLI_SSD_FETCH tasks, writes each value from this client's own
- * segment to the store and reports the ones written. Returns the number of tasks fetched, or a
- * negative code.
+ * segment to the store and reports the ones written within the task's read lease (after it
+ * the master may have reused the buffer, so a later copy is dropped). Returns the number of tasks
+ * fetched, or a negative code.
  */
 static long cli_ssd_drain_once(struct crescent_store *st, struct cli_ssd *s) {
     char max[16];
     snprintf(max, sizeof(max), "%d", CLI_SSD_FETCH);
     const char *argv[] = {"MC.OFFLOADFETCH", st->client_id, max};
     redisReply *r;
+    uint64_t t0 = cm_mono_ms(); /* the leases of the tasks start after this */
     int rc = cli_ssd_cmd(st, s, 3, argv, NULL, &r);
     if (rc < 0) {
         return rc;
@@ -366,7 +368,16 @@ static long cli_ssd_drain_once(struct crescent_store *st, struct cli_ssd *s) {
             cli_log(st, 3, "store client %s: offload task outside own segments", st->client_id);
             continue;
         }
+        const redisReply *ttl = cli__field(t, "lease_ttl_ms");
         rc = sto_put_buf(s->sto, k->str, k->len, src, rep.size);
+        if (rc == 0 && (ttl == NULL || ttl->type != REDIS_REPLY_INTEGER ||
+                        cm_mono_ms() - t0 >= (uint64_t)ttl->integer)) {
+            /* The lease ran out during the copy: the buffer may have been reused. */
+            cli_log(st, 3, "store client %s: offload copy outlived its lease, not reported",
+                    st->client_id);
+            sto_remove(s->sto, k->str, k->len);
+            continue;
+        }
         if (rc < 0) {
             cli_log(st, 3, "store client %s: SSD write of a %llu-byte value failed: %s",
                     st->client_id, (unsigned long long)rep.size, strerror(-rc));

@@ -205,6 +205,8 @@ void pool__rep_free(struct pool *p, const struct pool_rep *r, uint64_t size) {
 void pool__obj_unlink(struct pool *p, struct pool_obj *o) {
     if (o->flags & (POOL_OF_INFLIGHT | POOL_OF_TASK))
         pool__inflight_del(p, o);
+    if (o->flags & POOL_OF_OFFLOADING)
+        pool__offload_obj_moved(p, o->key, o->klen, (uintptr_t)o, NULL); /* report now stale */
     cm_ht_remove(&p->objects, &o->hn);
     p->meta_records -= pool_object_record_size(o->klen, o->nrep);
     cm_free(o);

@@ -622,7 +622,8 @@ struct pool_offload_task {
  * Pops up to max tasks from client's queue into out[0..n) and returns n. Entries whose object
  * is gone, being written, already on this client's disk or without a readable MEMORY replica on
  * the client's segments are skipped. Each returned object gets a read lease (kv_lease_ttl), so
- * its buffer is neither evicted nor reused while the client copies it. Errors:
+ * its buffer is neither evicted nor reused while the client copies it (a copy that outlives the
+ * lease must not be reported), and a pending report that pool_offload_done() checks. Errors:
  * POOL_ECLIENT_NOT_FOUND, POOL_ESEGMENT_NOT_FOUND (no local-disk segment), POOL_EINVALID_PARAMS.
  */
 long pool_offload_fetch(struct pool *p, const struct pool_uuid *client, size_t max, int64_t now,
@@ -630,11 +631,15 @@ long pool_offload_fetch(struct pool *p, const struct pool_uuid *client, size_t m
 
 /*
  * Records that client holds key (size bytes) on its disk: adds a COMPLETE LOCAL_DISK replica
- * owned by client. A missing key is created with that replica alone (the re-registration of
- * a restart scan). Idempotent. Errors: POOL_ECLIENT_NOT_FOUND, POOL_ESEGMENT_NOT_FOUND (no
- * local-disk segment), POOL_EINVALID_PARAMS (bad key, size 0), POOL_EINVALID_REPLICA (the key
- * holds a value of another size, or has no room for one more replica),
- * POOL_EREPLICA_IS_NOT_READY (a write is in flight), POOL_EOBJECT_HAS_REPLICATION_TASK.
+ * owned by client. For a key this client fetched, only if the object fetched is still the
+ * key's value (not removed, replaced or rewritten in place since): else
+ * POOL_EOBJECT_NOT_FOUND. For a key not fetched (the re-registration of a restart scan), a
+ * missing key is created with that replica alone, and a live value the client did not fetch
+ * answers POOL_EOBJECT_ALREADY_EXISTS (a disk copy never overrides it). Idempotent. Other
+ * errors: POOL_ECLIENT_NOT_FOUND, POOL_ESEGMENT_NOT_FOUND (no local-disk segment),
+ * POOL_EINVALID_PARAMS (bad key, size 0), POOL_EINVALID_REPLICA (another size, or no room for
+ * one more replica), POOL_EREPLICA_IS_NOT_READY (a write is in flight),
+ * POOL_EOBJECT_HAS_REPLICATION_TASK.
  */
 int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
                       uint64_t size, int64_t now);

@@ -17,8 +17,11 @@ struct pool_obj *pool__obj_grow(struct pool *p, struct pool_obj *o, uint32_t ext
     size_t old = pool_object_record_size(o->klen, o->nrep);
     size_t grown = pool_object_record_size(o->klen, o->nrep + extra);
     cm_ht_remove(&p->objects, &o->hn);
+    uintptr_t old_addr = (uintptr_t)o;
     o = cm_realloc(o, grown);
     cm_ht_insert(&p->objects, &o->hn);
+    if (o->flags & POOL_OF_OFFLOADING)
+        pool__offload_obj_moved(p, o->key, o->klen, old_addr, o);
     p->meta_records += grown - old;
     return o;
 }

@@ -17,13 +17,14 @@
 
 /* Object flags. */
 enum {
-    POOL_OF_INFLIGHT = 1u << 0, /* a put/upsert is being written: replicas PROCESSING */
-    POOL_OF_HARD_PIN = 1u << 1, /* never evicted */
-    POOL_OF_SOFT_PIN = 1u << 2, /* evicted in the second pass until t_aux */
-    POOL_OF_UPSERT = 1u << 3,   /* the write in flight came from an upsert */
-    POOL_OF_TASK = 1u << 4,     /* a copy/move is in flight: its targets are PROCESSING */
-    POOL_OF_MOVE = 1u << 5,     /* ... and it is a move (the source goes at its end) */
-    POOL_OF_QUEUED = 1u << 6,   /* in a client's offload queue, not yet fetched */
+    POOL_OF_INFLIGHT = 1u << 0,   /* a put/upsert is being written: replicas PROCESSING */
+    POOL_OF_HARD_PIN = 1u << 1,   /* never evicted */
+    POOL_OF_SOFT_PIN = 1u << 2,   /* evicted in the second pass until t_aux */
+    POOL_OF_UPSERT = 1u << 3,     /* the write in flight came from an upsert */
+    POOL_OF_TASK = 1u << 4,       /* a copy/move is in flight: its targets are PROCESSING */
+    POOL_OF_MOVE = 1u << 5,       /* ... and it is a move (the source goes at its end) */
+    POOL_OF_QUEUED = 1u << 6,     /* in a client's offload queue, not yet fetched */
+    POOL_OF_OFFLOADING = 1u << 7, /* fetched by a client, its report pending (pool_offload.c) */
 };
 
 /* A replica inside an object record: 12 bytes. */
@@ -175,6 +176,8 @@ int pool__offload_victim(struct pool *p, struct pool_obj *o);
 void pool__disk_client_gone(struct pool *p, struct pool_client *c);
 void pool__disk_free(struct pool_disk *d);
 void pool__disk_rep_gone(struct pool *p, const struct pool_rep *r, uint64_t size);
+void pool__offload_obj_moved(struct pool *p, const char *key, size_t klen, uintptr_t from,
+                             struct pool_obj *to);
 
 /* pool_copy.c */
 struct pool_obj *pool__obj_grow(struct pool *p, struct pool_obj *o, uint32_t extra);

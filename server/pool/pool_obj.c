@@ -199,6 +199,8 @@ static void pool_upsert_in_place(struct pool *p, struct pool_obj *o, const struc
     struct pool_rep *reps = pool__reps(o);
     for (uint32_t i = 0; i < o->nrep; i++)
         reps[i].status = POOL_REPLICA_PROCESSING;
+    if (o->flags & POOL_OF_OFFLOADING) /* a pending offload copied the old bytes */
+        pool__offload_obj_moved(p, o->key, o->klen, (uintptr_t)o, NULL);
     if (cfg->with_soft_pin) {
         o->flags |= POOL_OF_SOFT_PIN;
         o->lease_until = pool_pin_ttl(p, cfg);

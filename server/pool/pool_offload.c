@@ -19,18 +19,49 @@ struct pool_oq_ent {
     size_t klen;
 };
 
+/*
+ * A fetched task whose report is pending: the object it was fetched from (0 once that object
+ * was removed or replaced, so a late report cannot attach old bytes to a new value). Keyed by
+ * the key's hash in the owner's pending table.
+ */
+struct pool_ofl {
+    struct cm_ht_node hn;
+    uintptr_t obj;
+    size_t klen;
+    char key[];
+};
+
 /* A client's local-disk segment. */
 struct pool_disk {
     char *endpoint;
+    struct cm_ht pending;  /* struct pool_ofl */
     struct pool_oq_ent *q; /* ring of qcap entries; qhead is the oldest */
     size_t qhead, qlen, qcap;
     uint64_t replicas, bytes;
 };
 
-/* Frees d and its queue. NULL is accepted. */
+static void pool_ofl_free_cb(struct cm_ht_node *n, void *arg) {
+    (void)arg;
+    cm_free(n);
+}
+
+static int pool_ofl_eq(const struct cm_ht_node *n, const void *key, size_t klen) {
+    const struct pool_ofl *e = (const struct pool_ofl *)n;
+    return e->klen == klen && memcmp(e->key, key, klen) == 0;
+}
+
+static struct pool_ofl *pool_ofl_find(const struct pool *p, const struct pool_disk *d,
+                                      const void *key, size_t klen) {
+    return (struct pool_ofl *)cm_ht_find(&d->pending, pool__key_hash(p, key, klen), key, klen,
+                                         pool_ofl_eq);
+}
+
+/* Frees d, its queue and its pending reports. NULL is accepted. */
 void pool__disk_free(struct pool_disk *d) {
     if (!d)
         return;
+    cm_ht_clear(&d->pending, pool_ofl_free_cb, NULL);
+    cm_ht_fini(&d->pending);
     for (size_t i = 0; i < d->qlen; i++)
         cm_free(d->q[(d->qhead + i) % d->qcap].key);
     cm_free(d->q);
@@ -53,6 +84,28 @@ void pool__disk_rep_gone(struct pool *p, const struct pool_rep *r, uint64_t size
     d->replicas--;
     d->bytes -= size;
     p->ostats.disk_replicas--;
+}
+
+/* The object at from (key) moved to to, or went (to == NULL): pending reports follow it. */
+void pool__offload_obj_moved(struct pool *p, const char *key, size_t klen, uintptr_t from,
+                             struct pool_obj *to) {
+    for (uint32_t i = 0; i < p->nclient_slots; i++) {
+        struct pool_client *c = p->clients[i];
+        struct pool_ofl *e = c && c->disk ? pool_ofl_find(p, c->disk, key, klen) : NULL;
+        if (e && e->obj == from)
+            e->obj = (uintptr_t)to;
+    }
+}
+
+/* Returns 1 when some client's pending report still points at o. */
+static int pool_ofl_pending(const struct pool *p, const struct pool_obj *o) {
+    for (uint32_t i = 0; i < p->nclient_slots; i++) {
+        struct pool_client *c = p->clients[i];
+        struct pool_ofl *e = c && c->disk ? pool_ofl_find(p, c->disk, o->key, o->klen) : NULL;
+        if (e && e->obj == (uintptr_t)o)
+            return 1;
+    }
+    return 0;
 }
 
 /* Returns 1 when o has a LOCAL_DISK replica. */
@@ -195,6 +248,15 @@ static void pool_disk_drop_cb(struct cm_ht_node *n, void *arg) {
 void pool__disk_client_gone(struct pool *p, struct pool_client *c) {
     if (!c->disk)
         return;
+    size_t i;
+    struct cm_ht_node *hn, *tmp;
+    cm_ht_foreach_node(&c->disk->pending, i, hn, tmp) {
+        struct pool_ofl *e = (struct pool_ofl *)hn;
+        struct pool_obj *o = (struct pool_obj *)e->obj; /* 0 or a live object (see moved) */
+        e->obj = 0;
+        if (o && !pool_ofl_pending(p, o))
+            o->flags &= (uint8_t)~POOL_OF_OFFLOADING;
+    }
     if (c->disk->replicas) {
         struct pool_disk_drop_ctx ctx = {.p = p, .slot = c->slot};
         cm_ht_foreach(&p->objects, pool_disk_drop_cb, &ctx);
@@ -223,6 +285,7 @@ int pool_disk_mount(struct pool *p, const struct pool_uuid *client, const char *
     }
     c->disk = cm_calloc(1, sizeof(*c->disk));
     c->disk->endpoint = cm_strdup(endpoint);
+    cm_ht_init(&c->disk->pending, 16);
     p->ostats.disks++;
     return POOL_OK;
 }
@@ -304,6 +367,16 @@ long pool_offload_fetch(struct pool *p, const struct pool_uuid *client, size_t m
         int64_t until = now + p->cfg.kv_lease_ttl_ms;
         if (until > o->lease_until)
             o->lease_until = until;
+        struct pool_ofl *pe = pool_ofl_find(p, d, o->key, o->klen);
+        if (!pe) {
+            pe = cm_malloc(sizeof(*pe) + o->klen);
+            pe->hn.hash = pool__key_hash(p, o->key, o->klen);
+            pe->klen = o->klen;
+            memcpy(pe->key, o->key, o->klen);
+            cm_ht_insert(&d->pending, &pe->hn);
+        }
+        pe->obj = (uintptr_t)o;
+        o->flags |= POOL_OF_OFFLOADING;
         out[n].key = o->key;
         out[n].klen = o->klen;
         out[n].size = o->size;
@@ -332,6 +405,18 @@ int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void
                            .handle = 0,
                            .type = POOL_REPLICA_LOCAL_DISK,
                            .status = POOL_REPLICA_COMPLETE};
+    struct pool_ofl *pe = pool_ofl_find(p, c->disk, key, klen);
+    if (pe) { /* the report of a fetched task */
+        int same = o && pe->obj == (uintptr_t)o;
+        cm_ht_remove(&c->disk->pending, &pe->hn);
+        cm_free(pe);
+        if (!same)
+            return POOL_EOBJECT_NOT_FOUND; /* removed or replaced since the fetch */
+        if (!pool_ofl_pending(p, o))
+            o->flags &= (uint8_t)~POOL_OF_OFFLOADING;
+    } else if (o && !pool_has_disk_of(o, c->slot)) {
+        return POOL_EOBJECT_ALREADY_EXISTS; /* a re-registration never overrides a live value */
+    }
     if (!o) {
         size_t rec = pool_object_record_size(klen, 1);
         o = cm_malloc(rec);

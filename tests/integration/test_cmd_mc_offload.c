@@ -88,12 +88,14 @@ Test(mco, mount_fetch_done_query_unmount) {
     cr_assert_str_eq(mco_str(rep, "type"), "MEMORY");
     cr_assert_str_eq(mco_str(rep, "segment"), "sa");
     cr_assert_geq(mco_int(rep, "addr"), 1 << 20);
+    cr_assert_eq(mco_int(f->element[0], "lease_ttl_ms"), 10000);
     redisReply *d = it_cmd(it_c, "MC.OFFLOADDONE %s k1 100 k2 101 restored 7", CA);
     IT_TYPE(d, REDIS_REPLY_ARRAY);
     cr_assert_eq(d->elements, 3);
     cr_assert_str_eq(d->element[0]->str, "OK");
     cr_assert_eq(d->element[1]->type, REDIS_REPLY_ERROR);
-    cr_assert_str_eq(d->element[1]->str, "INVALID_REPLICA invalid replica");
+    cr_assert_str_eq(d->element[1]->str, "OBJECT_ALREADY_EXISTS object already exists",
+                     "k2 was not fetched by this client: its live value wins");
     cr_assert_str_eq(d->element[2]->str, "OK");
     IT_ERR("ERR syntax error", it_c, "MC.OFFLOADDONE %s k1 100 k2", CA);
     /* MC.QUERYKEY shows both replicas; a disk-only key shows its owner's endpoint. */

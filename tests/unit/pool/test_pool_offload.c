@@ -268,8 +268,10 @@ Test(pool_offload, force_evict_drops_beyond_cap) {
 Test(pool_offload, unmount_and_expiry_drop_disk_replicas) {
     make_pool(0, 0, 100, 0.5);
     cr_assert_eq(disk_mount(1, "127.0.0.1:7000"), 0);
-    put_on(2, "mem", "b", 0);
-    cr_assert_eq(done(1, "mem", OBJ, 0), 0, "a disk copy of an object in b");
+    put_on(1, "mem", "a", 0);
+    struct pool_offload_task t[4];
+    cr_assert_eq(fetch(1, 4, 0, t), 1);
+    cr_assert_eq(done(1, "mem", OBJ, 0), 0, "a disk copy of an object in a");
     cr_assert_eq(done(1, "disk", 77, 0), 0, "re-registration creates a disk-only object");
     cr_assert_eq(count_type("disk", POOL_REPLICA_LOCAL_DISK), 1);
     struct pool_object_info info;
@@ -285,7 +287,8 @@ Test(pool_offload, unmount_and_expiry_drop_disk_replicas) {
     /* Expiry: client 1 goes silent; its disk replicas go with it. */
     cr_assert_eq(disk_mount(1, "127.0.0.1:7000"), 0);
     cr_assert_eq(done(1, "disk2", 99, 0), 0);
-    cr_assert_eq(done(1, "mem", OBJ, 0), 0);
+    cr_assert_eq(done(1, "mem", OBJ, 0), POOL_EOBJECT_ALREADY_EXISTS,
+                 "a report never attaches to a live value it did not fetch");
     struct pool_uuid id2 = pt_id(2);
     struct pool_ping_reply pr;
     pool_client_ping(P, &id2, 20000, &pr);
@@ -293,8 +296,7 @@ Test(pool_offload, unmount_and_expiry_drop_disk_replicas) {
     pool_tick(P, 20000, &rep);
     cr_assert_eq(rep.clients_expired, 1);
     cr_assert_eq(pt_exists("disk2"), 0);
-    cr_assert_eq(count_type("mem", POOL_REPLICA_LOCAL_DISK), 0);
-    cr_assert_eq(count_type("mem", POOL_REPLICA_MEMORY), 1);
+    cr_assert_eq(pt_exists("mem"), 0, "its segment went with it");
     struct pool_offload_stats st;
     pool_offload_get_stats(P, &st);
     cr_assert_eq(st.disks, 0);
@@ -307,6 +309,8 @@ Test(pool_offload, upsert_of_disk_object_reallocates) {
     make_pool(0, 0, 100, 0.5);
     cr_assert_eq(disk_mount(1, "127.0.0.1:7000"), 0);
     put_on(1, "u", "a", 0);
+    struct pool_offload_task t[4];
+    cr_assert_eq(fetch(1, 4, 0, t), 1);
     cr_assert_eq(done(1, "u", OBJ, 0), 0);
     struct pool_uuid id = pt_id(1);
     struct pool_put_config cfg;
@@ -316,12 +320,44 @@ Test(pool_offload, upsert_of_disk_object_reallocates) {
     cr_assert_eq(pool_upsert_start(P, &id, "u", 1, OBJ, &cfg, 1, d, &nd), 0);
     cr_assert_eq(nd, 1);
     cr_assert_eq(d[0].type, POOL_REPLICA_MEMORY);
-    cr_assert_eq(done(1, "u", OBJ, 2), POOL_EREPLICA_IS_NOT_READY);
+    cr_assert_eq(done(1, "u", OBJ, 2), POOL_EOBJECT_ALREADY_EXISTS, "not fetched");
     cr_assert_eq(pool_upsert_end(P, &id, "u", 1, 3), 0);
     cr_assert_eq(count_type("u", POOL_REPLICA_LOCAL_DISK), 0, "the old disk copy is stale");
     struct pool_offload_stats st;
     pool_offload_get_stats(P, &st);
     cr_assert_eq(st.disk_replicas, 0);
+    pt_check();
+    pt_destroy();
+}
+
+Test(pool_offload, late_report_of_a_replaced_value_is_refused) {
+    make_pool(0, 0, 100, 0.5);
+    cr_assert_eq(disk_mount(1, "127.0.0.1:7000"), 0);
+    put_on(1, "r", "a", 0);
+    put_on(1, "g", "a", 0);
+    struct pool_offload_task t[4];
+    cr_assert_eq(fetch(1, 4, 0, t), 2);
+    /* r is deleted (Redis DEL ignores the lease) and written again while being copied. */
+    cr_assert_eq(pool_unlink(P, "r", 1, 1), 0);
+    put_on(1, "r", "a", 2);
+    cr_assert_eq(done(1, "r", OBJ, 3), POOL_EOBJECT_NOT_FOUND, "old bytes, new value");
+    cr_assert_eq(count_type("r", POOL_REPLICA_LOCAL_DISK), 0);
+    /* g is deleted for good: the late report does not resurrect it. */
+    cr_assert_eq(pool_unlink(P, "g", 1, 4), 0);
+    cr_assert_eq(done(1, "g", OBJ, 5), POOL_EOBJECT_NOT_FOUND);
+    cr_assert_eq(pt_exists("g"), 0);
+    /* An in-place upsert after the fetch lease also invalidates the report. */
+    cr_assert_eq(fetch(1, 4, 100, t), 1, "r was queued again at its put end");
+    struct pool_uuid id = pt_id(1);
+    struct pool_put_config cfg;
+    pool_put_config_default(&cfg);
+    struct pool_replica_desc d[POOL_MAX_REPLICAS];
+    size_t nd;
+    cr_assert_eq(pool_upsert_start(P, &id, "r", 1, OBJ, &cfg, 100000, d, &nd), 0);
+    cr_assert_eq(pool_upsert_end(P, &id, "r", 1, 100001), 0);
+    cr_assert_eq(fetch(1, 4, 100002, t), 1, "queued again by the upsert's end");
+    cr_assert_eq(done(1, "r", OBJ, 100003), 0, "the new fetch is reported");
+    cr_assert_eq(count_type("r", POOL_REPLICA_LOCAL_DISK), 1);
     pt_check();
     pt_destroy();
 }
