@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * MC.* commands of the client SSD tiers: mount / unmount / query a client's local-disk
- * segment, fetch offload tasks, report offloaded (or re-registered) keys, and the offload
- * counters. Thin adapters over server/pool/pool_offload.c, under the pool mutex. Wire protocol:
- * docs/store.md ("SSD tier").
+ * segment, fetch offload tasks, report offloaded (or re-registered) keys, promote a disk-only
+ * object back to memory, and the offload counters. Thin adapters over server/pool/pool_offload.c,
+ * under the pool mutex. Wire protocol: docs/store.md ("SSD tier").
  */
 #include "common/fmacros.h"
 
@@ -131,6 +131,20 @@ void srv_mc_offloaddone_command(struct srv_client *c) {
     cm_free(sizes);
 }
 
+void srv_mc_promotestart_command(struct srv_client *c) {
+    struct pool_uuid id;
+    if (srv_mc_arg_client(c, 1, &id) < 0)
+        return;
+    struct pool_replica_desc d;
+    srv_mc_lock();
+    int rc = pool_promote_start(srv_mc_pool, &id, c->argv[2].p, c->argv[2].len, srv_mc_now(), &d);
+    if (rc == 0)
+        srv_mc_add_replica(c, &d);
+    srv_mc_unlock();
+    if (rc < 0)
+        srv_mc_reply_err(c, rc);
+}
+
 void srv_mc_offloadstats_command(struct srv_client *c) {
     struct pool_offload_stats st;
     srv_mc_lock();
@@ -146,7 +160,8 @@ void srv_mc_offloadstats_command(struct srv_client *c) {
              {"queue_full", st.queue_full},
              {"cap_kept", st.cap_kept},
              {"force_evicted", st.force_evicted},
-             {"disk_replicas", st.disk_replicas}};
+             {"disk_replicas", st.disk_replicas},
+             {"promoted", st.promoted}};
     size_t n = sizeof(f) / sizeof(f[0]);
     resp_add_map_hdr(&c->out, c->proto, (long)n);
     for (size_t i = 0; i < n; i++) {

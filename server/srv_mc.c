@@ -73,6 +73,7 @@ static void srv_mc_config(struct pool_config *cfg) {
     cfg->offload_force_evict = srv_cfg.offload_force_evict;
     cfg->offloading_queue_limit = (uint32_t)srv_cfg.offloading_queue_limit;
     cfg->offload_cap_ratio = srv_cfg.offload_cap_ratio;
+    cfg->promotion_on_hit = srv_cfg.promotion_on_hit;
 }
 
 static const char srv_mc_bad_cfg[] =

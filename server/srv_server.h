@@ -64,6 +64,7 @@ struct srv_config {
     int offload_force_evict;          /* client SSD tiers (server/pool/pool_offload.c) */
     long long offloading_queue_limit; /* ... */
     double offload_cap_ratio;         /* ... */
+    int promotion_on_hit;             /* ... */
     long long metrics_port;
     char *metrics_host;
     long long databases;

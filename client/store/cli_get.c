@@ -89,13 +89,18 @@ static int64_t cli_read_map(struct crescent_store *st, const char *key, const re
                                     st->checksum ? trailer : NULL);
         }
     }
+    bool from_disk = false;
     for (int i = 0; i < n && err < 0; i++) {
         if (!reps[i].memory && strcmp(reps[i].protocol, "offload") == 0) {
             err = cli_read_offloaded(st, key, &reps[i], buf, size, st->checksum ? trailer : NULL);
+            from_disk = err == 0;
         }
     }
     if (err == 0 && st->checksum) {
         err = cli__trailer_check(trailer, buf, size);
+    }
+    if (err == 0 && from_disk) {
+        cli__ssd_promote(st, key, buf, size, st->checksum ? trailer : NULL);
     }
     if (err == 0 && cm_mono_ms() > t0_ms + (uint64_t)ttl->integer) {
         err = cli_fail(CRESCENT_STORE_ELEASE_EXPIRED, "get: the read outlived its %lld ms lease",

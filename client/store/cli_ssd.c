@@ -589,3 +589,33 @@ int cli__ssd_read(struct crescent_store *st, const char *endpoint, const char *k
     }
     return 0;
 }
+
+/* Promotes key back to memory after a disk read; see cli_store.h. */
+void cli__ssd_promote(struct crescent_store *st, const char *key, const void *value, uint64_t size,
+                      const unsigned char *trailer) {
+    if (__atomic_load_n(&st->no_promote, __ATOMIC_RELAXED)) {
+        return;
+    }
+    const char *argv[] = {"MC.PROMOTESTART", st->client_id, key};
+    redisReply *r;
+    if (cli__cmd(st, 3, argv, NULL, &r) < 0) {
+        return;
+    }
+    int rc = cli__reply_err(r);
+    if (rc == -CRESCENT_STORE_EUNAVAILABLE_IN_CURRENT_STATUS) {
+        __atomic_store_n(&st->no_promote, true, __ATOMIC_RELAXED);
+    }
+    struct cli_replica rep;
+    if (rc == 0 && cli__parse_replica(r, &rep) == 0) {
+        const void *parts[1] = {value};
+        size_t sizes[1] = {(size_t)size};
+        struct cli_src src = {parts, sizes, 1, size, false, trailer};
+        int w = cli__write_replicas(st, &rep, 1, &src);
+        const char *end[] = {w == 0 ? "MC.COPYEND" : "MC.COPYREVOKE", st->client_id, key};
+        redisReply *e;
+        if (cli__cmd(st, 3, end, NULL, &e) == 0) {
+            freeReplyObject(e);
+        }
+    }
+    freeReplyObject(r);
+}

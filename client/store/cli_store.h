@@ -115,6 +115,7 @@ struct crescent_store {
     bool checksum;                   /* MOONCAKE_STORE_CHECKSUM=1 */
     struct cli_dummy *dummy;         /* a dummy client's daemon link (cli_dummy.c), or NULL */
     struct cli_ssd *ssd;             /* the SSD tier (cli_ssd.c), or NULL */
+    bool no_promote;                 /* the master refused promotion on hit (atomic) */
 };
 
 /* cli_err.c */
@@ -153,6 +154,13 @@ const char *cli__ssd_endpoint(const struct crescent_store *st);
  * into dst. Returns 0 or a negative code (cli_fail). Thread-safe. */
 int cli__ssd_read(struct crescent_store *st, const char *endpoint, const char *key, void *dst,
                   uint64_t size);
+
+/* Promotion on hit after a read of a disk-only object: asks the master for a memory replica
+ * (MC.PROMOTESTART), writes value (size bytes, then trailer when not NULL) there and ends it
+ * (MC.COPYEND, or MC.COPYREVOKE when the write fails). Best effort: failures are silent; a
+ * master without promotion_on_hit is not asked again. Thread-safe. */
+void cli__ssd_promote(struct crescent_store *st, const char *key, const void *value, uint64_t size,
+                      const unsigned char *trailer);
 
 /* cli_store.c */
 bool cli__is_own_segment(struct crescent_store *st, const char *name);

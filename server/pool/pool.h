@@ -174,6 +174,7 @@ struct pool_config {
     int offload_force_evict;         /* 0: victims beyond the per-cycle cap are dropped */
     uint32_t offloading_queue_limit; /* 50000: tasks per client queue (1..1e8) */
     double offload_cap_ratio;        /* 0.5: per-cycle cap = queue limit x ratio */
+    int promotion_on_hit;            /* 0: readers may promote disk-only objects to memory */
 };
 
 /* Fills cfg with Mooncake's defaults (above). */
@@ -576,6 +577,7 @@ struct pool_offload_stats {
     uint64_t cap_kept;      /* victims kept in memory beyond the per-cycle cap */
     uint64_t force_evicted; /* victims dropped beyond the cap (offload_force_evict) */
     uint64_t disk_replicas; /* LOCAL_DISK replicas now */
+    uint64_t promoted;      /* promotions started (pool_promote_start) */
 };
 
 /* Fills *st. O(clients). */
@@ -643,6 +645,20 @@ long pool_offload_fetch(struct pool *p, const struct pool_uuid *client, size_t m
  */
 int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
                       uint64_t size, int64_t now);
+
+/*
+ * Promotion on hit: with promotion_on_hit, a client that has just read a disk-only object (all
+ * its replicas LOCAL_DISK) may give it a memory replica again. Allocates one PROCESSING MEMORY
+ * buffer (placement as a one-replica put, evicting once when nothing fits) and describes it in
+ * *out; the client writes the value there and completes it with pool_copy_end() (or gives up
+ * with pool_copy_revoke()), as a copy. Errors: POOL_EINVALID_PARAMS, POOL_ECLIENT_NOT_FOUND,
+ * POOL_EUNAVAILABLE_IN_CURRENT_STATUS (promotion_on_hit off), POOL_EOBJECT_NOT_FOUND,
+ * POOL_EREPLICA_IS_NOT_READY, POOL_EOBJECT_HAS_REPLICATION_TASK, POOL_EOBJECT_ALREADY_EXISTS (a
+ * memory replica exists), POOL_EREPLICA_NOT_FOUND (no LOCAL_DISK replica),
+ * POOL_ENO_AVAILABLE_HANDLE.
+ */
+int pool_promote_start(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                       int64_t now, struct pool_replica_desc *out);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Housekeeping, eviction, statistics                                                          */

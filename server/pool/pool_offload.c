@@ -452,6 +452,47 @@ int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void
     return POOL_OK;
 }
 
+/* Starts the promotion of a disk-only object back to memory; see pool.h. */
+int pool_promote_start(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                       int64_t now, struct pool_replica_desc *out) {
+    if (!key || klen == 0 || klen > POOL_MAX_KEY_LEN || !out)
+        return POOL_EINVALID_PARAMS;
+    struct pool_client *c = pool__client_find(p, client);
+    if (!c)
+        return POOL_ECLIENT_NOT_FOUND;
+    if (!p->cfg.promotion_on_hit)
+        return POOL_EUNAVAILABLE_IN_CURRENT_STATUS;
+    struct pool_obj *o = pool__obj_find(p, key, klen, pool__key_hash(p, key, klen));
+    if (!o)
+        return POOL_EOBJECT_NOT_FOUND;
+    if (o->flags & POOL_OF_INFLIGHT)
+        return POOL_EREPLICA_IS_NOT_READY;
+    if (o->flags & POOL_OF_TASK)
+        return POOL_EOBJECT_HAS_REPLICATION_TASK;
+    if (pool__has_mem_rep(o))
+        return POOL_EOBJECT_ALREADY_EXISTS; /* already in memory: nothing to promote */
+    if (!pool__has_disk_rep(o) || o->nrep >= POOL_MAX_REPLICAS)
+        return POOL_EREPLICA_NOT_FOUND;
+    struct pool_put_config cfg;
+    pool_put_config_default(&cfg);
+    struct pool_rep rep;
+    if (pool__place(p, c, o->size, &cfg, &rep) == 0) {
+        pool_evict(p, now, o->size); /* o has no memory replica: never a victim itself */
+        if (pool__place(p, c, o->size, &cfg, &rep) == 0) {
+            p->need_evict = 1;
+            return POOL_ENO_AVAILABLE_HANDLE;
+        }
+    }
+    o = pool__obj_grow(p, o, 1);
+    pool__reps(o)[o->nrep] = rep;
+    pool__fill_desc(p, o, &pool__reps(o)[o->nrep], out);
+    o->nrep++;
+    o->writer = c->slot;
+    pool__inflight_add(p, o, POOL_OF_TASK, now);
+    p->ostats.promoted++;
+    return POOL_OK;
+}
+
 /* Fills the offload counters; see pool.h. */
 void pool_offload_get_stats(const struct pool *p, struct pool_offload_stats *st) {
     *st = p->ostats;

@@ -139,3 +139,28 @@ Test(mco, expiry_drops_disk_replicas) {
     cr_assert(gone, "LOCAL_DISK replicas dropped with their client");
     IT_ERR("OBJECT_NOT_FOUND object not found", it_c, "MC.GETREPLICAS gone");
 }
+
+Test(mco, promotestart_gives_memory_back) {
+    IT_CRESCENT_ONLY();
+    mco_restart("enable_offload yes\n");
+    mco_client(CA, "sa", 1 << 20);
+    IT_OK(it_c, "MC.MOUNTDISK %s 127.0.0.1:9100", CA);
+    redisReply *d = it_cmd(it_c, "MC.OFFLOADDONE %s dk 100", CA);
+    cr_assert_str_eq(d->element[0]->str, "OK");
+    IT_ERR("UNAVAILABLE_IN_CURRENT_STATUS unavailable in current status", it_c,
+           "MC.PROMOTESTART %s dk", CA);
+    IT_OK(it_c, "CONFIG SET promotion_on_hit yes");
+    redisReply *r = it_cmd(it_c, "MC.PROMOTESTART %s dk", CA);
+    cr_assert_str_eq(mco_str(r, "type"), "MEMORY");
+    cr_assert_str_eq(mco_str(r, "status"), "PROCESSING");
+    cr_assert_str_eq(mco_str(r, "segment"), "sa");
+    cr_assert_eq(mco_int(r, "size"), 100);
+    IT_OK(it_c, "MC.COPYEND %s dk", CA);
+    const redisReply *reps = mco_field(it_cmd(it_c, "MC.QUERYKEY dk"), "replicas");
+    cr_assert_eq(reps->elements, 2);
+    cr_assert_str_eq(mco_str(reps->element[0], "type"), "LOCAL_DISK");
+    cr_assert_str_eq(mco_str(reps->element[1], "type"), "MEMORY");
+    IT_ERR("OBJECT_ALREADY_EXISTS object already exists", it_c, "MC.PROMOTESTART %s dk", CA);
+    IT_ERR("OBJECT_NOT_FOUND object not found", it_c, "MC.PROMOTESTART %s nokey", CA);
+    cr_assert_eq(mco_int(it_cmd(it_c, "MC.OFFLOADSTATS"), "promoted"), 1);
+}

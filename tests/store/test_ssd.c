@@ -5,7 +5,8 @@
  * and a crescent-client daemon). Offload on evict fills a small segment and every value reads
  * back byte-exact, the evicted ones from SSD; force-evict drops victims beyond the cap; a second
  * client reads the first one's offloaded values; the owner dies and its LOCAL_DISK replicas
- * vanish (OBJECT_NOT_FOUND). No timing thresholds: waits poll with generous deadlines.
+ * vanish (OBJECT_NOT_FOUND); a restarted client re-registers its disk and reads promote
+ * disk-only objects back to memory. No timing thresholds: waits poll with generous deadlines.
  */
 #include "common/fmacros.h"
 
@@ -181,8 +182,9 @@ Test(ssd, force_evict_drops_victims_beyond_the_cap) {
     redisFree(c);
 }
 
-Test(ssd, restart_re_registers_what_the_scan_found) {
-    st_master_start(&M, "--memory 0 --enable_offload yes --default_kv_lease_ttl 300");
+Test(ssd, restart_re_registers_what_the_scan_found_and_reads_promote) {
+    st_master_start(&M, "--memory 0 --enable_offload yes --default_kv_lease_ttl 300 "
+                        "--promotion_on_hit yes");
     struct crescent_store *a = ssd_store(SEG, dir_a);
     for (int i = 0; i < 8; i++) {
         cr_assert_eq(put_retry(a, i, st_now_ms() + 60000), 0);
@@ -207,7 +209,11 @@ Test(ssd, restart_re_registers_what_the_scan_found) {
     for (int i = 0; i < 8; i++) {
         cr_assert_eq(disk_only(c, i), 1);
         cr_assert_eq(get_exact(b, i), 0, "key %d: %s", i, crescent_store_last_error());
+        /* promotion on hit: the read gave the object a memory replica again */
+        cr_assert_eq(disk_only(c, i), 0, "key %d promoted", i);
+        cr_assert_eq(get_exact(b, i), 0, "key %d from memory", i);
     }
+    cr_assert_eq(offload_stat(c, "promoted"), 8);
     crescent_store_destroy(b);
     crescent_store_destroy(a2);
     redisFree(c);

@@ -361,3 +361,46 @@ Test(pool_offload, late_report_of_a_replaced_value_is_refused) {
     pt_check();
     pt_destroy();
 }
+
+Test(pool_offload, promotion_gives_a_disk_only_object_memory_again) {
+    make_pool(0, 0, 100, 0.5);
+    struct pool_uuid id1 = pt_id(1), id2 = pt_id(2);
+    struct pool_replica_desc d;
+    cr_assert_eq(disk_mount(1, "127.0.0.1:7000"), 0);
+    cr_assert_eq(done(1, "p", OBJ, 0), 0);
+    cr_assert_eq(pool_promote_start(P, &id2, "p", 1, 1, &d), POOL_EUNAVAILABLE_IN_CURRENT_STATUS,
+                 "promotion_on_hit off");
+    pt_destroy();
+    struct pool_config cfg;
+    pool_config_default(&cfg);
+    cfg.seed = 42;
+    cfg.enable_offload = 1;
+    cfg.promotion_on_hit = 1;
+    pt_create(&cfg);
+    pt_client(1, "hostA", 0);
+    pt_client(2, "hostB", 0);
+    cr_assert_eq(pt_mount(2, "b", 0x20000000, 1 * MB, 0), 0);
+    cr_assert_eq(disk_mount(1, "127.0.0.1:7000"), 0);
+    cr_assert_eq(done(1, "p", OBJ, 0), 0);
+    cr_assert_eq(pool_promote_start(P, &id2, "q", 1, 1, &d), POOL_EOBJECT_NOT_FOUND);
+    cr_assert_eq(pool_promote_start(P, &id2, "p", 1, 1, &d), 0);
+    cr_assert_eq(d.type, POOL_REPLICA_MEMORY);
+    cr_assert_eq(d.status, POOL_REPLICA_PROCESSING);
+    cr_assert_str_eq(d.segment, "b");
+    cr_assert_eq(pool_promote_start(P, &id2, "p", 1, 2, &d), POOL_EOBJECT_HAS_REPLICATION_TASK);
+    pt_check();
+    cr_assert_eq(pool_copy_end(P, &id2, "p", 1, 3), 0);
+    cr_assert_eq(count_type("p", POOL_REPLICA_MEMORY), 1);
+    cr_assert_eq(count_type("p", POOL_REPLICA_LOCAL_DISK), 1);
+    cr_assert_eq(pool_promote_start(P, &id2, "p", 1, 4, &d), POOL_EOBJECT_ALREADY_EXISTS);
+    /* Evicted again: back to disk only; a revoked promotion leaves it so. */
+    pool_evict(P, 1000000, 100 * MB);
+    cr_assert_eq(count_type("p", POOL_REPLICA_MEMORY), 0);
+    cr_assert_eq(pool_promote_start(P, &id2, "p", 1, 1000001, &d), 0);
+    cr_assert_eq(pool_copy_revoke(P, &id2, "p", 1, 1000002), 0);
+    cr_assert_eq(count_type("p", POOL_REPLICA_MEMORY), 0);
+    cr_assert_eq(count_type("p", POOL_REPLICA_LOCAL_DISK), 1);
+    (void)id1;
+    pt_check();
+    pt_destroy();
+}
