@@ -177,12 +177,27 @@ static const struct cm_cfg_entry srv_entries[] = {
               "cluster name: KV events channel __crescent__:kv@<cluster_id>; election keys with "
               "enable_ha (planned)"),
     BOOL_ENTRY("enable_offload", "enable-offload", CM_CFG_IMMUTABLE, enable_offload, "no",
-               "SSD tier for the embedded segment: evicted strings go to ssd_offload_path and "
-               "come back on GET (docs/storage.md)"),
+               "the SSD tier: clients may mount local-disk segments (MC.MOUNTDISK); with "
+               "ssd_offload_path, evicted strings of the embedded segment go to disk too "
+               "(docs/storage.md)"),
     STR_ENTRY("ssd_offload_path", "ssd-offload-path", CM_CFG_IMMUTABLE, ssd_offload_path, "",
-              "directory of the SSD tier (absolute, existing, no symlink); needs enable_offload"),
-    BOOL_ENTRY("offload_on_evict", "offload-on-evict", 0, offload_on_evict, "no",
-               "accepted for Mooncake; the embedded segment always offloads at eviction"),
+              "directory of the embedded segment's SSD tier (absolute, existing, no symlink); "
+              "needs enable_offload"),
+    {"offload_on_evict", "offload-on-evict", CM_CFG_BOOL, 0, &srv_cfg.offload_on_evict, 0, 1, 0, 0,
+     "no", NULL, srv_apply_pool,
+     "with enable_offload: client SSD tiers get objects at eviction, not at put end (the "
+     "embedded segment always offloads at eviction)"},
+    {"offload_force_evict", "offload-force-evict", CM_CFG_BOOL, 0, &srv_cfg.offload_force_evict, 0,
+     1, 0, 0, "no", NULL, srv_apply_pool,
+     "with offload_on_evict: drop victims beyond the per-cycle offload cap instead of keeping "
+     "them"},
+    POOL_INT("offloading_queue_limit", "offloading-queue-limit", offloading_queue_limit, 1,
+             100000000, "50000", "offload tasks queued per client local-disk segment"),
+    {"promotion_on_hit", "promotion-on-hit", CM_CFG_BOOL, 0, &srv_cfg.promotion_on_hit, 0, 1, 0, 0,
+     "no", NULL, srv_apply_pool,
+     "with enable_offload: readers may give disk-only objects a memory replica (MC.PROMOTESTART)"},
+    DBL_ENTRY("offload_cap_ratio", "offload-cap-ratio", 0, offload_cap_ratio, 0.0, 1.0, "0.5",
+              srv_apply_pool, "per-cycle offload cap = offloading_queue_limit x this ratio"),
     {"io-backend", "io_backend", CM_CFG_ENUM, CM_CFG_IMMUTABLE, &srv_cfg.io_backend, 0, 0, 0, 0,
      "auto", srv_io_backends, NULL,
      "network backend: auto (io_uring when the kernel allows it, else epoll), epoll or uring"},

@@ -130,8 +130,8 @@ static int srv_startup(int argc, char **argv) {
                         "1mb\n");
         return 1;
     }
-    if (srv_cfg.enable_offload && srv_cfg.memory == 0) {
-        fprintf(stderr, "crescent-master: enable_offload is the SSD tier of the embedded "
+    if (srv_cfg.ssd_offload_path[0] && srv_cfg.memory == 0) {
+        fprintf(stderr, "crescent-master: ssd_offload_path is the SSD tier of the embedded "
                         "segment and needs memory > 0\n");
         return 1;
     }

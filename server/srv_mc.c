@@ -119,6 +119,12 @@ static void srv_mc_config(struct pool_config *cfg) {
     cfg->strategy = (enum pool_strategy)srv_cfg.allocation_strategy;
     cfg->view_version = (int64_t)srv_start_wall_ms;
     cfg->on_event = srv_mc_on_event;
+    cfg->enable_offload = srv_cfg.enable_offload;
+    cfg->offload_on_evict = srv_cfg.offload_on_evict;
+    cfg->offload_force_evict = srv_cfg.offload_force_evict;
+    cfg->offloading_queue_limit = (uint32_t)srv_cfg.offloading_queue_limit;
+    cfg->offload_cap_ratio = srv_cfg.offload_cap_ratio;
+    cfg->promotion_on_hit = srv_cfg.promotion_on_hit;
 }
 
 static const char srv_mc_bad_cfg[] =

@@ -401,8 +401,10 @@ int srv_offload_start(char *err, size_t errlen) {
     if (!srv_cfg.enable_offload)
         return 0;
     if (!srv_cfg.ssd_offload_path || !srv_cfg.ssd_offload_path[0]) {
-        snprintf(err, errlen, "enable_offload needs ssd_offload_path (the SSD tier's directory)");
-        return -1;
+        cm_log(CM_LOG_NOTICE, "offload",
+               "enable_offload without ssd_offload_path: clients may mount local-disk segments; "
+               "the embedded segment has no SSD tier");
+        return 0;
     }
     struct sto_config cfg;
     char serr[STO_ERR_LEN];

@@ -332,6 +332,11 @@ static int srv_pkv_read_into(struct cm_buf *b, const char *key, size_t klen) {
     srv_mc_lock();
     int64_t t0 = srv_mc_now();
     int rc = pool_get_replicas(srv_mc_pool, key, klen, t0, d, &n, &lease_ms);
+    size_t nmem = 0; /* LOCAL_DISK replicas are read through their owner, not here */
+    for (size_t i = 0; rc == POOL_OK && i < n; i++)
+        if (d[i].type == POOL_REPLICA_MEMORY)
+            d[nmem++] = d[i];
+    n = nmem;
     struct srv_pkv_rep *reps = NULL;
     if (rc == POOL_OK && n > 0) {
         reps = cm_malloc(n * sizeof(*reps));

@@ -57,10 +57,12 @@ $(BUILD)/lib/libxfer.a: $(XFER_OBJS)
 # with hiredis.
 CLI_STORE_SRCS := $(sort $(wildcard client/store/*.c))
 CLI_STORE_OBJS := $(call objs,$(CLI_STORE_SRCS))
-CLI_STORE_LIBS := $(shell pkg-config --libs hiredis) -lpthread
+# The SSD tier of a real client (client/store/cli_ssd.c) uses storage/ (libsto).
+CLI_STORE_LIBS := $(shell pkg-config --libs hiredis liburing) -lpthread
+CLI_STO_OBJS   := $(call objs,$(wildcard storage/*.c))
 ALL_SRCS += $(CLI_STORE_SRCS)
 $(CLI_STORE_OBJS): MOD_CFLAGS += -fvisibility=hidden $(shell pkg-config --cflags hiredis)
-CRESCENT_SO_OBJS := $(XFER_OBJS) $(CLI_STORE_OBJS) $(COMMON_OBJS)
+CRESCENT_SO_OBJS := $(XFER_OBJS) $(CLI_STORE_OBJS) $(CLI_STO_OBJS) $(COMMON_OBJS)
 LIBS_OUT += $(BUILD)/lib/libcrescent.so $(BUILD)/lib/libcrescent.a
 
 $(BUILD)/lib/libcrescent.so.0: $(CRESCENT_SO_OBJS) client/libcrescent.map
@@ -83,7 +85,8 @@ BINS       += $(BUILD)/bin/crescent-client
 $(call objs,$(CLI_D_SRCS)): MOD_CFLAGS += $(shell pkg-config --cflags hiredis)
 
 $(BUILD)/bin/crescent-client: $(call objs,$(CLI_D_SRCS)) $(CLI_STORE_OBJS) \
-                              $(BUILD)/lib/libxfer.a $(RC_LIB) $(BUILD)/lib/libcm.a
+                              $(BUILD)/lib/libxfer.a $(RC_LIB) $(BUILD)/lib/libsto.a \
+                              $(BUILD)/lib/libcm.a
 	$(LINK) $^ $(XFER_LIBS) $(CLI_STORE_LIBS) $(MALLOC_LIBS)
 
 # ---- crescent-bench: subcommand dispatcher (transfer/bench/) ----
@@ -93,7 +96,7 @@ BINS     += $(BUILD)/bin/crescent-bench
 $(call objs,$(XFER_BENCH_SRCS)): MOD_CFLAGS += $(XFER_DEFS)
 
 $(BUILD)/bin/crescent-bench: $(call objs,$(XFER_BENCH_SRCS)) $(CLI_STORE_OBJS) \
-                             $(BUILD)/lib/libxfer.a $(BUILD)/lib/libcm.a
+                             $(BUILD)/lib/libxfer.a $(BUILD)/lib/libsto.a $(BUILD)/lib/libcm.a
 	$(LINK) $^ $(XFER_LIBS) $(CLI_STORE_LIBS) -lm
 
 .PHONY: bench-transfer bench-transfer-deps

@@ -83,9 +83,9 @@ static void help(void) {
         "  --global_segment_size SIZE bytes contributed to the pool, e.g. 4gb, \"512 MB\", 0 for\n"
         "                             none (default 4gb)\n"
         "  --local_buffer_size SIZE   staging buffer of the copying calls (default 16mb)\n"
-        "  --ssd_offload_path DIR     accepted and checked (an existing directory, or one whose\n"
-        "                             parent exists) but not used yet: the SSD tier is a later\n"
-        "                             feature\n"
+        "  --ssd_offload_path DIR     this client's SSD tier (created when its parent exists):\n"
+        "                             values the master queues are written there and stay\n"
+        "                             readable through this client (master: enable_offload)\n"
         "  --client_live_ttl_sec N    a dummy silent this long is dropped and its pool released\n"
         "                             (default 10); --client_ttl is an alias\n"
         "  --unmount_grace_ms N       on SIGTERM, how long the segment stays readable after\n"
@@ -357,6 +357,12 @@ int main(int argc, char **argv) {
     cfg.global_segment_size = o.global_segment_size;
     cfg.local_buffer_size = o.local_buffer_size;
     cfg.log_cb = cli_d_log_cb;
+    if (o.ssd_offload_path != NULL && mkdir(o.ssd_offload_path, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "crescent-client: --ssd_offload_path %s: %s\n", o.ssd_offload_path,
+                strerror(errno));
+        return CLI_D_EXIT_START;
+    }
+    cfg.ssd_offload_path = o.ssd_offload_path;
     struct crescent_store *st = NULL;
     rc = crescent_store_create(o.master, &cfg, &st);
     if (rc < 0) {
@@ -376,9 +382,8 @@ int main(int argc, char **argv) {
         return CLI_D_EXIT_START;
     }
     if (o.ssd_offload_path != NULL) {
-        cm_log(CM_LOG_NOTICE, "daemon",
-               "--ssd_offload_path %s accepted; the SSD tier is not implemented yet",
-               o.ssd_offload_path);
+        cm_log(CM_LOG_NOTICE, "daemon", "SSD tier in %s, offload endpoint %s", o.ssd_offload_path,
+               cli__ssd_endpoint(st));
     }
     char seg[256] = "-";
     crescent_store_segment_name(st, 0, seg, sizeof(seg));

@@ -16,10 +16,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Reads key's value (size bytes, then the checksum trailer when trailer is not NULL) from the
+ * owner of LOCAL_DISK replica r. Returns 0 or a negative code. */
+static int cli_read_offloaded(struct crescent_store *st, const char *key,
+                              const struct cli_replica *r, void *buf, uint64_t size,
+                              unsigned char *trailer) {
+    if (trailer == NULL) {
+        return cli__ssd_read(st, r->endpoint, key, buf, size);
+    }
+    char *whole = malloc(size + CLI_TRAILER);
+    if (whole == NULL) {
+        return -ENOMEM;
+    }
+    int err = cli__ssd_read(st, r->endpoint, key, whole, size + CLI_TRAILER);
+    if (err == 0) {
+        memcpy(buf, whole, size);
+        memcpy(trailer, whole + size, CLI_TRAILER);
+    }
+    free(whole);
+    return err;
+}
+
 /* Reads the object described by a GETREPLICAS map (requested at t0_ms) into buf (cap bytes),
  * or into a new malloc'ed buffer when alloc is not NULL. Returns the size or a negative code. */
-static int64_t cli_read_map(struct crescent_store *st, const redisReply *map, uint64_t t0_ms,
-                            void *buf, size_t cap, void **alloc, bool zero_copy) {
+static int64_t cli_read_map(struct crescent_store *st, const char *key, const redisReply *map,
+                            uint64_t t0_ms, void *buf, size_t cap, void **alloc, bool zero_copy) {
     int err = cli__reply_err(map);
     if (err < 0) {
         return err;
@@ -68,8 +89,18 @@ static int64_t cli_read_map(struct crescent_store *st, const redisReply *map, ui
                                     st->checksum ? trailer : NULL);
         }
     }
+    bool from_disk = false;
+    for (int i = 0; i < n && err < 0; i++) {
+        if (!reps[i].memory && strcmp(reps[i].protocol, "offload") == 0) {
+            err = cli_read_offloaded(st, key, &reps[i], buf, size, st->checksum ? trailer : NULL);
+            from_disk = err == 0;
+        }
+    }
     if (err == 0 && st->checksum) {
         err = cli__trailer_check(trailer, buf, size);
+    }
+    if (err == 0 && from_disk) {
+        cli__ssd_promote(st, key, buf, size, st->checksum ? trailer : NULL);
     }
     if (err == 0 && cm_mono_ms() > t0_ms + (uint64_t)ttl->integer) {
         err = cli_fail(CRESCENT_STORE_ELEASE_EXPIRED, "get: the read outlived its %lld ms lease",
@@ -94,7 +125,7 @@ static int64_t cli_get_one(struct crescent_store *st, const char *key, void *buf
     if ((err = cli__cmd_fast(st, 2, argv, NULL, &r)) < 0) {
         return err;
     }
-    int64_t n = cli_read_map(st, r, t0, buf, cap, alloc, zero_copy);
+    int64_t n = cli_read_map(st, key, r, t0, buf, cap, alloc, zero_copy);
     cli__reply_free(r);
     return n;
 }
@@ -168,9 +199,9 @@ static int cli_batch_get(struct crescent_store *st, const char *const *keys, siz
         if (fast && results[i] != CLI_FALLBACK) {
             /* done by the fast path */
         } else if (values != NULL) {
-            results[i] = cli_read_map(st, r->element[i], t0, NULL, 0, &values[i], false);
+            results[i] = cli_read_map(st, keys[i], r->element[i], t0, NULL, 0, &values[i], false);
         } else {
-            results[i] = cli_read_map(st, r->element[i], t0, bufs[i], caps[i], NULL, true);
+            results[i] = cli_read_map(st, keys[i], r->element[i], t0, bufs[i], caps[i], NULL, true);
         }
         if (results[i] < 0 && first == 0) {
             first = (int)results[i];

@@ -173,6 +173,9 @@ static int cli_init(struct crescent_store *st, const char *master,
     if (rc == 0 && cfg->global_segment_size > 0) {
         rc = crescent_store_mount_segment(st, NULL, cfg->global_segment_size, NULL);
     }
+    if (rc == 0 && cfg->ssd_offload_path != NULL && cfg->ssd_offload_path[0] != '\0') {
+        rc = cli__ssd_start(st, cfg->ssd_offload_path);
+    }
     return rc < 0 ? rc : cli__ping_start(st);
 }
 
@@ -239,6 +242,7 @@ void crescent_store_destroy(struct crescent_store *st) {
     if (st == NULL) {
         return;
     }
+    cli__ssd_stop(st);
     cli__ping_stop(st);
     cli_dummy_destroy(st);
     for (size_t i = 0; i < st->n_segs; i++) {

@@ -115,6 +115,8 @@ struct crescent_store {
     struct crescent_store_metrics m; /* updated with atomics */
     bool checksum;                   /* MOONCAKE_STORE_CHECKSUM=1 */
     struct cli_dummy *dummy;         /* a dummy client's daemon link (cli_dummy.c), or NULL */
+    struct cli_ssd *ssd;             /* the SSD tier (cli_ssd.c), or NULL */
+    bool no_promote;                 /* the master refused promotion on hit (atomic) */
 };
 
 /* cli_err.c */
@@ -144,6 +146,27 @@ void cli__ping_stop(struct crescent_store *st);
 /* cli_reply.c: replies in one arena (cli__cmd_fast) */
 extern redisReplyObjectFunctions cli__arena_fns;
 void cli__reply_free(redisReply *r);
+/* cli_ssd.c: the SSD tier of a real client */
+/* Opens the storage store at path (MOONCAKE_OFFLOAD_* settings from the environment), starts
+ * the offload endpoint, mounts the local-disk segment, re-registers what the restart scan
+ * found and starts the heartbeat. Returns 0 or a negative code (then cli__ssd_stop cleans up).
+ * Called once from create, after the global segment is mounted. */
+int cli__ssd_start(struct crescent_store *st, const char *path);
+/* Joins the SSD threads, unmounts the local-disk segment (best effort), closes the store. */
+void cli__ssd_stop(struct crescent_store *st);
+/* The offload endpoint ("ip:port") of st's SSD tier, or NULL when it has none. */
+const char *cli__ssd_endpoint(const struct crescent_store *st);
+/* Reads the size-byte offloaded value of key from the owner at endpoint (a LOCAL_DISK replica)
+ * into dst. Returns 0 or a negative code (cli_fail). Thread-safe. */
+int cli__ssd_read(struct crescent_store *st, const char *endpoint, const char *key, void *dst,
+                  uint64_t size);
+
+/* Promotion on hit after a read of a disk-only object: asks the master for a memory replica
+ * (MC.PROMOTESTART), writes value (size bytes, then trailer when not NULL) there and ends it
+ * (MC.COPYEND, or MC.COPYREVOKE when the write fails). Best effort: failures are silent; a
+ * master without promotion_on_hit is not asked again. Thread-safe. */
+void cli__ssd_promote(struct crescent_store *st, const char *key, const void *value, uint64_t size,
+                      const unsigned char *trailer);
 
 /* cli_store.c */
 bool cli__is_own_segment(struct crescent_store *st, const char *name);

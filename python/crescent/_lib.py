@@ -92,7 +92,8 @@ class StoreConfig(ctypes.Structure):
                 ("protocol", c_char_p), ("device_names", c_char_p),
                 ("global_segment_size", c_uint64), ("local_buffer_size", c_uint64),
                 ("tenant", c_char_p), ("master_timeout_ms", c_uint32),
-                ("log_cb", c_void_p), ("log_arg", c_void_p)]
+                ("log_cb", c_void_p), ("log_arg", c_void_p), ("daemon", c_char_p),
+                ("ssd_offload_path", c_char_p)]
 
 
 class ReplicateConfigC(ctypes.Structure):

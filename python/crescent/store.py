@@ -14,10 +14,9 @@ MiB = 1 << 20
 _UNSET = -(1 << 31)  # a per-key result the library never writes
 
 # setup() arguments of Mooncake that Crescent accepts and ignores (peers find each other
-# through the master, not a metadata server), and those it cannot honour yet.
+# through the master, not a metadata server).
 _IGNORED = ("metadata_server", "engine", "ipc_socket_path", "enable_client_http_server",
             "client_http_port")
-_UNSUPPORTED = ("enable_ssd_offload", "ssd_offload_path")
 
 
 class ReplicateConfig:
@@ -107,23 +106,24 @@ class Store:
     def setup(self, local_hostname="127.0.0.1", metadata_server="P2PHANDSHAKE",
               global_segment_size=16 * MiB, local_buffer_size=16 * MiB, protocol="tcp",
               rdma_devices="", master_server_addr="127.0.0.1:50051", tenant_id="default",
-              master_timeout_ms=0, **extra):
+              master_timeout_ms=0, enable_ssd_offload=False, ssd_offload_path="", **extra):
         """Connects to crescent-master at master_server_addr, contributes global_segment_size
         bytes of this process's memory to the pool (0: none) and registers a staging buffer of
         local_buffer_size bytes for the copying calls. protocol is tcp, shm, rdma or fabric
         (rdma_devices names the NICs). local_hostname is the address peers reach this client
         at (host, or host:port for a fixed transfer port). Mooncake's metadata_server,
-        engine, ipc_socket_path and client HTTP arguments are accepted and ignored. A dict
+        engine, ipc_socket_path and client HTTP arguments are accepted and ignored.
+        enable_ssd_offload with ssd_offload_path (an existing directory) gives this client an
+        SSD tier (docs/storage.md, "The pool tier"; the master needs enable_offload). A dict
         as the first argument gives the arguments by name. Returns 0."""
         if isinstance(local_hostname, dict):
             return self.setup(**local_hostname)
         for k in extra:
-            if k in _UNSUPPORTED:
-                if extra[k]:
-                    raise CrescentError("NOT_SUPPORTED", -6012, -1012,
-                                        "%s: the SSD tier is not in this version" % k, "setup")
-            elif k not in _IGNORED:
+            if k not in _IGNORED:
                 raise TypeError("setup() got an unexpected keyword argument %r" % k)
+        if enable_ssd_offload and not ssd_offload_path:
+            raise CrescentError("INVALID_PARAMS", -5600, -600,
+                                "enable_ssd_offload needs ssd_offload_path", "setup")
         if self._st is not None:
             raise CrescentError("UNAVAILABLE_IN_CURRENT_STATUS", -6010, -1010,
                                 "setup() was already called", "setup")
@@ -136,6 +136,8 @@ class Store:
         cfg.local_buffer_size = int(local_buffer_size)
         cfg.tenant = tenant_id.encode() if tenant_id else None
         cfg.master_timeout_ms = int(master_timeout_ms)
+        if enable_ssd_offload:
+            cfg.ssd_offload_path = ssd_offload_path.encode()
         out = c_void_p()
         rc = L.store_create(master_server_addr.encode(), ctypes.byref(cfg), ctypes.byref(out))
         if rc < 0:

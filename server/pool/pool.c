@@ -61,6 +61,8 @@ void pool_config_default(struct pool_config *cfg) {
     cfg->put_start_discard_timeout_ms = 30 * 1000;
     cfg->put_start_release_timeout_ms = 600 * 1000;
     cfg->strategy = POOL_STRATEGY_RANDOM;
+    cfg->offloading_queue_limit = 50000;
+    cfg->offload_cap_ratio = 0.5;
     cfg->alloc_align = 64;
     cfg->evict_sample = 16;
     cfg->view_version = 1;
@@ -85,6 +87,9 @@ static int pool_config_valid(const struct pool_config *c) {
     if (c->alloc_align < 8 || (c->alloc_align & (c->alloc_align - 1)) != 0)
         return 0;
     if ((unsigned)c->strategy > POOL_STRATEGY_LOCAL_FIRST || c->evict_sample == 0)
+        return 0;
+    if (c->offloading_queue_limit < 1 || c->offloading_queue_limit > 100000000u ||
+        !(c->offload_cap_ratio >= 0 && c->offload_cap_ratio <= 1))
         return 0;
     return 1;
 }
@@ -184,6 +189,10 @@ size_t pool_object_record_size(size_t klen, uint32_t nrep) {
 
 /* Frees the buffer of replica r (value size bytes) in its segment and updates the counters. */
 void pool__rep_free(struct pool *p, const struct pool_rep *r, uint64_t size) {
+    if (r->type == POOL_REPLICA_LOCAL_DISK) {
+        pool__disk_rep_gone(p, r, size);
+        return;
+    }
     if (r->type != POOL_REPLICA_MEMORY || r->seg >= p->nseg_slots || !p->segs[r->seg])
         return;
     struct pool_seg *s = p->segs[r->seg];
@@ -212,6 +221,8 @@ void pool__emit(struct pool *p, enum pool_event_kind kind, const struct pool_obj
 void pool__obj_unlink(struct pool *p, struct pool_obj *o) {
     if (o->flags & (POOL_OF_INFLIGHT | POOL_OF_TASK))
         pool__inflight_del(p, o);
+    if (o->flags & POOL_OF_OFFLOADING)
+        pool__offload_obj_moved(p, o->key, o->klen, (uintptr_t)o, NULL); /* report now stale */
     cm_ht_remove(&p->objects, &o->hn);
     p->meta_records -= pool_object_record_size(o->klen, o->nrep);
     cm_free(o);
@@ -297,6 +308,8 @@ void pool__inflight_del(struct pool *p, struct pool_obj *o) {
  */
 void pool__discard_add(struct pool *p, const struct pool_rep *r, uint64_t size,
                        int64_t release_at) {
+    if (r->type != POOL_REPLICA_MEMORY)
+        return; /* a LOCAL_DISK replica holds no buffer of the pool */
     if (p->ndiscards == p->discards_cap) {
         p->discards_cap = p->discards_cap ? 2 * p->discards_cap : 16;
         p->discards = cm_realloc(p->discards, p->discards_cap * sizeof(*p->discards));
@@ -311,6 +324,10 @@ void pool__discard_add(struct pool *p, const struct pool_rep *r, uint64_t size,
 /* Fills the client-facing descriptor of replica r of o. */
 void pool__fill_desc(const struct pool *p, const struct pool_obj *o, const struct pool_rep *r,
                      struct pool_replica_desc *d) {
+    if (r->type == POOL_REPLICA_LOCAL_DISK) {
+        pool__fill_disk_desc(p, o, r, d);
+        return;
+    }
     const struct pool_seg *s = p->segs[r->seg];
     d->type = (enum pool_replica_type)r->type;
     d->status = (enum pool_replica_status)r->status;
@@ -368,6 +385,13 @@ struct pool_check_ctx {
 static void pool_check_rep(struct pool_check_ctx *ctx, const struct pool_obj *o,
                            const struct pool_rep *r) {
     const struct pool *p = ctx->p;
+    if (r->type == POOL_REPLICA_LOCAL_DISK) {
+        if (!pool__disk_of_slot(p, r->seg))
+            POOL_CHECK_FAIL(ctx, "pool_check: LOCAL_DISK replica without a disk segment");
+        if (r->status != POOL_REPLICA_COMPLETE)
+            POOL_CHECK_FAIL(ctx, "pool_check: LOCAL_DISK replica not complete");
+        return;
+    }
     if (r->seg >= p->nseg_slots || !p->segs[r->seg]) {
         POOL_CHECK_FAIL(ctx, "pool_check: replica on unmounted segment slot %u", r->seg);
         return;
@@ -398,7 +422,7 @@ static void pool_check_obj_cb(struct cm_ht_node *n, void *arg) {
         POOL_CHECK_FAIL(ctx, "pool_check: object of size 0");
     for (uint32_t i = 0; i < o->nrep; i++) {
         for (uint32_t j = 0; j < i; j++)
-            if (reps[i].seg == reps[j].seg)
+            if (reps[i].seg == reps[j].seg && reps[i].type == reps[j].type)
                 POOL_CHECK_FAIL(ctx, "pool_check: two replicas on segment slot %u", reps[i].seg);
         pool_check_rep(ctx, o, &reps[i]);
     }

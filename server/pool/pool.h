@@ -58,6 +58,8 @@ struct pool;
     X(OBJECT_REPLICA_BUSY, -714, "object is being written")                  \
     X(UNAVAILABLE_IN_CURRENT_STATUS, -1010, "unavailable in current status") \
     X(NOT_SUPPORTED, -1012, "not supported")                                 \
+    X(KEYS_ULTRA_LIMIT, -1203, "offload queue is full")                      \
+    X(UNABLE_OFFLOAD, -1300, "offload is not enabled on the master")         \
     /* EOL */
 
 enum pool_err {
@@ -92,11 +94,11 @@ enum pool_strategy {
     POOL_STRATEGY_LOCAL_FIRST = 2,      /* writer's host first, then random */
 };
 
-/* Replica kinds (Mooncake ReplicaType); only MEMORY is allocated today. */
+/* Replica kinds (Mooncake ReplicaType). */
 enum pool_replica_type {
     POOL_REPLICA_MEMORY = 0,     /* a buffer in a mounted segment */
     POOL_REPLICA_DISK = 1,       /* shared file system (declared, not implemented) */
-    POOL_REPLICA_LOCAL_DISK = 2, /* a client's SSD tier (declared, not implemented) */
+    POOL_REPLICA_LOCAL_DISK = 2, /* on a client's SSD tier (pool_offload.c); read via its owner */
 };
 
 /* Replica states (Mooncake ReplicaStatus values). */
@@ -192,6 +194,13 @@ struct pool_config {
     void *on_evict_arg;
     pool_event_cb *on_event; /* optional object-event hook */
     void *on_event_arg;
+    /* Client SSD tiers (pool_offload.c; Mooncake's flags of the same names). */
+    int enable_offload;              /* 0: clients may mount local-disk segments */
+    int offload_on_evict;            /* 0: queue at eviction instead of at put end */
+    int offload_force_evict;         /* 0: victims beyond the per-cycle cap are dropped */
+    uint32_t offloading_queue_limit; /* 50000: tasks per client queue (1..1e8) */
+    double offload_cap_ratio;        /* 0.5: per-cycle cap = queue limit x ratio */
+    int promotion_on_hit;            /* 0: readers may promote disk-only objects to memory */
 };
 
 /* Fills cfg with Mooncake's defaults (above). */
@@ -570,6 +579,114 @@ int pool_move_end(struct pool *p, const struct pool_uuid *client, const void *ke
 /* Move revoke: frees the target; the source stays. Errors as pool_copy_end(). */
 int pool_move_revoke(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
                      int64_t now);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Client SSD tiers: local-disk segments and offload queues (pool_offload.c)                  */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * A client with an SSD tier mounts one local-disk segment. With enable_offload the pool queues
+ * objects for the client that owns the segment of their memory replica: at put end, or, with
+ * offload_on_evict, when eviction picks them (the victim then stays in memory until offloaded;
+ * beyond the per-cycle cap of offloading_queue_limit x offload_cap_ratio it stays too, or is
+ * dropped with offload_force_evict). The client fetches tasks, copies the bytes from its own
+ * segment to its disk and reports each success; the pool then adds a LOCAL_DISK replica owned
+ * by that client. Eviction of an object with a LOCAL_DISK replica frees only its memory
+ * replicas; an object left with LOCAL_DISK replicas only is read through their owner.
+ */
+
+/* Counters of the offload machinery (pool-wide). */
+struct pool_offload_stats {
+    uint64_t disks;         /* mounted local-disk segments */
+    uint64_t queued;        /* tasks pushed onto client queues since creation */
+    uint64_t fetched;       /* tasks handed to clients */
+    uint64_t done;          /* LOCAL_DISK replicas added (including re-registrations) */
+    uint64_t queue_full;    /* pushes refused by a full queue (KEYS_ULTRA_LIMIT) */
+    uint64_t cap_kept;      /* victims kept in memory beyond the per-cycle cap */
+    uint64_t force_evicted; /* victims dropped beyond the cap (offload_force_evict) */
+    uint64_t disk_replicas; /* LOCAL_DISK replicas now */
+    uint64_t promoted;      /* promotions started (pool_promote_start) */
+};
+
+/* Fills *st. O(clients). */
+void pool_offload_get_stats(const struct pool *p, struct pool_offload_stats *st);
+
+/*
+ * Mounts client's local-disk segment; endpoint (copied, 1..POOL_MAX_NAME_LEN bytes) is where
+ * readers ask the client for its offloaded bytes, and names the segment in descriptors.
+ * Mounting again refreshes the endpoint (a restarted client re-mounts). Errors:
+ * POOL_ECLIENT_NOT_FOUND, POOL_EUNABLE_OFFLOAD (enable_offload is off), POOL_EINVALID_PARAMS.
+ */
+int pool_disk_mount(struct pool *p, const struct pool_uuid *client, const char *endpoint,
+                    int64_t now);
+
+/*
+ * Unmounts client's local-disk segment: its queue is discarded and every LOCAL_DISK replica it
+ * owns is dropped (objects left with none are erased). Errors: POOL_ECLIENT_NOT_FOUND,
+ * POOL_ESEGMENT_NOT_FOUND (none mounted). O(objects).
+ */
+int pool_disk_unmount(struct pool *p, const struct pool_uuid *client, int64_t now);
+
+/* A client's local-disk segment as seen by an administrator; endpoint points into the pool. */
+struct pool_disk_info {
+    const char *endpoint;
+    uint64_t queued;   /* tasks waiting in its queue */
+    uint64_t replicas; /* LOCAL_DISK replicas it owns */
+    uint64_t bytes;    /* their value bytes */
+};
+
+/* Fills *out for client. Errors: POOL_ECLIENT_NOT_FOUND, POOL_ESEGMENT_NOT_FOUND. */
+int pool_disk_query(const struct pool *p, const struct pool_uuid *client,
+                    struct pool_disk_info *out);
+
+/* One offload task: copy size bytes at src (a MEMORY replica on one of the client's own
+ * segments) to the client's disk under key. key points into the pool. */
+struct pool_offload_task {
+    const char *key;
+    size_t klen;
+    uint64_t size;
+    struct pool_replica_desc src;
+};
+
+/*
+ * Pops up to max tasks from client's queue into out[0..n) and returns n. Entries whose object
+ * is gone, being written, already on this client's disk or without a readable MEMORY replica on
+ * the client's segments are skipped. Each returned object gets a read lease (kv_lease_ttl), so
+ * its buffer is neither evicted nor reused while the client copies it (a copy that outlives the
+ * lease must not be reported), and a pending report that pool_offload_done() checks. Errors:
+ * POOL_ECLIENT_NOT_FOUND, POOL_ESEGMENT_NOT_FOUND (no local-disk segment), POOL_EINVALID_PARAMS.
+ */
+long pool_offload_fetch(struct pool *p, const struct pool_uuid *client, size_t max, int64_t now,
+                        struct pool_offload_task *out);
+
+/*
+ * Records that client holds key (size bytes) on its disk: adds a COMPLETE LOCAL_DISK replica
+ * owned by client. For a key this client fetched, only if the object fetched is still the
+ * key's value (not removed, replaced or rewritten in place since): else
+ * POOL_EOBJECT_NOT_FOUND. For a key not fetched (the re-registration of a restart scan), a
+ * missing key is created with that replica alone, and a live value the client did not fetch
+ * answers POOL_EOBJECT_ALREADY_EXISTS (a disk copy never overrides it). Idempotent. Other
+ * errors: POOL_ECLIENT_NOT_FOUND, POOL_ESEGMENT_NOT_FOUND (no local-disk segment),
+ * POOL_EINVALID_PARAMS (bad key, size 0), POOL_EINVALID_REPLICA (another size, or no room for
+ * one more replica), POOL_EREPLICA_IS_NOT_READY (a write is in flight),
+ * POOL_EOBJECT_HAS_REPLICATION_TASK.
+ */
+int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                      uint64_t size, int64_t now);
+
+/*
+ * Promotion on hit: with promotion_on_hit, a client that has just read a disk-only object (all
+ * its replicas LOCAL_DISK) may give it a memory replica again. Allocates one PROCESSING MEMORY
+ * buffer (placement as a one-replica put, evicting once when nothing fits) and describes it in
+ * *out; the client writes the value there and completes it with pool_copy_end() (or gives up
+ * with pool_copy_revoke()), as a copy. Errors: POOL_EINVALID_PARAMS, POOL_ECLIENT_NOT_FOUND,
+ * POOL_EUNAVAILABLE_IN_CURRENT_STATUS (promotion_on_hit off), POOL_EOBJECT_NOT_FOUND,
+ * POOL_EREPLICA_IS_NOT_READY, POOL_EOBJECT_HAS_REPLICATION_TASK, POOL_EOBJECT_ALREADY_EXISTS (a
+ * memory replica exists), POOL_EREPLICA_NOT_FOUND (no LOCAL_DISK replica),
+ * POOL_ENO_AVAILABLE_HANDLE.
+ */
+int pool_promote_start(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
+                       int64_t now, struct pool_replica_desc *out);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Housekeeping, eviction, statistics                                                          */

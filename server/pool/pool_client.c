@@ -94,6 +94,7 @@ static void pool_client_free(struct pool *p, struct pool_client *c) {
     cm_ht_remove(&p->clients_by_id, &c->hn);
     p->clients[c->slot] = NULL;
     p->nclients--;
+    pool__disk_free(c->disk);
     cm_free(c->host);
     cm_free(c);
 }
@@ -106,11 +107,12 @@ static void pool_orphan_cb(struct cm_ht_node *n, void *arg) {
 }
 
 /*
- * Expires client c: unmounts all its segments in one pass over the objects, detaches it from
- * the puts it left unfinished (they become zombies for the sweep) and forgets it. c is invalid
- * afterwards.
+ * Expires client c: drops its LOCAL_DISK replicas, unmounts all its segments in one pass over the
+ * objects, detaches it from the puts it left unfinished (they become zombies for the sweep) and
+ * forgets it. c is invalid afterwards.
  */
 void pool__client_expire(struct pool *p, struct pool_client *c) {
+    pool__disk_client_gone(p, c);
     int any = 0;
     for (uint32_t i = 0; i < p->nseg_slots; i++) {
         struct pool_seg *s = p->segs[i];

@@ -13,12 +13,15 @@
 #include <string.h>
 
 /* Reallocates o's record with room for extra more replicas; returns the new address. */
-static struct pool_obj *pool_obj_grow(struct pool *p, struct pool_obj *o, uint32_t extra) {
+struct pool_obj *pool__obj_grow(struct pool *p, struct pool_obj *o, uint32_t extra) {
     size_t old = pool_object_record_size(o->klen, o->nrep);
     size_t grown = pool_object_record_size(o->klen, o->nrep + extra);
     cm_ht_remove(&p->objects, &o->hn);
+    uintptr_t old_addr = (uintptr_t)o;
     o = cm_realloc(o, grown);
     cm_ht_insert(&p->objects, &o->hn);
+    if (o->flags & POOL_OF_OFFLOADING)
+        pool__offload_obj_moved(p, o->key, o->klen, old_addr, o);
     p->meta_records += grown - old;
     return o;
 }
@@ -26,7 +29,7 @@ static struct pool_obj *pool_obj_grow(struct pool *p, struct pool_obj *o, uint32
 static int pool_holds_replica_on(const struct pool_obj *o, uint32_t seg) {
     const struct pool_rep *reps = pool__reps(o);
     for (uint32_t i = 0; i < o->nrep; i++)
-        if (reps[i].seg == seg)
+        if (reps[i].type == POOL_REPLICA_MEMORY && reps[i].seg == seg)
             return 1;
     return 0;
 }
@@ -53,7 +56,8 @@ static int pool_task_args(struct pool *p, const struct pool_uuid *client, const 
     const struct pool_rep *reps = pool__reps(o);
     *src_idx = UINT32_MAX;
     for (uint32_t i = 0; s && i < o->nrep; i++)
-        if (reps[i].seg == s->slot && reps[i].status == POOL_REPLICA_COMPLETE)
+        if (reps[i].type == POOL_REPLICA_MEMORY && reps[i].seg == s->slot &&
+            reps[i].status == POOL_REPLICA_COMPLETE)
             *src_idx = i;
     if (*src_idx == UINT32_MAX)
         return POOL_EREPLICA_NOT_FOUND;
@@ -90,7 +94,7 @@ static int pool_task_start(struct pool *p, const struct pool_uuid *client, const
             return POOL_ENO_AVAILABLE_HANDLE;
         }
     }
-    o = pool_obj_grow(p, o, (uint32_t)ntgt);
+    o = pool__obj_grow(p, o, (uint32_t)ntgt);
     struct pool_rep *reps = pool__reps(o);
     memcpy(&reps[o->nrep], fresh, ntgt * sizeof(fresh[0]));
     if (move)

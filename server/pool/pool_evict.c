@@ -19,7 +19,7 @@
 
 /*
  * Returns 1 when o may be evicted at now: not being written, not hard-pinned, no active lease,
- * and, unless soft_ok, no active soft pin.
+ * unless soft_ok no active soft pin, and a MEMORY replica to free.
  */
 int pool__evictable(const struct pool_obj *o, int64_t now, int soft_ok) {
     if (o->flags & (POOL_OF_INFLIGHT | POOL_OF_TASK | POOL_OF_HARD_PIN))
@@ -28,7 +28,7 @@ int pool__evictable(const struct pool_obj *o, int64_t now, int soft_ok) {
         return 0;
     if (!soft_ok && (o->flags & POOL_OF_SOFT_PIN) && o->t_aux > now)
         return 0;
-    return 1;
+    return pool__has_mem_rep(o); /* LOCAL_DISK replicas are the owner's to evict */
 }
 
 /* Candidates sorted by (soft-pinned, lease_until) ascending: entry 0 is the next victim. */
@@ -121,8 +121,30 @@ static struct pool_obj *pool_next_victim(struct pool_evict_ctx *ctx, uint64_t *b
     return ctx->ev.n ? pool_ev_pop(&ctx->ev) : NULL;
 }
 
-/* Evicts victim o (unless the hook keeps it). Returns the value bytes freed. */
+static int pool_rep_is_mem(const struct pool *p, const struct pool_rep *r, void *arg) {
+    (void)p;
+    (void)arg;
+    return r->type == POOL_REPLICA_MEMORY;
+}
+
+/*
+ * Evicts victim o: an object with a LOCAL_DISK replica loses its memory replicas only; others
+ * are queued for offload (offload_on_evict) or offered to the hook, which may keep them.
+ * Returns the value bytes freed.
+ */
 static uint64_t pool_evict_one(struct pool *p, struct pool_obj *o, int soft) {
+    if (pool__has_disk_rep(o)) {
+        uint64_t nmem = 0;
+        for (uint32_t i = 0; i < o->nrep; i++)
+            nmem += pool__reps(o)[i].type == POOL_REPLICA_MEMORY;
+        pool__drop_reps_if(p, o, pool_rep_is_mem, NULL);
+        p->evicted++;
+        return o->size * nmem; /* o survives: it still holds its LOCAL_DISK replica */
+    }
+    if (pool__offload_victim(p, o) == POOL_EVICT_KEEP) {
+        p->evict_skipped++;
+        return 0;
+    }
     if (p->cfg.on_evict) {
         struct pool_evict_event ev = {.key = o->key,
                                       .klen = o->klen,
@@ -185,6 +207,7 @@ uint64_t pool_evict(struct pool *p, int64_t now, uint64_t need_bytes) {
     if (over > (double)low_bytes)
         low_bytes = (uint64_t)over;
     uint64_t count = 0, freed = 0;
+    p->offload_cycle = 0;
     pool_evict_pass(p, now, 0, target_n, low_bytes, &count, &freed);
     if (freed < low_bytes && p->cfg.allow_evict_soft_pinned)
         pool_evict_pass(p, now, 1, 0, low_bytes, &count, &freed);

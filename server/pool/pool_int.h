@@ -17,17 +17,19 @@
 
 /* Object flags. */
 enum {
-    POOL_OF_INFLIGHT = 1u << 0, /* a put/upsert is being written: replicas PROCESSING */
-    POOL_OF_HARD_PIN = 1u << 1, /* never evicted */
-    POOL_OF_SOFT_PIN = 1u << 2, /* evicted in the second pass until t_aux */
-    POOL_OF_UPSERT = 1u << 3,   /* the write in flight came from an upsert */
-    POOL_OF_TASK = 1u << 4,     /* a copy/move is in flight: its targets are PROCESSING */
-    POOL_OF_MOVE = 1u << 5,     /* ... and it is a move (the source goes at its end) */
+    POOL_OF_INFLIGHT = 1u << 0,   /* a put/upsert is being written: replicas PROCESSING */
+    POOL_OF_HARD_PIN = 1u << 1,   /* never evicted */
+    POOL_OF_SOFT_PIN = 1u << 2,   /* evicted in the second pass until t_aux */
+    POOL_OF_UPSERT = 1u << 3,     /* the write in flight came from an upsert */
+    POOL_OF_TASK = 1u << 4,       /* a copy/move is in flight: its targets are PROCESSING */
+    POOL_OF_MOVE = 1u << 5,       /* ... and it is a move (the source goes at its end) */
+    POOL_OF_QUEUED = 1u << 6,     /* in a client's offload queue, not yet fetched */
+    POOL_OF_OFFLOADING = 1u << 7, /* fetched by a client, its report pending (pool_offload.c) */
 };
 
 /* A replica inside an object record: 12 bytes. */
 struct pool_rep {
-    uint32_t seg;    /* segment slot */
+    uint32_t seg;    /* segment slot (MEMORY); owner client slot (LOCAL_DISK) */
     uint32_t handle; /* allocator handle (MEMORY) */
     uint8_t type;    /* enum pool_replica_type */
     uint8_t status;  /* enum pool_replica_status */
@@ -96,6 +98,7 @@ struct pool_client {
     int64_t view_version;
     uint32_t slot;
     uint32_t nsegs;
+    struct pool_disk *disk; /* the client's local-disk segment, NULL when none (pool_offload.c) */
 };
 
 /*
@@ -140,6 +143,9 @@ struct pool {
     uint64_t evict_cursor; /* cm_ht_scan cursor, persists across cycles */
     int need_evict;        /* an allocation failed since the last tick */
     uint64_t evicted, evict_skipped, evict_examined;
+
+    uint64_t offload_cycle; /* victims queued in the current eviction cycle */
+    struct pool_offload_stats ostats;
 };
 
 /* pool.c */
@@ -159,6 +165,24 @@ void pool__discard_add(struct pool *p, const struct pool_rep *r, uint64_t size, 
 void pool__emit(struct pool *p, enum pool_event_kind kind, const struct pool_obj *o);
 void pool__fill_desc(const struct pool *p, const struct pool_obj *o, const struct pool_rep *r,
                      struct pool_replica_desc *d);
+
+/* pool_offload.c */
+struct pool_disk;
+void pool__fill_disk_desc(const struct pool *p, const struct pool_obj *o, const struct pool_rep *r,
+                          struct pool_replica_desc *d);
+const struct pool_disk *pool__disk_of_slot(const struct pool *p, uint32_t client_slot);
+int pool__has_disk_rep(const struct pool_obj *o);
+int pool__has_mem_rep(const struct pool_obj *o);
+void pool__offload_put_end(struct pool *p, struct pool_obj *o);
+int pool__offload_victim(struct pool *p, struct pool_obj *o);
+void pool__disk_client_gone(struct pool *p, struct pool_client *c);
+void pool__disk_free(struct pool_disk *d);
+void pool__disk_rep_gone(struct pool *p, const struct pool_rep *r, uint64_t size);
+void pool__offload_obj_moved(struct pool *p, const char *key, size_t klen, uintptr_t from,
+                             struct pool_obj *to);
+
+/* pool_copy.c */
+struct pool_obj *pool__obj_grow(struct pool *p, struct pool_obj *o, uint32_t extra);
 
 /* pool_client.c */
 struct pool_client *pool__client_find(const struct pool *p, const struct pool_uuid *id);

@@ -106,7 +106,7 @@ static int pool_start_new(struct pool *p, const struct pool_client *c, const voi
 void pool__obj_retire(struct pool *p, struct pool_obj *o, int64_t release_at, int64_t now) {
     const struct pool_rep *reps = pool__reps(o);
     for (uint32_t i = 0; i < o->nrep; i++) {
-        if (release_at > now)
+        if (release_at > now && reps[i].type == POOL_REPLICA_MEMORY)
             pool__discard_add(p, &reps[i], o->size, release_at);
         else
             pool__rep_free(p, &reps[i], o->size);
@@ -178,6 +178,7 @@ int pool_put_end(struct pool *p, const struct pool_uuid *client, const void *key
     o->t_aux = (o->flags & POOL_OF_SOFT_PIN) ? now + o->lease_until : 0;
     o->lease_until = now; /* last access: no lease, but orders eviction */
     pool__emit(p, POOL_EVENT_STORED, o);
+    pool__offload_put_end(p, o);
     return POOL_OK;
 }
 
@@ -199,6 +200,8 @@ static void pool_upsert_in_place(struct pool *p, struct pool_obj *o, const struc
     struct pool_rep *reps = pool__reps(o);
     for (uint32_t i = 0; i < o->nrep; i++)
         reps[i].status = POOL_REPLICA_PROCESSING;
+    if (o->flags & POOL_OF_OFFLOADING) /* a pending offload copied the old bytes */
+        pool__offload_obj_moved(p, o->key, o->klen, (uintptr_t)o, NULL);
     if (cfg->with_soft_pin) {
         o->flags |= POOL_OF_SOFT_PIN;
         o->lease_until = pool_pin_ttl(p, cfg);
@@ -232,7 +235,7 @@ int pool_upsert_start(struct pool *p, const struct pool_uuid *client, const void
         return POOL_EOBJECT_HAS_REPLICATION_TASK;
     } else if (o) {
         int leased = o->lease_until > now;
-        if (o->size == size && !leased) {
+        if (o->size == size && !leased && !pool__has_disk_rep(o)) {
             pool_upsert_in_place(p, o, c, cfg, now);
             pool_fill_descs(p, o, out, nout);
             return POOL_OK;
@@ -433,6 +436,8 @@ struct pool_clear_match {
 
 static int pool_rep_clear_match(const struct pool *p, const struct pool_rep *r, void *arg) {
     const struct pool_clear_match *m = arg;
+    if (r->type != POOL_REPLICA_MEMORY)
+        return 0;
     const struct pool_seg *s = p->segs[r->seg];
     return s && s->owner == m->owner && (m->seg == POOL_NO_SLOT || m->seg == r->seg);
 }

@@ -163,7 +163,8 @@ static void pool_seg_free(struct pool *p, struct pool_seg *s) {
 
 static int pool_rep_on_dying(const struct pool *p, const struct pool_rep *r, void *arg) {
     (void)arg;
-    return r->seg < p->nseg_slots && p->segs[r->seg] && p->segs[r->seg]->dying;
+    return r->type == POOL_REPLICA_MEMORY && r->seg < p->nseg_slots && p->segs[r->seg] &&
+           p->segs[r->seg]->dying;
 }
 
 static void pool_drop_dying_cb(struct cm_ht_node *n, void *arg) {

@@ -34,7 +34,10 @@ start_fails() {
 }
 
 # --- start-up errors ---
-start_fails "path missing" "enable_offload needs ssd_offload_path" --enable_offload
+# --enable_offload alone is the pool's tier only (clients' local-disk segments): it starts.
+start_server --memory 4mb --enable_offload
+grep -q "enable_offload without ssd_offload_path" "$SERVER_LOG" || fail "no pool-only offload line"
+stop_server "$SERVER_PID"
 start_fails "flag without enable" "ssd_offload_path needs enable_offload" \
     --ssd_offload_path "$disk"
 start_fails "no such directory" "ssd_offload_path $disk/nope" \

@@ -68,7 +68,12 @@ def test_setup_refuses_unknown_and_unsupported_arguments(master):
         crescent.Store().setup(master_server_addr=master.addr, no_such_option=1)
     with pytest.raises(CrescentError) as ei:
         crescent.Store().setup(master_server_addr=master.addr, enable_ssd_offload=True)
-    assert ei.value.name == "NOT_SUPPORTED" and ei.value.mooncake_code == -1012
+    assert ei.value.name == "INVALID_PARAMS" and ei.value.mooncake_code == -600
+    # A master without enable_offload refuses the disk of a client.
+    with pytest.raises(CrescentError) as ei:
+        crescent.Store().setup(master_server_addr=master.addr, enable_ssd_offload=True,
+                               ssd_offload_path="/tmp")
+    assert ei.value.name == "UNABLE_OFFLOAD"
 
 
 def test_calls_on_a_closed_store_raise(master):

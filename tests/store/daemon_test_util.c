@@ -74,6 +74,8 @@ pid_t st_client_spawn(const char *const *args, int *out_fd, const char *log) {
 /* Starts a daemon over proto with a seg-byte segment on --port port_no (0: a free one), host
  * identity host (--host; NULL = 127.0.0.1), dummy TTL ttl seconds, graceful unmount grace_ms;
  * waits for its readiness line. */
+const char *const *st_daemon_extra;
+
 void st_daemon_start_host(struct st_daemon *d, const struct st_master *m, int port_no,
                           const char *host, const char *proto, const char *seg, const char *ttl,
                           const char *grace_ms) {
@@ -102,7 +104,15 @@ void st_daemon_start_host(struct st_daemon *d, const struct st_master *m, int po
                               grace_ms,
                               "--log-level",
                               "verbose",
+                              NULL,
+                              NULL,
+                              NULL,
+                              NULL,
                               NULL};
+        size_t na = 18; /* the first NULL above */
+        for (size_t i = 0; st_daemon_extra != NULL && st_daemon_extra[i] != NULL && i < 4; i++) {
+            args[na++] = st_daemon_extra[i];
+        }
         int out;
         d->pid = st_client_spawn(args, &out, d->log);
         char line[1024] = "";

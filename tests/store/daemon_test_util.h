@@ -21,6 +21,10 @@ struct st_daemon {
     char log[256];
 };
 
+/* Extra arguments (NULL-terminated, at most 4) appended to the next daemons' command lines;
+ * NULL = none. */
+extern const char *const *st_daemon_extra;
+
 int st_daemon_free_port(void);
 pid_t st_client_spawn(const char *const *args, int *out_fd, const char *log);
 void st_daemon_start(struct st_daemon *d, const struct st_master *m, int port_no, const char *proto,

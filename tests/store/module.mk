@@ -52,3 +52,15 @@ bench-daemon: $(BUILD)/tests/store/bench_daemon
 	@CRESCENT_BUILD=$(abspath $(BUILD)) $(BUILD)/tests/store/bench_daemon --jobs 1
 
 TEST_SCRIPTS += tests/store/test_store_netns.sh
+
+# The client SSD tier end to end (test_ssd.c): library stores and a daemon with
+# ssd_offload_path against a master with enable_offload.
+SSD_TEST_OBJS := $(call objs,tests/store/test_ssd.c tests/store/daemon_test_util.c \
+                             tests/store/store_test_util.c)
+ALL_SRCS += tests/store/test_ssd.c
+$(call objs,tests/store/test_ssd.c): MOD_CFLAGS += $(shell pkg-config --cflags hiredis criterion)
+$(BUILD)/tests/store/test_ssd: $(SSD_TEST_OBJS) $(BUILD)/lib/libcrescent.so \
+                               $(BUILD)/bin/crescent-master $(BUILD)/bin/crescent-client
+	$(LINK) $(SSD_TEST_OBJS) -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent \
+	    $(shell pkg-config --libs hiredis) -ldl $(CRITERION_LIBS)
+TEST_PROGS += $(BUILD)/tests/store/test_ssd

@@ -60,6 +60,8 @@ struct crescent_store; /**< a store client (opaque) */
 #define CRESCENT_STORE_ERPC_FAIL                      5900 /**< master unreachable or odd reply (-900) */
 #define CRESCENT_STORE_EUNAVAILABLE_IN_CURRENT_STATUS 6010 /**< wrong state (-1010) */
 #define CRESCENT_STORE_ENOT_SUPPORTED                 6012 /**< not supported (-1012) */
+#define CRESCENT_STORE_EKEYS_ULTRA_LIMIT              6203 /**< offload queue full (-1203) */
+#define CRESCENT_STORE_EUNABLE_OFFLOAD                6300 /**< master without enable_offload (-1300) */
 /** @} */
 
 /** Log callback: one line (no newline); level 0 debug, 1 verbose, 2 notice, 3 warning. */
@@ -88,6 +90,12 @@ struct crescent_store_config {
                                         a socket file); NULL = a real client. The master argument
                                         is then ignored and local_buffer_size sizes the shared
                                         memory pool (crescent_store_dummy_pool) */
+    const char *ssd_offload_path;  /**< a directory for this client's SSD tier (a real client
+                                        with a global segment; the master needs
+                                        enable_offload): values the master queues are copied
+                                        there and stay readable through this client after
+                                        eviction (docs/storage.md, "The pool tier"); NULL or
+                                        "" = none. MOONCAKE_OFFLOAD_* variables tune it */
 };
 
 /** Static initialiser of struct crescent_store_config. */
