@@ -5,6 +5,7 @@ $(eval $(call unit_test,unit/pool/test_pool_seg,tests/unit/pool/test_pool_seg.c,
 $(eval $(call unit_test,unit/pool/test_pool_obj,tests/unit/pool/test_pool_obj.c,$(POOL_TEST_LIBS),-lm))
 $(eval $(call unit_test,unit/pool/test_pool_evict,tests/unit/pool/test_pool_evict.c,$(POOL_TEST_LIBS),-lm))
 $(eval $(call unit_test,unit/pool/test_pool_model,tests/unit/pool/test_pool_model.c,$(POOL_TEST_LIBS),-lm))
+$(eval $(call unit_test,unit/pool/test_pool_restore,tests/unit/pool/test_pool_restore.c,$(POOL_TEST_LIBS),-lm))
 
 # make bench-pool-memory: metadata bytes per object under the master's allocator.
 .PHONY: bench-pool-memory
