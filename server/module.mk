@@ -6,9 +6,10 @@ BINS        += $(BUILD)/bin/crescent-master
 
 $(SERVER_OBJS): MOD_CFLAGS += $(MALLOC_CFLAGS)
 
-$(BUILD)/bin/crescent-master: $(SERVER_OBJS) $(BUILD)/lib/libpool.a $(BUILD)/lib/librc.a \
-                              $(BUILD)/lib/libcm.a
-	$(LINK) $^ $(shell pkg-config --libs libmicrohttpd) $(CM_EV_LIBS) $(MALLOC_LIBS) -lm
+# HA mode (srv_ha.c, srv_oplog.c) links the election library and its backends' libraries.
+$(BUILD)/bin/crescent-master: $(SERVER_OBJS) $(BUILD)/lib/libpool.a $(BUILD)/lib/libha.a \
+                              $(BUILD)/lib/librc.a $(BUILD)/lib/libcm.a
+	$(LINK) $^ $(shell pkg-config --libs libmicrohttpd) $(HA_LIBS) $(CM_EV_LIBS) $(MALLOC_LIBS) -lm
 
 # server/pool/: the distributed store's pool metadata, a pure core (prefix pool_) that the
 # MC.* command handlers adapt; built as a library for the master and the unit tests.

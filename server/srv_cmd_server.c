@@ -6,6 +6,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_cmdstat.h"
 #include "server/srv_db.h"
+#include "server/srv_ha.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 
@@ -488,6 +489,7 @@ static const struct {
     {"errorstats", srv_info_errorstats, 0},
     {"keyspace", srv_info_keyspace, 0},
     {"crescent", srv_info_crescent, 0},
+    {"ha", srv_ha_info, 0},
 };
 #define SRV_NSECTIONS (sizeof(srv_info_sections) / sizeof(srv_info_sections[0]))
 

@@ -9,6 +9,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_ha.h"
 #include "server/srv_http.h"
 #include "server/srv_mc.h"
 #include "server/srv_server.h"
@@ -121,11 +122,9 @@ static int srv_startup(int argc, char **argv) {
         return 1;
     }
     cm_log_set_level((enum cm_log_level)srv_cfg.loglevel);
-    if (srv_cfg.enable_ha || srv_cfg.enable_offload) {
-        fprintf(stderr,
-                "crescent-master: %s is not available in this version of the master "
-                "(see docs/configuration.md)\n",
-                srv_cfg.enable_ha ? "enable_ha" : "enable_offload");
+    if (srv_cfg.enable_offload) {
+        fprintf(stderr, "crescent-master: enable_offload is not available in this version of the "
+                        "master (see docs/configuration.md)\n");
         return 1;
     }
     srv_db_high_watermark = srv_cfg.eviction_high_watermark_ratio;
@@ -155,12 +154,19 @@ int main(int argc, char **argv) {
     srv_cmd_init();
     if (srv_mc_start() < 0)
         return 1;
+    char err[768];
+    if (srv_ha_start(err, sizeof(err)) < 0) {
+        cm_log(CM_LOG_WARNING, "ha", "cannot start HA mode: %s", err);
+        fprintf(stderr, "crescent-master: cannot start HA mode: %s\n", err);
+        return 1;
+    }
     cm_log(CM_LOG_NOTICE, "server",
            "crescent-master %s (Redis %s compatible), pid %d, segment %lld bytes, port %lld",
            SRV_VERSION, SRV_REDIS_VERSION, (int)getpid(), srv_cfg.memory, srv_cfg.port);
     srv_http_start(srv_cfg.metrics_host, (int)srv_cfg.metrics_port);
     int status = srv_net_run();
     srv_http_stop();
+    srv_ha_stop();
     srv_mc_stop();
     cm_log(CM_LOG_NOTICE, "server", "shutting down");
     srv_db_fini();

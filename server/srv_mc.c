@@ -8,6 +8,7 @@
 #include "server/srv_mc.h"
 
 #include "server/srv_client.h"
+#include "server/srv_oplog.h"
 #include "server/srv_server.h"
 
 #include "common/cm_log.h"
@@ -60,6 +61,10 @@ static void srv_mc_config(struct pool_config *cfg) {
     cfg->put_start_release_timeout_ms = srv_cfg.put_start_release_timeout_sec * 1000;
     cfg->strategy = (enum pool_strategy)srv_cfg.allocation_strategy;
     cfg->view_version = (int64_t)srv_start_wall_ms;
+    if (srv_oplog_enabled()) { /* evictions and segment drops go to the op-log */
+        cfg->on_evict = srv_oplog_on_evict;
+        cfg->on_seg_drop = srv_oplog_on_seg_drop;
+    }
 }
 
 static const char srv_mc_bad_cfg[] =
@@ -98,13 +103,27 @@ static void *srv_mc_main(void *arg) {
     return NULL;
 }
 
-int srv_mc_start(void) {
+int srv_mc_new_pool(struct pool **out) {
     struct pool_config cfg;
     srv_mc_config(&cfg);
-    if (pool_create(&cfg, &srv_mc_pool) != POOL_OK) {
+    if (pool_create(&cfg, out) != POOL_OK) {
         cm_log(CM_LOG_WARNING, "pool", "%s", srv_mc_bad_cfg);
         return -1;
     }
+    return 0;
+}
+
+void srv_mc_swap_pool(struct pool *np) {
+    srv_mc_lock();
+    struct pool *old = srv_mc_pool;
+    srv_mc_pool = np;
+    srv_mc_unlock();
+    pool_destroy(old);
+}
+
+int srv_mc_start(void) {
+    if (srv_mc_new_pool(&srv_mc_pool) != 0)
+        return -1;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
