@@ -1,0 +1,439 @@
+# SPDX-License-Identifier: Apache-2.0
+"""HA mode of crescent-master against a real redis-server (election backend and op-log store):
+three masters, a writer driving MC.* commands, kill -9 of the leader twice and SIGSTOP of a
+third leader past its lease. Checks: exactly one master serves at a time and every serving
+epoch belongs to one master; standbys answer -NOTLEADER <leader host:port>; every put or remove
+acknowledged before a fail-over is there (same segment and address) after it; replicas on a
+segment whose owner stopped pinging are dropped after the grace period; a leader woken after
+its lease ran out refuses writes. Exit 0 pass, 1 fail, 77 skip."""
+import os
+import shutil
+import signal
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ha_harness as H  # noqa: E402
+
+MASTER = os.path.join(H.BUILD, "bin", "crescent-master")
+CLIENT_A = "a" * 31 + "1"
+CLIENT_B = "b" * 31 + "2"
+GRACE_S = 4  # client_live_ttl_sec: the remount grace period of a new leader
+failures = []
+
+
+def check(cond, msg):
+    if cond:
+        print("  ok   %s" % msg)
+    else:
+        print("  FAIL %s" % msg)
+        failures.append(msg)
+
+
+class Err(Exception):
+    """An error reply (-CODE message)."""
+
+
+def _read(f):
+    line = f.readline()
+    if not line:
+        raise ConnectionError("connection closed")
+    t, rest = line[:1], line[1:-2]
+    if t in (b"+", b"-"):
+        s = rest.decode()
+        return Err(s) if t == b"-" else s
+    if t == b":":
+        return int(rest)
+    if t == b"$":
+        n = int(rest)
+        return None if n < 0 else f.read(n + 2)[:-2].decode("latin-1")
+    if t == b"*":
+        n = int(rest)
+        return None if n < 0 else [_read(f) for _ in range(n)]
+    raise ConnectionError("bad reply %r" % line)
+
+
+class Conn:
+    """One RESP2 connection; call() returns the reply, an Err for error replies."""
+
+    def __init__(self, port, timeout=5):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.f = self.s.makefile("rb")
+
+    def send(self, *args):
+        req = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            req += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.s.sendall(req)
+
+    def read(self):
+        return _read(self.f)
+
+    def call(self, *args):
+        self.send(*args)
+        return self.read()
+
+    def close(self):
+        self.s.close()
+
+
+def call1(port, *args):
+    c = Conn(port)
+    try:
+        return c.call(*args)
+    finally:
+        c.close()
+
+
+def fields(flat):
+    return dict(zip(flat[0::2], flat[1::2]))
+
+
+class Master:
+    def __init__(self, tmp, idx, redis_uri, cluster):
+        self.idx = idx
+        self.port = H.free_port()
+        self.log = os.path.join(tmp, "master%d.log" % idx)
+        self.args = [MASTER, "--port", str(self.port), "--bind", "127.0.0.1", "--threads", "1",
+                     "--memory", "4mb", "--metrics_port", "0", "--enable_ha", "yes",
+                     "--ha_backend_type", "redis", "--ha_backend_connstring", redis_uri,
+                     "--cluster_id", cluster, "--oplog_store", redis_uri,
+                     "--ha_state_dir", os.path.join(tmp, "state%d" % idx),
+                     "--client_live_ttl_sec", str(GRACE_S), "--logfile", self.log]
+        self.addr = "127.0.0.1:%d" % self.port
+        self.proc = None
+
+    def start(self):
+        self.proc = H.spawn(self.args, open(os.devnull, "w"))
+        for _ in range(200):
+            try:
+                call1(self.port, "PING")
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("master %d did not start" % self.idx)
+
+    def alive(self):
+        return self.proc and self.proc.poll() is None
+
+    def role(self):
+        try:
+            return call1(self.port, "ROLE")
+        except (OSError, ConnectionError):
+            return None
+
+    def info_ha(self):
+        try:
+            text = call1(self.port, "INFO", "ha")
+        except (OSError, ConnectionError):
+            return {}
+        return dict(l.split(":", 1) for l in text.splitlines() if ":" in l)
+
+
+class Cluster:
+    def __init__(self, masters):
+        self.masters = masters
+        self.serving = {}  # epoch -> master index, from every observation
+        self.lock = threading.Lock()
+
+    def observe(self):
+        """Polls ROLE on every live master; returns the serving one or None. Records epochs."""
+        found = []
+        for m in self.masters:
+            if not m.alive():
+                continue
+            r = m.role()
+            if isinstance(r, list) and r and r[0] == "master":
+                found.append((m, r[1]))
+        with self.lock:
+            for m, ep in found:
+                self.serving.setdefault(ep, set()).add(m.idx)
+        if len(found) > 1:
+            self.overlaps = getattr(self, "overlaps", 0) + 1
+        return found[0] if len(found) == 1 else None
+
+    def wait_leader(self, timeout=30, exclude=None):
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            got = self.observe()
+            if got and got[0] is not exclude:
+                return got[0], got[1], time.time() - t0
+            time.sleep(0.1)
+        return None, None, None
+
+
+class Writer:
+    """Puts keys through MC.PUTSTART/PUTEND on whichever master leads; records what was
+    acknowledged (OK to PUTEND) with the replica addresses PUTSTART handed out."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.acked = {}    # key -> sorted [(segment, addr)]
+        self.removed = set()
+        self.n = 0
+        self.errors = 0
+        self.stop = threading.Event()
+        self.conn = None
+        self.port = None
+
+    def _leader_conn(self):
+        for m in self.cluster.masters:
+            if m.alive():
+                r = m.role()
+                if isinstance(r, list) and r and r[0] == "master":
+                    try:
+                        self.conn = Conn(m.port)
+                        self.port = m.port
+                        return True
+                    except OSError:
+                        pass
+        return False
+
+    def put_one(self, key, segment=None, replicas=1):
+        args = ["MC.PUTSTART", CLIENT_A, key, 1000, "REPLICAS", replicas]
+        if segment:
+            args += ["SEGMENTS", 1, segment]
+        r = self.conn.call(*args)
+        if isinstance(r, Err):
+            raise r
+        reps = sorted((fields(d)["segment"], fields(d)["addr"]) for d in r)
+        r = self.conn.call("MC.PUTEND", CLIENT_A, key)
+        if isinstance(r, Err):
+            raise r
+        self.acked[key] = reps
+
+    def run_once(self, key, **kw):
+        """One put with fail-over handling; True when acknowledged."""
+        for _ in range(400):
+            if self.stop.is_set():
+                return False
+            try:
+                if self.conn is None and not self._leader_conn():
+                    time.sleep(0.05)
+                    continue
+                self.put_one(key, **kw)
+                return True
+            except Err as e:
+                self.errors += 1
+                if str(e).startswith(("NOTLEADER", "LOADING")):
+                    self.conn.close()
+                    self.conn = None
+                    time.sleep(0.05)
+                    continue
+                return False  # e.g. OBJECT_ALREADY_EXISTS after an unacknowledged put
+            except (OSError, ConnectionError):
+                self.errors += 1
+                if self.conn:
+                    self.conn.close()
+                self.conn = None
+                return False  # the outcome of this put is unknown: not acknowledged
+        return False
+
+    def loop(self):
+        while not self.stop.is_set():
+            self.n += 1
+            self.run_once("w%06d" % self.n, segment="segA")
+
+
+def ping_loop(cluster, client, stop):
+    """Keeps client alive on whichever master leads (the owner's heartbeat)."""
+    while not stop.is_set():
+        for m in cluster.masters:
+            if m.alive():
+                try:
+                    call1(m.port, "MC.PING", client)
+                except (OSError, ConnectionError):
+                    pass
+        time.sleep(0.5)
+
+
+def setup_clients(port):
+    for cid, seg, base in ((CLIENT_A, "segA", 0x10000000), (CLIENT_B, "segB", 0x20000000)):
+        check(call1(port, "MC.REGISTER", cid, "host-" + seg) == "OK", "register %s" % seg)
+        r = call1(port, "MC.MOUNT", cid, seg, base, 64 << 20, "endpoint", "127.0.0.1:1")
+        check(r == "OK", "mount %s: %r" % (seg, r))
+
+
+def verify(leader, writer, label, b_present=True):
+    """Every acknowledged key is readable with the same replicas (B's may be gone)."""
+    c = Conn(leader.port)
+    missing, wrong = [], []
+    for key, reps in writer.acked.items():
+        r = c.call("MC.QUERYKEY", key)
+        if key in writer.removed:
+            if not (isinstance(r, Err) and str(r).startswith("OBJECT_NOT_FOUND")):
+                wrong.append((key, "removed but present"))
+            continue
+        if isinstance(r, Err):
+            missing.append(key)
+            continue
+        got = sorted((fields(d)["segment"], fields(d)["addr"]) for d in fields(r)["replicas"])
+        want = reps if b_present else [x for x in reps if x[0] != "segB"]
+        if got != want:
+            wrong.append((key, got, want))
+    c.close()
+    check(not missing, "%s: all %d acknowledged objects present (missing %s)"
+          % (label, len(writer.acked) - len(writer.removed), missing[:5]))
+    check(not wrong, "%s: same segments and addresses (%s)" % (label, wrong[:3]))
+
+
+def standby_errors(cluster, leader):
+    for m in cluster.masters:
+        if m is leader or not m.alive():
+            continue
+        r = call1(m.port, "MC.QUERYKEY", "w000001")
+        check(isinstance(r, Err) and str(r) == "NOTLEADER %s" % leader.addr,
+              "standby %d answers -NOTLEADER %s (got %r)" % (m.idx, leader.addr, r))
+        check(call1(m.port, "PING") == "PONG", "standby %d still answers PING" % m.idx)
+        info = m.info_ha()
+        check(info.get("ha_state") == "standby" and info.get("ha_leader") == leader.addr,
+              "standby %d INFO ha: state standby, leader %s" % (m.idx, leader.addr))
+
+
+def scenario(cluster, redis):
+    masters = cluster.masters
+    for m in masters:
+        m.start()
+    print("three masters elect one leader; standbys redirect")
+    leader, epoch, _ = cluster.wait_leader()
+    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    if leader is None:
+        return
+    standby_errors(cluster, leader)
+    setup_clients(leader.port)
+    writer = Writer(cluster)
+    stop_a, stop_b = threading.Event(), threading.Event()
+    pa = threading.Thread(target=ping_loop, args=(cluster, CLIENT_A, stop_a), daemon=True)
+    pb = threading.Thread(target=ping_loop, args=(cluster, CLIENT_B, stop_b), daemon=True)
+    pa.start()
+    pb.start()
+    for i in range(50):  # some objects with a replica on B's segment too
+        writer.run_once("two%03d" % i, replicas=2)
+    for i in range(0, 50, 5):
+        c = Conn(leader.port)
+        r = c.call("MC.REMOVE", "two%03d" % i)
+        c.close()
+        if r == "OK":
+            writer.removed.add("two%03d" % i)
+    check(len(writer.acked) == 50 and len(writer.removed) == 10,
+          "50 two-replica puts and 10 removes acknowledged")
+
+    print("kill -9 of the leader while the writer runs; B's owner stops pinging")
+    wt = threading.Thread(target=writer.loop, daemon=True)
+    wt.start()
+    time.sleep(1.0)
+    stop_b.set()  # B never comes back: its replicas must go after the grace period
+    t_kill = time.time()
+    leader.proc.kill()
+    leader.proc.wait()
+    new, epoch2, _ = cluster.wait_leader(exclude=leader)
+    took = time.time() - t_kill
+    check(new is not None and epoch2 > epoch, "new leader %s with a higher epoch %s > %s"
+          % (new and new.addr, epoch2, epoch))
+    print("    serving again %.1f s after kill -9 (lease 5 s)" % took)
+    time.sleep(1.0)
+    writer.stop.set()
+    wt.join()
+    check(len(writer.acked) > 60, "writer kept putting across the fail-over (%d acknowledged, "
+          "%d errors)" % (len(writer.acked), writer.errors))
+    if new is None:
+        return
+    verify(new, writer, "after kill -9")
+    standby_errors(cluster, new)
+
+    print("grace period: B's segment is dropped, A's objects stay")
+    deadline = time.time() + GRACE_S + 15
+    segs = None
+    while time.time() < deadline:
+        segs = [fields(s)["name"] for s in call1(new.port, "MC.SEGMENTS")]
+        if "segB" not in segs:
+            break
+        time.sleep(0.2)
+    check(segs == ["segA"], "only segA is mounted after the grace period (%s)" % segs)
+    verify(new, writer, "after the grace period", b_present=False)
+
+    print("restart the old leader (standby), kill -9 the second leader")
+    leader.start()
+    time.sleep(1.0)
+    new.proc.kill()
+    new.proc.wait()
+    third, epoch3, _ = cluster.wait_leader(exclude=new)
+    check(third is not None and epoch3 > epoch2, "third leader with epoch %s > %s"
+          % (epoch3, epoch2))
+    if third is None:
+        return
+    verify(third, writer, "after the second kill -9", b_present=False)
+    new.start()
+
+    print("SIGSTOP the leader past its lease: it refuses writes when it wakes")
+    os.kill(third.proc.pid, signal.SIGSTOP)
+    fourth, epoch4, _ = cluster.wait_leader(exclude=third)
+    check(fourth is not None and epoch4 > epoch3, "fourth leader with epoch %s > %s"
+          % (epoch4, epoch3))
+    c = Conn(third.port, timeout=10)
+    c.send("MC.PUTSTART", CLIENT_A, "after-stop", 1000)
+    os.kill(third.proc.pid, signal.SIGCONT)
+    r = c.read()
+    c.close()
+    check(isinstance(r, Err) and str(r).startswith(("NOTLEADER", "LOADING")),
+          "the woken old leader refuses MC.PUTSTART (%r)" % r)
+    if fourth is not None:
+        verify(fourth, writer, "after SIGSTOP", b_present=False)
+        r = call1(fourth.port, "MC.QUERYKEY", "after-stop")
+        check(isinstance(r, Err), "the refused put left nothing behind")
+    stop_a.set()
+
+    print("op-log: readable with redis-cli, fenced at the newest epoch")
+    key = "crescent/{%s}/oplog" % CLUSTER
+    first = redis.command("LINDEX", key, "0")
+    check(b" R " + CLIENT_A.encode() in first, "first entry registers client A (%r)" % first[:80])
+    fence = redis.command("GET", "crescent/{%s}/oplog_epoch" % CLUSTER)
+    check(fence.split(b"\r\n")[1] == str(epoch4).encode(), "fence holds epoch %s (%r)"
+          % (epoch4, fence))
+
+
+CLUSTER = "ha-master-%d" % os.getpid()
+
+
+def main():
+    for tool in ("redis-server",):
+        if not shutil.which(tool):
+            print("skip: %s not installed" % tool)
+            return 77
+    if not os.path.exists(MASTER):
+        print("missing %s" % MASTER)
+        return 1
+    tmp = H.TempDir("crescent-ha-master.")
+    redis = H.RedisBackend(tmp.path)
+    ok = False
+    masters = []
+    try:
+        redis.start()
+        masters = [Master(tmp.path, i, redis.uri, CLUSTER) for i in (1, 2, 3)]
+        cluster = Cluster(masters)
+        t0 = time.time()
+        scenario(cluster, redis)
+        bad = {ep: ms for ep, ms in cluster.serving.items() if len(ms) != 1}
+        check(not bad and not getattr(cluster, "overlaps", 0),
+              "no epoch served by two masters, never two serving at once (%s)" % cluster.serving)
+        logs = "".join(open(m.log).read() for m in masters if os.path.exists(m.log))
+        check("Sanitizer" not in logs and "runtime error:" not in logs, "no sanitizer report")
+        print("master HA: %d failures in %.1f s" % (len(failures), time.time() - t0))
+        ok = not failures
+    finally:
+        H.cleanup()
+        redis.stop()
+        if not ok:
+            for m in masters:
+                if os.path.exists(m.log):
+                    print("---- master %d" % m.idx)
+                    print(open(m.log).read()[-6000:], end="")
+        tmp.remove()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
