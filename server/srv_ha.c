@@ -48,6 +48,7 @@ static struct {
     pthread_t thread;
     int thread_on, stopping;
     int want_lead;          /* the elector says we lead lead_epoch */
+    int reset_pool;         /* stepped down: drop the deposed leader's pool */
     uint64_t lead_epoch;    /* epoch of our current leadership, 0 when none */
     uint64_t recovered;     /* epoch whose recovery finished */
     char leader[300];       /* last observed holder ("" = none) */
@@ -58,7 +59,7 @@ static struct {
 
 /* Commands a standby still runs (connection, introspection, configuration). */
 static const char *const srv_ha_standby_cmds[] = {
-    "ping", "auth",  "hello", "role", "info",  "client", "command", "config",
+    "ping", "auth",  "hello", "role", "info",   "client",   "command", "config",
     "quit", "reset", "echo",  "time", "select", "shutdown", NULL};
 
 int srv_ha_enabled(void) {
@@ -114,6 +115,7 @@ static void srv_ha_on_stopped(const char *reason, void *arg) {
     char why[64];
     snprintf(why, sizeof(why), "stepped down: %s", reason);
     srv_ha_set_state(SRV_HA_STANDBY, epoch, why);
+    srv_ha.reset_pool = 1;
     pthread_cond_broadcast(&srv_ha.cv);
     pthread_mutex_unlock(&srv_ha.mu);
 }
@@ -199,6 +201,15 @@ static void *srv_ha_main(void *arg) {
     (void)arg;
     pthread_mutex_lock(&srv_ha.mu);
     while (!srv_ha.stopping) {
+        if (srv_ha.reset_pool && !srv_ha.want_lead) { /* a standby keeps no stale metadata */
+            struct pool *np;
+            srv_ha.reset_pool = 0;
+            pthread_mutex_unlock(&srv_ha.mu);
+            if (srv_mc_new_pool(&np) == 0)
+                srv_mc_swap_pool(np);
+            pthread_mutex_lock(&srv_ha.mu);
+            continue;
+        }
         if (!srv_ha.want_lead || srv_ha.lead_epoch == srv_ha.recovered) {
             pthread_cond_wait(&srv_ha.cv, &srv_ha.mu);
             continue;
@@ -345,7 +356,7 @@ int srv_ha_gate(struct srv_client *c, const struct srv_cmd *cmd) {
     snprintf(leader, sizeof(leader), "%s", srv_ha.leader);
     pthread_mutex_unlock(&srv_ha.mu);
     if (!leader[0] || strcmp(leader, srv_ha.self) == 0)
-        srv_reply_error(c, "NOTLEADER none (no leader elected yet)");
+        srv_reply_error(c, "NOTLEADER none (no other leader known yet)");
     else
         srv_reply_errorf(c, "NOTLEADER %s", leader);
     return 1;

@@ -35,11 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SRV_OPLOG_IO_MS       2000  /* bound on one store call */
-#define SRV_OPLOG_RETRY_MS    50    /* pause before retrying a failed append */
-#define SRV_OPLOG_READ_CHUNK  10000 /* entries per LRANGE during replay */
-#define SRV_OPLOG_MAX_BATCH   8192  /* entries per EVAL */
-#define SRV_OPLOG_MAX_FIELDS  (6 + 2 * POOL_MAX_REPLICAS)
+#define SRV_OPLOG_IO_MS      2000  /* bound on one store call */
+#define SRV_OPLOG_RETRY_MS   50    /* pause before retrying a failed append */
+#define SRV_OPLOG_READ_CHUNK 10000 /* entries per LRANGE during replay */
+#define SRV_OPLOG_MAX_BATCH  8192  /* entries per EVAL */
+#define SRV_OPLOG_MAX_FIELDS (6 + 2 * POOL_MAX_REPLICAS)
 
 /* Appends ARGV[2..] to KEYS[1] unless ARGV[1] (the writer's epoch) is below KEYS[2]. */
 static const char srv_oplog_script[] =
@@ -344,8 +344,8 @@ static redisContext *srv_oplog_connect(char *err, size_t errlen) {
     struct timeval tv = {SRV_OPLOG_IO_MS / 1000, (SRV_OPLOG_IO_MS % 1000) * 1000};
     redisContext *c = redisConnectWithTimeout(srv_oplog.host, srv_oplog.port, tv);
     if (!c || c->err) {
-        snprintf(err, errlen, "op-log store %s:%d unreachable: %s", srv_oplog.host,
-                 srv_oplog.port, c ? c->errstr : "out of memory");
+        snprintf(err, errlen, "op-log store %s:%d unreachable: %s", srv_oplog.host, srv_oplog.port,
+                 c ? c->errstr : "out of memory");
         redisFree(c);
         return NULL;
     }
@@ -354,9 +354,8 @@ static redisContext *srv_oplog_connect(char *err, size_t errlen) {
     if (srv_oplog.password[0]) {
         const char *av[3] = {"AUTH", srv_oplog.user, srv_oplog.password};
         r = srv_oplog.user[0] ? srv_oplog_cmd(c, err, errlen, 3, av, NULL)
-                              : srv_oplog_cmd(c, err, errlen, 2, (const char *[]){"AUTH",
-                                                                   srv_oplog.password},
-                                              NULL);
+                              : srv_oplog_cmd(c, err, errlen, 2,
+                                              (const char *[]){"AUTH", srv_oplog.password}, NULL);
         if (!r)
             goto fail;
         freeReplyObject(r);
@@ -417,8 +416,8 @@ static int srv_oplog_append(redisContext **cp, uint64_t epoch) {
     for (size_t from = 0; from < b->n;) {
         size_t n = b->n - from < SRV_OPLOG_MAX_BATCH ? b->n - from : SRV_OPLOG_MAX_BATCH;
         if (!srv_ha_lease_valid(epoch)) {
-            cm_log(CM_LOG_WARNING, "oplog", "%zu entries dropped: no longer leader of epoch %" PRIu64,
-                   b->n - from, epoch);
+            cm_log(CM_LOG_WARNING, "oplog",
+                   "%zu entries dropped: no longer leader of epoch %" PRIu64, b->n - from, epoch);
             return -1;
         }
         if (!*cp)
@@ -799,8 +798,8 @@ static int srv_oplog_apply_chunk(struct pool *p, const redisReply *r, uint64_t b
                      "op-log entry %" PRIu64 " of %s cannot be %s: '%.120s'; refusing to serve "
                      "(inspect it with redis-cli LINDEX %s %" PRIu64 ")",
                      base + i, srv_oplog.list_key, epoch < *last_epoch ? "ordered" : "applied",
-                     x->type == REDIS_REPLY_STRING ? x->str : "(not a string)",
-                     srv_oplog.list_key, base + i);
+                     x->type == REDIS_REPLY_STRING ? x->str : "(not a string)", srv_oplog.list_key,
+                     base + i);
             cm_free(s);
             return -1;
         }

@@ -22,13 +22,13 @@
 
 /* Counters for INFO. */
 struct srv_oplog_stats {
-    uint64_t appended;   /* entries stored by this process */
-    uint64_t batches;    /* append round trips that succeeded */
-    uint64_t failed;     /* entries refused or lost (fenced, not leader, store down) */
-    uint64_t replayed;   /* entries applied by the last replay */
-    uint64_t durable;    /* sequence number of the last stored entry */
-    uint64_t max_batch;  /* largest batch appended in one round trip */
-    int connected;       /* the writer's connection is up */
+    uint64_t appended;  /* entries stored by this process */
+    uint64_t batches;   /* append round trips that succeeded */
+    uint64_t failed;    /* entries refused or lost (fenced, not leader, store down) */
+    uint64_t replayed;  /* entries applied by the last replay */
+    uint64_t durable;   /* sequence number of the last stored entry */
+    uint64_t max_batch; /* largest batch appended in one round trip */
+    int connected;      /* the writer's connection is up */
 };
 
 /*

@@ -9,7 +9,7 @@
 $(eval $(call unit_test,ha/test_ha_fsm,tests/ha/test_ha_fsm.c,$(BUILD)/lib/libha.a $(BUILD)/lib/libcm.a,$(HA_LIBS) $(MALLOC_LIBS)))
 
 TEST_SCRIPTS += tests/ha/test_ha_redis.sh tests/ha/test_ha_etcd.sh tests/ha/test_elect_cli.sh \
-                tests/ha/test_master_ha.sh
+                tests/ha/test_master_ha.sh tests/ha/test_master_ha_etcd.sh
 
 ifneq ($(wildcard ha/k8s/ha_k8s.c),)
 HAK_DRIVER := $(BUILD)/tests/ha/k8s_driver

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""HA mode of crescent-master against a real redis-server (election backend and op-log store):
+"""HA mode of crescent-master: election on a real redis-server or etcd (argument: redis | etcd),
+op-log in a real redis-server:
 three masters, a writer driving MC.* commands, kill -9 of the leader twice and SIGSTOP of a
 third leader past its lease. Checks: exactly one master serves at a time and every serving
 epoch belongs to one master; standbys answer -NOTLEADER <leader host:port>; every put or remove
@@ -80,8 +81,8 @@ class Conn:
         self.s.close()
 
 
-def call1(port, *args):
-    c = Conn(port)
+def call1(port, *args, timeout=5):
+    c = Conn(port, timeout)
     try:
         return c.call(*args)
     finally:
@@ -93,13 +94,14 @@ def fields(flat):
 
 
 class Master:
-    def __init__(self, tmp, idx, redis_uri, cluster):
+    def __init__(self, tmp, idx, backend, redis_uri, cluster):
         self.idx = idx
         self.port = H.free_port()
         self.log = os.path.join(tmp, "master%d.log" % idx)
         self.args = [MASTER, "--port", str(self.port), "--bind", "127.0.0.1", "--threads", "1",
                      "--memory", "4mb", "--metrics_port", "0", "--enable_ha", "yes",
-                     "--ha_backend_type", "redis", "--ha_backend_connstring", redis_uri,
+                     "--ha_backend_type", backend.kind,
+                     "--ha_backend_connstring", backend.uri.split("://", 1)[1],
                      "--cluster_id", cluster, "--oplog_store", redis_uri,
                      "--ha_state_dir", os.path.join(tmp, "state%d" % idx),
                      "--client_live_ttl_sec", str(GRACE_S), "--logfile", self.log]
@@ -121,7 +123,7 @@ class Master:
 
     def role(self):
         try:
-            return call1(self.port, "ROLE")
+            return call1(self.port, "ROLE", timeout=1)
         except (OSError, ConnectionError):
             return None
 
@@ -244,7 +246,7 @@ def ping_loop(cluster, client, stop):
         for m in cluster.masters:
             if m.alive():
                 try:
-                    call1(m.port, "MC.PING", client)
+                    call1(m.port, "MC.PING", client, timeout=0.3)  # a stopped one
                 except (OSError, ConnectionError):
                     pass
         time.sleep(0.5)
@@ -399,7 +401,8 @@ CLUSTER = "ha-master-%d" % os.getpid()
 
 
 def main():
-    for tool in ("redis-server",):
+    kind = sys.argv[1] if len(sys.argv) > 1 else "redis"
+    for tool in ("redis-server",) + (("etcd",) if kind == "etcd" else ()):
         if not shutil.which(tool):
             print("skip: %s not installed" % tool)
             return 77
@@ -408,11 +411,14 @@ def main():
         return 1
     tmp = H.TempDir("crescent-ha-master.")
     redis = H.RedisBackend(tmp.path)
+    backend = H.make_backend(kind, tmp.path) if kind != "redis" else redis
     ok = False
     masters = []
     try:
         redis.start()
-        masters = [Master(tmp.path, i, redis.uri, CLUSTER) for i in (1, 2, 3)]
+        if backend is not redis:
+            backend.start()
+        masters = [Master(tmp.path, i, backend, redis.uri, CLUSTER) for i in (1, 2, 3)]
         cluster = Cluster(masters)
         t0 = time.time()
         scenario(cluster, redis)
@@ -421,11 +427,13 @@ def main():
               "no epoch served by two masters, never two serving at once (%s)" % cluster.serving)
         logs = "".join(open(m.log).read() for m in masters if os.path.exists(m.log))
         check("Sanitizer" not in logs and "runtime error:" not in logs, "no sanitizer report")
-        print("master HA: %d failures in %.1f s" % (len(failures), time.time() - t0))
+        print("master HA (%s): %d failures in %.1f s" % (kind, len(failures), time.time() - t0))
         ok = not failures
     finally:
         H.cleanup()
         redis.stop()
+        if backend is not redis:
+            backend.stop()
         if not ok:
             for m in masters:
                 if os.path.exists(m.log):
