@@ -169,7 +169,10 @@ static int srv_ha_recover(uint64_t epoch) {
     if (srv_mc_new_pool(&np) != 0)
         return -1;
     if (srv_oplog_enabled() && srv_oplog_replay(np, srv_mc_now(), &n, err, sizeof(err)) != 0) {
-        cm_log(CM_LOG_WARNING, "ha", "%s", err);
+        static char last[sizeof(err)]; /* recovery thread only: log each new problem once */
+        if (strcmp(last, err) != 0)
+            cm_log(CM_LOG_WARNING, "ha", "%s (retrying every %d ms)", err, SRV_HA_RETRY_MS);
+        snprintf(last, sizeof(last), "%s", err);
         pool_destroy(np);
         return -1;
     }

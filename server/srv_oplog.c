@@ -776,35 +776,43 @@ static int srv_oplog_apply(struct pool *p, const struct srv_oplog_entry *e, int6
     }
 }
 
-/* Applies the string entries of one LRANGE reply; *last_epoch checks their order. */
+/* Checks and applies one entry; returns NULL or what went wrong. */
+static const char *srv_oplog_apply_one(struct pool *p, const redisReply *x, int64_t now,
+                                       uint64_t *last_epoch) {
+    struct srv_oplog_entry e;
+    uint64_t epoch = 0;
+    if (x->type != REDIS_REPLY_STRING)
+        return "is not a string";
+    char *s = cm_malloc(x->len + 1);
+    memcpy(s, x->str, x->len);
+    s[x->len] = '\0';
+    const char *why = NULL;
+    if (strlen(s) != x->len || srv_oplog_split(s, &e) != 0 || srv_oplog_u64(&e, 0, &epoch) != 0)
+        why = "cannot be parsed";
+    else if (epoch < *last_epoch)
+        why = "has an epoch below the entry before it";
+    else if (srv_oplog_apply(p, &e, now) != 0)
+        why = "cannot be applied";
+    else
+        *last_epoch = epoch;
+    cm_free(s);
+    return why;
+}
+
+/* Applies the entries of one LRANGE reply (base: index of the first). */
 static int srv_oplog_apply_chunk(struct pool *p, const redisReply *r, uint64_t base, int64_t now,
                                  uint64_t *last_epoch, char *err, size_t errlen) {
     for (size_t i = 0; i < r->elements; i++) {
         const redisReply *x = r->element[i];
-        struct srv_oplog_entry e;
-        uint64_t epoch = 0;
-        char *s = NULL;
-        int ok = x->type == REDIS_REPLY_STRING;
-        if (ok) {
-            s = cm_malloc(x->len + 1);
-            memcpy(s, x->str, x->len);
-            s[x->len] = '\0';
-            ok = strlen(s) == x->len && srv_oplog_split(s, &e) == 0 &&
-                 srv_oplog_u64(&e, 0, &epoch) == 0 && epoch >= *last_epoch &&
-                 srv_oplog_apply(p, &e, now) == 0;
-        }
-        if (!ok) {
+        const char *why = srv_oplog_apply_one(p, x, now, last_epoch);
+        if (why) {
             snprintf(err, errlen,
-                     "op-log entry %" PRIu64 " of %s cannot be %s: '%.120s'; refusing to serve "
-                     "(inspect it with redis-cli LINDEX %s %" PRIu64 ")",
-                     base + i, srv_oplog.list_key, epoch < *last_epoch ? "ordered" : "applied",
-                     x->type == REDIS_REPLY_STRING ? x->str : "(not a string)", srv_oplog.list_key,
-                     base + i);
-            cm_free(s);
+                     "op-log entry %" PRIu64 " of %s %s: '%.120s'; refusing to serve (inspect "
+                     "it with redis-cli LINDEX %s %" PRIu64 ")",
+                     base + i, srv_oplog.list_key, why, x->type == REDIS_REPLY_STRING ? x->str : "",
+                     srv_oplog.list_key, base + i);
             return -1;
         }
-        *last_epoch = epoch;
-        cm_free(s);
     }
     return 0;
 }

@@ -395,6 +395,33 @@ def scenario(cluster, redis):
     fence = redis.command("GET", "crescent/{%s}/oplog_epoch" % CLUSTER)
     check(fence.split(b"\r\n")[1] == str(epoch4).encode(), "fence holds epoch %s (%r)"
           % (epoch4, fence))
+    if fourth is not None:
+        corrupt_entry(cluster, redis, fourth, writer, key)
+
+
+def corrupt_entry(cluster, redis, leader, writer, key):
+    print("a corrupt op-log entry: the next leader refuses to serve until it is repaired")
+    redis.command("RPUSH", key, "garbage entry")
+    leader.proc.kill()
+    leader.proc.wait()
+    t0, refused = time.time(), None
+    while time.time() - t0 < 30 and refused is None:
+        for m in cluster.masters:
+            if m.alive() and "cannot be parsed: 'garbage entry'; refusing to serve" in open(m.log).read():
+                refused = m
+        time.sleep(0.2)
+    check(refused is not None, "a new leader logs the entry it cannot apply")
+    if refused is None:
+        return
+    r = call1(refused.port, "MC.QUERYKEY", "w000001")
+    check(isinstance(r, Err) and str(r).startswith("LOADING"),
+          "it answers -LOADING meanwhile (%r)" % r)
+    check(refused.info_ha().get("ha_state") == "recovering", "INFO ha says recovering")
+    redis.command("LREM", key, "1", "garbage entry")
+    fixed, ep, _ = cluster.wait_leader(exclude=leader)
+    check(fixed is refused, "after the repair it serves (epoch %s)" % ep)
+    if fixed is not None:
+        verify(fixed, writer, "after the repair", b_present=False)
 
 
 CLUSTER = "ha-master-%d" % os.getpid()
