@@ -43,3 +43,9 @@ ALL_SRCS += $(BENCH_MC_LOAD_SRCS)
 $(BUILD)/bench/bench_mc_load: $(call objs,$(BENCH_MC_LOAD_SRCS))
 	$(LINK) $^
 bench-mc: $(BUILD)/bench/bench_mc_load
+
+# HA put throughput: metadata puts with and without --enable_ha + the Redis op-log
+# (bench/bench-ha.sh, figures in docs/ha.md): make bench-ha.
+.PHONY: bench-ha
+bench-ha: $(BINS)
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-ha.sh
