@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""HA mode of crescent-master: election on a real redis-server or etcd (argument: redis | etcd),
-op-log in a real redis-server:
+"""HA mode of crescent-master: election on a real redis-server, a real etcd or the Kubernetes
+Lease API double (argument: redis | etcd | k8s URI, the last from test_master_ha_k8s.sh), op-log
+in a real redis-server:
 three masters, a writer driving MC.* commands, kill -9 of the leader twice and SIGSTOP of a
 third leader past its lease. Checks: exactly one master serves at a time and every serving
 epoch belongs to one master; standbys answer -NOTLEADER <leader host:port>; every put or remove
@@ -438,7 +439,8 @@ def main():
         return 1
     tmp = H.TempDir("crescent-ha-master.")
     redis = H.RedisBackend(tmp.path)
-    backend = H.make_backend(kind, tmp.path) if kind != "redis" else redis
+    uri = sys.argv[2] if len(sys.argv) > 2 else None
+    backend = H.make_backend(kind, tmp.path, uri) if kind != "redis" else redis
     ok = False
     masters = []
     try:
