@@ -395,6 +395,19 @@ void srv_role_command(struct srv_client *c) {
     resp_add_int(&c->out, (long long)lep);
 }
 
+void srv_ha_get_view(struct srv_ha_view *v) {
+    int st = atomic_load(&srv_ha.state);
+    uint64_t sep = atomic_load(&srv_ha.serving_epoch);
+    if (st == SRV_HA_SERVING && !srv_ha_lease_valid(sep))
+        st = SRV_HA_STANDBY;
+    v->serving = st == SRV_HA_SERVING;
+    v->state = srv_ha_state_names[st];
+    pthread_mutex_lock(&srv_ha.mu);
+    snprintf(v->leader, sizeof(v->leader), "%s", srv_ha.leader);
+    v->epoch = srv_ha.leader_epoch;
+    pthread_mutex_unlock(&srv_ha.mu);
+}
+
 void srv_ha_info(struct cm_buf *b) {
     cm_buf_appendf(b, "# HA\r\nha_enabled:%d\r\n", srv_ha.on);
     if (!srv_ha.on) {

@@ -59,6 +59,17 @@ int srv_ha_allowed_on_standby(const char *name, unsigned flags);
  */
 int srv_ha_gate(struct srv_client *c, const struct srv_cmd *cmd);
 
+/* What the admin HTTP routes report in HA mode. */
+struct srv_ha_view {
+    int serving;       /* serving leader with a valid lease */
+    const char *state; /* static state name */
+    char leader[300];  /* advertised address of the leader ("" = none known) */
+    uint64_t epoch;    /* its epoch */
+};
+
+/* Fills *v (only meaningful when srv_ha_enabled()). Any thread. */
+void srv_ha_get_view(struct srv_ha_view *v);
+
 /* INFO section "ha". */
 void srv_ha_info(struct cm_buf *b);
 

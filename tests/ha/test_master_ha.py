@@ -8,6 +8,7 @@ epoch belongs to one master; standbys answer -NOTLEADER <leader host:port>; ever
 acknowledged before a fail-over is there (same segment and address) after it; replicas on a
 segment whose owner stopped pinging are dropped after the grace period; a leader woken after
 its lease ran out refuses writes. Exit 0 pass, 1 fail, 77 skip."""
+import json
 import os
 import shutil
 import signal
@@ -15,6 +16,8 @@ import socket
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ha_harness as H  # noqa: E402
@@ -98,9 +101,11 @@ class Master:
     def __init__(self, tmp, idx, backend, redis_uri, cluster):
         self.idx = idx
         self.port = H.free_port()
+        self.http = H.free_port()
         self.log = os.path.join(tmp, "master%d.log" % idx)
         self.args = [MASTER, "--port", str(self.port), "--bind", "127.0.0.1", "--threads", "1",
-                     "--memory", "4mb", "--metrics_port", "0", "--enable_ha", "yes",
+                     "--memory", "4mb", "--metrics_port", str(self.http),
+                     "--metrics_host", "127.0.0.1", "--enable_ha", "yes",
                      "--ha_backend_type", backend.kind,
                      "--ha_backend_connstring", backend.uri.split("://", 1)[1],
                      "--cluster_id", cluster, "--oplog_store", redis_uri,
@@ -127,6 +132,15 @@ class Master:
             return call1(self.port, "ROLE", timeout=1)
         except (OSError, ConnectionError):
             return None
+
+    def http_json(self, path):
+        """(status, JSON object) of an admin HTTP route."""
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.http, path),
+                                        timeout=2) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
 
     def info_ha(self):
         try:
@@ -294,6 +308,13 @@ def standby_errors(cluster, leader):
         info = m.info_ha()
         check(info.get("ha_state") == "standby" and info.get("ha_leader") == leader.addr,
               "standby %d INFO ha: state standby, leader %s" % (m.idx, leader.addr))
+        st, health = m.http_json("/health")
+        check(st == 503 and health["role"] == "standby" and m.http_json("/leader")[1]["leader"]
+              == leader.addr, "standby %d admin HTTP: /health 503 standby, /leader %s"
+              % (m.idx, leader.addr))
+    st, health = leader.http_json("/health")
+    check(st == 200 and health["role"] == "leader" and health["state"] == "serving",
+          "leader admin HTTP /health: 200, leader, serving (%s)" % health)
 
 
 def scenario(cluster, redis):
@@ -408,7 +429,8 @@ def corrupt_entry(cluster, redis, leader, writer, key):
     t0, refused = time.time(), None
     while time.time() - t0 < 30 and refused is None:
         for m in cluster.masters:
-            if m.alive() and "cannot be parsed: 'garbage entry'; refusing to serve" in open(m.log).read():
+            text = open(m.log).read() if m.alive() else ""
+            if "cannot be parsed: 'garbage entry'; refusing to serve" in text:
                 refused = m
         time.sleep(0.2)
     check(refused is not None, "a new leader logs the entry it cannot apply")
