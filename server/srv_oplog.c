@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The HA master's metadata op-log in Redis (see srv_oplog.h): entry encoding, the pending queue
- * and its writer thread (group appends through a fencing Lua script), and the replay of a new
- * leader.
+ * The HA master's metadata op-log (see srv_oplog.h): entry encoding, the pending queue and its
+ * writer thread (group appends), and the replay of a new leader. The stores that keep the
+ * entries are srv_oplog_redis.c and srv_oplog_etcd.c (srv_oplog_int.h).
  *
  * Entry format (one list element, printable ASCII, fields separated by one space):
  *   <epoch> <seq> R <client> <host>                 client registered
@@ -20,6 +20,7 @@
 
 #include "server/srv_ha.h"
 #include "server/srv_mc.h"
+#include "server/srv_oplog_int.h"
 
 #include "common/cm_buf.h"
 #include "common/cm_log.h"
@@ -28,7 +29,6 @@
 #include "ha/ha_backend.h"
 
 #include <errno.h>
-#include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -41,17 +41,6 @@
 #define SRV_OPLOG_MAX_BATCH  8192  /* entries per EVAL */
 #define SRV_OPLOG_MAX_FIELDS (6 + 2 * POOL_MAX_REPLICAS)
 
-/* Appends ARGV[2..] to KEYS[1] unless ARGV[1] (the writer's epoch) is below KEYS[2]. */
-static const char srv_oplog_script[] =
-    "local e = tonumber(ARGV[1])\n"
-    "local cur = tonumber(redis.call('GET', KEYS[2]) or '0')\n"
-    "if e < cur then return redis.error_reply('FENCED op-log fenced at epoch ' .. cur) end\n"
-    "if e > cur then redis.call('SET', KEYS[2], ARGV[1]) end\n"
-    "for i = 2, #ARGV, 1000 do\n"
-    "  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))\n"
-    "end\n"
-    "return redis.call('LLEN', KEYS[1])\n";
-
 /* Entries waiting for the writer: bytes in data, entry i at off[i] with len[i]. */
 struct srv_oplog_batch {
     struct cm_buf data;
@@ -61,11 +50,7 @@ struct srv_oplog_batch {
 
 static struct {
     int enabled;
-    char host[256];
-    int port;
-    char user[128], password[256];
-    long db;
-    char list_key[320], fence_key[320];
+    const struct srv_oplog_store *store;
 
     pthread_mutex_t mu;
     pthread_cond_t cv;      /* writer: work arrived / stop */
@@ -320,130 +305,57 @@ void srv_oplog_log_keys(struct pool *p, struct srv_oplog_keys *ks) {
     cm_free(ks);
 }
 
-/* ---- the store connection ------------------------------------------------------------------ */
-
-/* Runs a command on c and returns the reply (caller frees), or NULL with err set. */
-static redisReply *srv_oplog_cmd(redisContext *c, char *err, size_t errlen, int argc,
-                                 const char **argv, const size_t *lens) {
-    redisReply *r = redisCommandArgv(c, argc, argv, lens);
-    if (!r) {
-        snprintf(err, errlen, "op-log store %s:%d: %s", srv_oplog.host, srv_oplog.port,
-                 c->errstr[0] ? c->errstr : "no reply");
-        return NULL;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(err, errlen, "op-log store %s:%d: %s", srv_oplog.host, srv_oplog.port, r->str);
-        freeReplyObject(r);
-        return NULL;
-    }
-    return r;
-}
-
-/* Connects (AUTH, SELECT); returns the context or NULL with err set. */
-static redisContext *srv_oplog_connect(char *err, size_t errlen) {
-    struct timeval tv = {SRV_OPLOG_IO_MS / 1000, (SRV_OPLOG_IO_MS % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(srv_oplog.host, srv_oplog.port, tv);
-    if (!c || c->err) {
-        snprintf(err, errlen, "op-log store %s:%d unreachable: %s", srv_oplog.host, srv_oplog.port,
-                 c ? c->errstr : "out of memory");
-        redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, tv);
-    redisReply *r = NULL;
-    if (srv_oplog.password[0]) {
-        const char *av[3] = {"AUTH", srv_oplog.user, srv_oplog.password};
-        r = srv_oplog.user[0] ? srv_oplog_cmd(c, err, errlen, 3, av, NULL)
-                              : srv_oplog_cmd(c, err, errlen, 2,
-                                              (const char *[]){"AUTH", srv_oplog.password}, NULL);
-        if (!r)
-            goto fail;
-        freeReplyObject(r);
-    }
-    if (srv_oplog.db) {
-        char db[24];
-        snprintf(db, sizeof(db), "%ld", srv_oplog.db);
-        r = srv_oplog_cmd(c, err, errlen, 2, (const char *[]){"SELECT", db}, NULL);
-        if (!r)
-            goto fail;
-        freeReplyObject(r);
-    }
-    return c;
-fail:
-    redisFree(c);
-    return NULL;
-}
-
-/* Runs the fencing script with epoch and entries b (may be NULL). Returns 0 or -1 (err). */
-static int srv_oplog_eval(redisContext *c, uint64_t epoch, const struct srv_oplog_batch *b,
-                          size_t from, size_t n, char *err, size_t errlen) {
-    size_t argc = 6 + n;
-    const char **av = cm_malloc(argc * sizeof(char *));
-    size_t *lens = cm_malloc(argc * sizeof(size_t));
-    char ep[24];
-    snprintf(ep, sizeof(ep), "%" PRIu64, epoch);
-    av[0] = "EVAL";
-    av[1] = srv_oplog_script;
-    av[2] = "2";
-    av[3] = srv_oplog.list_key;
-    av[4] = srv_oplog.fence_key;
-    av[5] = ep;
-    for (size_t i = 0; i < 6; i++)
-        lens[i] = strlen(av[i]);
-    for (size_t i = 0; i < n; i++) {
-        av[6 + i] = b->data.data + b->off[from + i];
-        lens[6 + i] = b->len[from + i];
-    }
-    redisReply *r = srv_oplog_cmd(c, err, errlen, (int)argc, av, lens);
-    cm_free(av);
-    cm_free(lens);
-    if (!r)
-        return -1;
-    freeReplyObject(r);
-    return 0;
-}
-
 /* ---- the writer ---------------------------------------------------------------------------- */
 
 /*
- * Appends the in-flight batch, retrying transient failures while this master still holds the
- * lease of epoch. Returns 0, or -1 when the batch cannot be stored by this leader.
+ * Appends the in-flight batch (sequence numbers from first), retrying transient failures while
+ * this master still holds the lease of epoch. Returns 0, or -1 when the batch cannot be stored
+ * by this leader.
  */
-static int srv_oplog_append(redisContext **cp, uint64_t epoch) {
+static int srv_oplog_append(void **cp, uint64_t epoch, uint64_t first) {
+    const struct srv_oplog_store *st = srv_oplog.store;
     const struct srv_oplog_batch *b = &srv_oplog.inflight;
+    const char **v = cm_malloc((b->n ? b->n : 1) * sizeof(char *));
+    for (size_t i = 0; i < b->n; i++)
+        v[i] = b->data.data + b->off[i];
     char err[512];
-    int logged = 0;
+    int logged = 0, rc = 0;
     for (size_t from = 0; from < b->n;) {
         size_t n = b->n - from < SRV_OPLOG_MAX_BATCH ? b->n - from : SRV_OPLOG_MAX_BATCH;
         if (!srv_ha_lease_valid(epoch)) {
             cm_log(CM_LOG_WARNING, "oplog",
                    "%zu entries dropped: no longer leader of epoch %" PRIu64, b->n - from, epoch);
-            return -1;
+            rc = -1;
+            break;
         }
         if (!*cp)
-            *cp = srv_oplog_connect(err, sizeof(err));
-        if (*cp && srv_oplog_eval(*cp, epoch, b, from, n, err, sizeof(err)) == 0) {
+            *cp = st->connect(err, sizeof(err));
+        if (*cp && st->append(*cp, epoch, first + from, v + from, b->len + from, n, err,
+                              sizeof(err)) == 0) {
             from += n;
             continue;
         }
         if (strstr(err, "FENCED")) {
             cm_log(CM_LOG_WARNING, "oplog", "append refused at epoch %" PRIu64 ": %s", epoch, err);
-            return -1;
+            rc = -1;
+            break;
         }
         if (!logged++)
             cm_log(CM_LOG_WARNING, "oplog", "append failed, retrying: %s", err);
-        redisFree(*cp);
+        st->disconnect(*cp);
         *cp = NULL;
         srv_oplog.st.connected = 0;
         cm_sleep_ms(SRV_OPLOG_RETRY_MS);
     }
-    srv_oplog.st.connected = 1;
-    return 0;
+    cm_free(v);
+    if (rc == 0)
+        srv_oplog.st.connected = 1;
+    return rc;
 }
 
 static void *srv_oplog_main(void *arg) {
     (void)arg;
-    redisContext *c = NULL;
+    void *c = NULL;
     pthread_mutex_lock(&srv_oplog.mu);
     for (;;) {
         while (!srv_oplog.stopping && srv_oplog.pending.n == 0)
@@ -457,7 +369,7 @@ static void *srv_oplog_main(void *arg) {
         uint64_t last = srv_oplog.next_seq, epoch = srv_oplog.epoch;
         size_t n = srv_oplog.inflight.n;
         pthread_mutex_unlock(&srv_oplog.mu);
-        int rc = srv_oplog_append(&c, epoch);
+        int rc = srv_oplog_append(&c, epoch, last - n + 1);
         pthread_mutex_lock(&srv_oplog.mu);
         if (rc == 0) {
             srv_oplog.durable = last;
@@ -473,7 +385,7 @@ static void *srv_oplog_main(void *arg) {
         pthread_cond_broadcast(&srv_oplog.done_cv);
     }
     pthread_mutex_unlock(&srv_oplog.mu);
-    redisFree(c);
+    srv_oplog.store->disconnect(c);
     return NULL;
 }
 
@@ -520,85 +432,23 @@ void srv_oplog_deactivate(void) {
 
 /* ---- open / close ---------------------------------------------------------------------------- */
 
-/* Splits "host:port" / "[v6]:port" into srv_oplog.host / port. */
-static int srv_oplog_hostport(const char *hp, char *err, size_t errlen) {
-    const char *colon = strrchr(hp, ':');
-    if (!colon || colon == hp) {
-        snprintf(err, errlen, "oplog_store: '%s' is not host:port", hp);
-        return -1;
-    }
-    size_t hl = (size_t)(colon - hp);
-    if (hp[0] == '[' && hl >= 2 && hp[hl - 1] == ']') {
-        hp++;
-        hl -= 2;
-    }
-    if (hl >= sizeof(srv_oplog.host)) {
-        snprintf(err, errlen, "oplog_store: host too long");
-        return -1;
-    }
-    memcpy(srv_oplog.host, hp, hl);
-    srv_oplog.host[hl] = '\0';
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 1 || port > 65535) {
-        snprintf(err, errlen, "oplog_store: bad port in '%s'", hp);
-        return -1;
-    }
-    srv_oplog.port = (int)port;
-    return 0;
-}
-
-/* Logs a warning when the store's persistence may lose acknowledged entries. */
-static void srv_oplog_check_persistence(redisContext *c) {
-    char err[256];
-    const char *aof[3] = {"CONFIG", "GET", "appendonly"};
-    const char *fs[3] = {"CONFIG", "GET", "appendfsync"};
-    redisReply *a = srv_oplog_cmd(c, err, sizeof(err), 3, aof, NULL);
-    redisReply *f = srv_oplog_cmd(c, err, sizeof(err), 3, fs, NULL);
-    int ok = a && f && a->type == REDIS_REPLY_ARRAY && a->elements == 2 &&
-             f->type == REDIS_REPLY_ARRAY && f->elements == 2 &&
-             strcmp(a->element[1]->str, "yes") == 0 && strcmp(f->element[1]->str, "always") == 0;
-    if (!ok)
-        cm_log(CM_LOG_WARNING, "oplog",
-               "op-log store %s:%d does not run 'appendonly yes' with 'appendfsync always' (or "
-               "CONFIG GET is refused): a restart of that Redis may lose acknowledged metadata",
-               srv_oplog.host, srv_oplog.port);
-    if (a)
-        freeReplyObject(a);
-    if (f)
-        freeReplyObject(f);
-}
-
 int srv_oplog_open(const char *uri, const char *cluster, char *err, size_t errlen) {
+    static const struct srv_oplog_store *const stores[] = {&srv_oplog_redis, &srv_oplog_etcd};
     struct ha_uri u;
     if (ha_uri_parse(uri, &u, err, errlen) != 0)
         return -1;
-    if (strcmp(u.scheme, "redis") != 0 || u.nhosts != 1) {
+    for (size_t i = 0; i < sizeof(stores) / sizeof(stores[0]); i++)
+        if (strcmp(u.scheme, stores[i]->scheme) == 0)
+            srv_oplog.store = stores[i];
+    if (!srv_oplog.store) {
         snprintf(err, errlen,
-                 "oplog_store: '%s' is not supported (redis://[user:password@]host:port[/db])",
+                 "oplog_store: '%s' is not supported (redis://[user:password@]host:port[/db] or "
+                 "etcd://host:port[,host:port...])",
                  uri);
         return -1;
     }
-    if (srv_oplog_hostport(u.hosts[0], err, errlen) != 0)
+    if (srv_oplog.store->open(&u, cluster, err, errlen) != 0)
         return -1;
-    snprintf(srv_oplog.user, sizeof(srv_oplog.user), "%s", u.user);
-    snprintf(srv_oplog.password, sizeof(srv_oplog.password), "%s", u.password);
-    srv_oplog.db = u.path[0] ? strtol(u.path, NULL, 10) : 0;
-    snprintf(srv_oplog.list_key, sizeof(srv_oplog.list_key), "crescent/{%s}/oplog", cluster);
-    snprintf(srv_oplog.fence_key, sizeof(srv_oplog.fence_key), "crescent/{%s}/oplog_epoch",
-             cluster);
-    redisContext *c = srv_oplog_connect(err, errlen);
-    if (!c)
-        return -1;
-    const char *av[3] = {"EVAL", "return 1", "0"};
-    redisReply *r = srv_oplog_cmd(c, err, errlen, 3, av, NULL);
-    if (!r) {
-        redisFree(c);
-        return -1;
-    }
-    freeReplyObject(r);
-    srv_oplog_check_persistence(c);
-    redisFree(c);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -646,11 +496,11 @@ void srv_oplog_get_stats(struct srv_oplog_stats *st) {
 /* ---- fence and replay ------------------------------------------------------------------------ */
 
 int srv_oplog_fence(uint64_t epoch, char *err, size_t errlen) {
-    redisContext *c = srv_oplog_connect(err, errlen);
+    void *c = srv_oplog.store->connect(err, errlen);
     if (!c)
         return -1;
-    int rc = srv_oplog_eval(c, epoch, NULL, 0, 0, err, errlen);
-    redisFree(c);
+    int rc = srv_oplog.store->append(c, epoch, 0, NULL, NULL, 0, err, errlen);
+    srv_oplog.store->disconnect(c);
     return rc;
 }
 
@@ -776,18 +626,18 @@ static int srv_oplog_apply(struct pool *p, const struct srv_oplog_entry *e, int6
     }
 }
 
-/* Checks and applies one entry; returns NULL or what went wrong. */
-static const char *srv_oplog_apply_one(struct pool *p, const redisReply *x, int64_t now,
+/* Checks and applies one entry (data NULL: not a string); returns NULL or what went wrong. */
+static const char *srv_oplog_apply_one(struct pool *p, const char *data, size_t len, int64_t now,
                                        uint64_t *last_epoch) {
     struct srv_oplog_entry e;
     uint64_t epoch = 0;
-    if (x->type != REDIS_REPLY_STRING)
+    if (!data)
         return "is not a string";
-    char *s = cm_malloc(x->len + 1);
-    memcpy(s, x->str, x->len);
-    s[x->len] = '\0';
+    char *s = cm_malloc(len + 1);
+    memcpy(s, data, len);
+    s[len] = '\0';
     const char *why = NULL;
-    if (strlen(s) != x->len || srv_oplog_split(s, &e) != 0 || srv_oplog_u64(&e, 0, &epoch) != 0)
+    if (strlen(s) != len || srv_oplog_split(s, &e) != 0 || srv_oplog_u64(&e, 0, &epoch) != 0)
         why = "cannot be parsed";
     else if (epoch < *last_epoch)
         why = "has an epoch below the entry before it";
@@ -799,53 +649,39 @@ static const char *srv_oplog_apply_one(struct pool *p, const redisReply *x, int6
     return why;
 }
 
-/* Applies the entries of one LRANGE reply (base: index of the first). */
-static int srv_oplog_apply_chunk(struct pool *p, const redisReply *r, uint64_t base, int64_t now,
-                                 uint64_t *last_epoch, char *err, size_t errlen) {
-    for (size_t i = 0; i < r->elements; i++) {
-        const redisReply *x = r->element[i];
-        const char *why = srv_oplog_apply_one(p, x, now, last_epoch);
-        if (why) {
-            snprintf(err, errlen,
-                     "op-log entry %" PRIu64 " of %s %s: '%.120s'; refusing to serve (inspect "
-                     "it with redis-cli LINDEX %s %" PRIu64 ")",
-                     base + i, srv_oplog.list_key, why, x->type == REDIS_REPLY_STRING ? x->str : "",
-                     srv_oplog.list_key, base + i);
-            return -1;
-        }
+/* State of one replay. */
+struct srv_oplog_replay_ctx {
+    struct pool *p;
+    int64_t now;
+    uint64_t last_epoch, n;
+    char *err;
+    size_t errlen;
+};
+
+static int srv_oplog_replay_cb(void *arg, const char *data, size_t len, const char *where,
+                               const char *hint) {
+    struct srv_oplog_replay_ctx *x = arg;
+    const char *why = srv_oplog_apply_one(x->p, data, len, x->now, &x->last_epoch);
+    if (why) {
+        snprintf(x->err, x->errlen, "op-log entry %s %s: '%.*s'; refusing to serve (%s)", where,
+                 why, data ? (int)(len < 120 ? len : 120) : 0, data ? data : "", hint);
+        return -1;
     }
+    x->n++;
     return 0;
 }
 
 int srv_oplog_replay(struct pool *p, int64_t now, uint64_t *n, char *err, size_t errlen) {
-    redisContext *c = srv_oplog_connect(err, errlen);
+    void *c = srv_oplog.store->connect(err, errlen);
     if (!c)
         return -1;
-    uint64_t base = 0, last_epoch = 0;
-    int rc = 0;
-    for (;;) {
-        char from[24], to[24];
-        snprintf(from, sizeof(from), "%" PRIu64, base);
-        snprintf(to, sizeof(to), "%" PRIu64, base + SRV_OPLOG_READ_CHUNK - 1);
-        const char *av[4] = {"LRANGE", srv_oplog.list_key, from, to};
-        redisReply *r = srv_oplog_cmd(c, err, errlen, 4, av, NULL);
-        if (!r) {
-            rc = -1;
-            break;
-        }
-        size_t got = r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
-        if (got && srv_oplog_apply_chunk(p, r, base, now, &last_epoch, err, errlen) != 0)
-            rc = -1;
-        freeReplyObject(r);
-        base += got;
-        if (rc != 0 || got < SRV_OPLOG_READ_CHUNK)
-            break;
-    }
-    redisFree(c);
-    *n = base;
+    struct srv_oplog_replay_ctx x = {.p = p, .now = now, .err = err, .errlen = errlen};
+    int rc = srv_oplog.store->scan(c, srv_oplog_replay_cb, &x, err, errlen);
+    srv_oplog.store->disconnect(c);
+    *n = x.n;
     if (rc == 0) {
         pthread_mutex_lock(&srv_oplog.mu);
-        srv_oplog.st.replayed = base;
+        srv_oplog.st.replayed = x.n;
         pthread_mutex_unlock(&srv_oplog.mu);
     }
     return rc;

@@ -2,8 +2,9 @@
 /*
  * The HA master's metadata op-log (docs/ha.md, "Op-log"): every change of the pool's readable
  * state (client registered, segment mounted / dropped, object readable / gone) becomes one
- * text entry, appended to a Redis list under the cluster's hash tag by a Lua script that
- * refuses a writer whose epoch is below the newest one seen (fencing). Replies that depend on
+ * text entry, appended to a store (a Redis list under the cluster's hash tag, appended by a Lua
+ * script; or etcd keys written by transactions) that refuses a writer whose epoch is below the
+ * newest one seen (fencing). Replies that depend on
  * an entry leave only once it is stored: event-loop threads call srv_oplog_sync() before they
  * write their replies, so each loop iteration costs one round trip (group append). A new
  * leader fences the log with its epoch, then replays it into a fresh pool.
@@ -32,10 +33,11 @@ struct srv_oplog_stats {
 };
 
 /*
- * Parses uri (redis://[user:password@]host:port[/db]), checks that the store answers and can
- * run Lua, warns (log) when its persistence cannot keep acknowledged entries (appendonly no or
- * appendfsync not always), and starts the writer thread. The keys are
- * crescent/{cluster}/oplog (the list) and crescent/{cluster}/oplog_epoch (the fence).
+ * Parses uri (redis://[user:password@]host:port[/db] or etcd://host:port[,host:port...]),
+ * checks that the store answers (Redis: can run Lua; warns in the log when its persistence
+ * cannot keep acknowledged entries) and starts the writer thread. Redis keys:
+ * crescent/{cluster}/oplog (the list) and crescent/{cluster}/oplog_epoch (the fence); etcd keys:
+ * crescent/{cluster}/oplog/<epoch>/<seq> and the same fence.
  * Returns 0, or -1 with one line in err. Main thread, once, before the workers start.
  */
 int srv_oplog_open(const char *uri, const char *cluster, char *err, size_t errlen);

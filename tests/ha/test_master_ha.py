@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """HA mode of crescent-master: election on a real redis-server, a real etcd or the Kubernetes
-Lease API double (argument: redis | etcd | k8s URI, the last from test_master_ha_k8s.sh), op-log
-in a real redis-server:
+Lease API double (arguments: redis | etcd [--oplog=etcd] | k8s URI, the last from
+test_master_ha_k8s.sh), op-log in a real redis-server (or, with --oplog=etcd, in the etcd):
 three masters, a writer driving MC.* commands, kill -9 of the leader twice and SIGSTOP of a
 third leader past its lease. Checks: exactly one master serves at a time and every serving
 epoch belongs to one master; standbys answer -NOTLEADER <leader host:port>; every put or remove
 acknowledged before a fail-over is there (same segment and address) after it; replicas on a
 segment whose owner stopped pinging are dropped after the grace period; a leader woken after
 its lease ran out refuses writes. Exit 0 pass, 1 fail, 77 skip."""
+import base64
 import json
 import os
 import shutil
@@ -98,7 +99,7 @@ def fields(flat):
 
 
 class Master:
-    def __init__(self, tmp, idx, backend, redis_uri, cluster):
+    def __init__(self, tmp, idx, backend, oplog_uri, cluster):
         self.idx = idx
         self.port = H.free_port()
         self.http = H.free_port()
@@ -108,7 +109,7 @@ class Master:
                      "--metrics_host", "127.0.0.1", "--enable_ha", "yes",
                      "--ha_backend_type", backend.kind,
                      "--ha_backend_connstring", backend.uri.split("://", 1)[1],
-                     "--cluster_id", cluster, "--oplog_store", redis_uri,
+                     "--cluster_id", cluster, "--oplog_store", oplog_uri,
                      "--ha_state_dir", os.path.join(tmp, "state%d" % idx),
                      "--client_live_ttl_sec", str(GRACE_S), "--logfile", self.log]
         self.addr = "127.0.0.1:%d" % self.port
@@ -317,7 +318,63 @@ def standby_errors(cluster, leader):
           "leader admin HTTP /health: 200, leader, serving (%s)" % health)
 
 
-def scenario(cluster, redis):
+class RedisOplog:
+    """The op-log as a Redis list, read and edited with plain commands."""
+
+    def __init__(self, redis):
+        self.redis = redis
+        self.key = "crescent/{%s}/oplog" % CLUSTER
+        self.uri = redis.uri
+
+    def first(self):
+        return self.redis.command("LINDEX", self.key, "0").split(b"\r\n")[1]
+
+    def fence(self):
+        return int(self.redis.command("GET", "crescent/{%s}/oplog_epoch" % CLUSTER)
+                   .split(b"\r\n")[1])
+
+    def add_garbage(self):
+        self.redis.command("RPUSH", self.key, "garbage entry")
+
+    def remove_garbage(self):
+        self.redis.command("LREM", self.key, "1", "garbage entry")
+
+
+def b64(s):
+    return base64.b64encode(s.encode()).decode()
+
+
+class EtcdOplog:
+    """The op-log as etcd keys crescent/{c}/oplog/<epoch>/<seq>, through the JSON gateway."""
+
+    def __init__(self, etcd):
+        self.etcd = etcd
+        self.prefix = "crescent/{%s}/oplog/" % CLUSTER
+        self.garbage = self.prefix + "9" * 20 + "/" + "0" * 19 + "1"
+        self.uri = etcd.uri
+
+    def _get(self, key, **kw):
+        body = dict(key=b64(key), **kw)
+        return json.loads(self.etcd.post("kv/range", json.dumps(body))).get("kvs", [])
+
+    def first(self):
+        end = self.prefix[:-1] + chr(ord(self.prefix[-1]) + 1)
+        kvs = self._get(self.prefix, range_end=b64(end), limit=1)
+        return base64.b64decode(kvs[0]["value"]) if kvs else b""
+
+    def fence(self):
+        kvs = self._get("crescent/{%s}/oplog_epoch" % CLUSTER)
+        return int(base64.b64decode(kvs[0]["value"])) if kvs else 0
+
+    def add_garbage(self):
+        self.etcd.post("kv/put", json.dumps({"key": b64(self.garbage),
+                                             "value": b64("garbage entry")}))
+
+    def remove_garbage(self):
+        self.etcd.post("kv/deleterange", json.dumps({"key": b64(self.garbage)}))
+
+
+def scenario(cluster, oplog):
     masters = cluster.masters
     for m in masters:
         m.start()
@@ -410,20 +467,17 @@ def scenario(cluster, redis):
         check(isinstance(r, Err), "the refused put left nothing behind")
     stop_a.set()
 
-    print("op-log: readable with redis-cli, fenced at the newest epoch")
-    key = "crescent/{%s}/oplog" % CLUSTER
-    first = redis.command("LINDEX", key, "0")
+    print("op-log: readable with the store's own tools, fenced at the newest epoch")
+    first = oplog.first()
     check(b" R " + CLIENT_A.encode() in first, "first entry registers client A (%r)" % first[:80])
-    fence = redis.command("GET", "crescent/{%s}/oplog_epoch" % CLUSTER)
-    check(fence.split(b"\r\n")[1] == str(epoch4).encode(), "fence holds epoch %s (%r)"
-          % (epoch4, fence))
+    check(oplog.fence() == epoch4, "fence holds epoch %s (%s)" % (epoch4, oplog.fence()))
     if fourth is not None:
-        corrupt_entry(cluster, redis, fourth, writer, key)
+        corrupt_entry(cluster, oplog, fourth, writer)
 
 
-def corrupt_entry(cluster, redis, leader, writer, key):
+def corrupt_entry(cluster, oplog, leader, writer):
     print("a corrupt op-log entry: the next leader refuses to serve until it is repaired")
-    redis.command("RPUSH", key, "garbage entry")
+    oplog.add_garbage()
     leader.proc.kill()
     leader.proc.wait()
     t0, refused = time.time(), None
@@ -440,7 +494,7 @@ def corrupt_entry(cluster, redis, leader, writer, key):
     check(isinstance(r, Err) and str(r).startswith("LOADING"),
           "it answers -LOADING meanwhile (%r)" % r)
     check(refused.info_ha().get("ha_state") == "recovering", "INFO ha says recovering")
-    redis.command("LREM", key, "1", "garbage entry")
+    oplog.remove_garbage()
     fixed, ep, _ = cluster.wait_leader(exclude=leader)
     check(fixed is refused, "after the repair it serves (epoch %s)" % ep)
     if fixed is not None:
@@ -461,7 +515,11 @@ def main():
         return 1
     tmp = H.TempDir("crescent-ha-master.")
     redis = H.RedisBackend(tmp.path)
-    uri = sys.argv[2] if len(sys.argv) > 2 else None
+    uri = sys.argv[2] if len(sys.argv) > 2 and "://" in sys.argv[2] else None
+    oplog_kind = "etcd" if "--oplog=etcd" in sys.argv else "redis"
+    if oplog_kind == "etcd" and kind != "etcd":
+        print("--oplog=etcd needs etcd elections")
+        return 2
     backend = H.make_backend(kind, tmp.path, uri) if kind != "redis" else redis
     ok = False
     masters = []
@@ -469,10 +527,11 @@ def main():
         redis.start()
         if backend is not redis:
             backend.start()
-        masters = [Master(tmp.path, i, backend, redis.uri, CLUSTER) for i in (1, 2, 3)]
+        oplog = EtcdOplog(backend) if oplog_kind == "etcd" else RedisOplog(redis)
+        masters = [Master(tmp.path, i, backend, oplog.uri, CLUSTER) for i in (1, 2, 3)]
         cluster = Cluster(masters)
         t0 = time.time()
-        scenario(cluster, redis)
+        scenario(cluster, oplog)
         bad = {ep: ms for ep, ms in cluster.serving.items() if len(ms) != 1}
         check(not bad and not getattr(cluster, "overlaps", 0),
               "no epoch served by two masters, never two serving at once (%s)" % cluster.serving)
@@ -483,7 +542,7 @@ def main():
         logs = "".join(open(f).read() for m in masters for f in (m.log, m.log + ".err")
                        if os.path.exists(f))
         check("Sanitizer" not in logs and "runtime error:" not in logs, "no sanitizer report")
-        print("master HA (%s): %d failures in %.1f s" % (kind, len(failures), time.time() - t0))
+        print("master HA (%s, op-log %s): %d failures in %.1f s" % (kind, oplog_kind, len(failures), time.time() - t0))
         ok = not failures
     finally:
         H.cleanup()
