@@ -23,10 +23,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SRV_OPE_IO_MS     2000    /* bound on one request */
-#define SRV_OPE_TXN_OPS   120     /* puts per transaction (etcd's default limit is 128) */
-#define SRV_OPE_RANGE     1000    /* keys per range request */
-#define SRV_OPE_MAX_BODY  (64 << 20)
+#define SRV_OPE_IO_MS    2000 /* bound on one request */
+#define SRV_OPE_TXN_OPS  120  /* puts per transaction (etcd's default limit is 128) */
+#define SRV_OPE_RANGE    1000 /* keys per range request */
+#define SRV_OPE_MAX_BODY (64 << 20)
 
 static struct {
     char endpoints[8][256];
@@ -103,7 +103,8 @@ static char *srv_ope_unb64(const char *in, size_t *n) {
     return out;
 }
 
-/* ---- HTTP -------------------------------------------------------------------------------------- */
+/* ---- HTTP --------------------------------------------------------------------------------------
+ */
 
 static size_t srv_ope_on_body(char *data, size_t size, size_t nmemb, void *arg) {
     struct srv_ope_conn *c = arg;
@@ -182,12 +183,13 @@ static void srv_ope_disconnect(void *conn) {
     cm_free(c);
 }
 
-/* ---- the store ---------------------------------------------------------------------------------- */
+/* ---- the store ----------------------------------------------------------------------------------
+ */
 
 /* {"key": b64(k), "target": "VALUE", "result": result, "value": b64(v)} */
 static json_t *srv_ope_cmp(const char *k, const char *result, const char *v) {
-    return json_pack("{s:o, s:s, s:s, s:o}", "key", srv_ope_b64_str(k), "target", "VALUE",
-                     "result", result, "value", srv_ope_b64_str(v));
+    return json_pack("{s:o, s:s, s:s, s:o}", "key", srv_ope_b64_str(k), "target", "VALUE", "result",
+                     result, "value", srv_ope_b64_str(v));
 }
 
 static json_t *srv_ope_put(json_t *key_b64, json_t *value_b64) {
@@ -223,12 +225,12 @@ static int srv_ope_append(void *conn, uint64_t epoch, uint64_t first_seq, const 
         for (size_t i = from; i < from + k; i++) {
             char key[400];
             snprintf(key, sizeof(key), "%s%s/%020" PRIu64, srv_ope.prefix, ep, first_seq + i);
-            json_array_append_new(puts, srv_ope_put(srv_ope_b64_str(key),
-                                                    srv_ope_b64_json(v[i], lens[i])));
+            json_array_append_new(
+                puts, srv_ope_put(srv_ope_b64_str(key), srv_ope_b64_json(v[i], lens[i])));
         }
-        json_t *txn = json_pack("{s:[o], s:o, s:[]}", "compare",
-                                srv_ope_cmp(srv_ope.fence, "EQUAL", ep), "success", puts,
-                                "failure");
+        json_t *txn =
+            json_pack("{s:[o], s:o, s:[]}", "compare", srv_ope_cmp(srv_ope.fence, "EQUAL", ep),
+                      "success", puts, "failure");
         int rc = srv_ope_txn(conn, txn, err, errlen);
         if (rc == 0)
             snprintf(err, errlen, "FENCED op-log fence is not epoch %" PRIu64, epoch);
@@ -275,9 +277,9 @@ static int srv_ope_scan(void *conn, srv_oplog_scan_cb *cb, void *arg, char *err,
     uint64_t index = 0;
     int rc = 0;
     for (;;) {
-        json_t *req = json_pack("{s:o, s:o, s:I}", "key", srv_ope_b64_json(start, slen),
-                                "range_end", srv_ope_b64_str(end), "limit",
-                                (json_int_t)SRV_OPE_RANGE);
+        json_t *req =
+            json_pack("{s:o, s:o, s:I}", "key", srv_ope_b64_json(start, slen), "range_end",
+                      srv_ope_b64_str(end), "limit", (json_int_t)SRV_OPE_RANGE);
         json_t *r = srv_ope_post(conn, "kv/range", req, err, errlen);
         if (!r) {
             rc = -1;

@@ -157,11 +157,10 @@ Test(lifecycle, bad_startup_input_fails_clearly) {
     cr_assert_not_null(strstr(out, "ha_backend_type must be etcd, redis or k8s, not 'zk'"), "%s",
                        out);
     const char *oplog[] = {"--enable_ha", "yes",           "--ha_backend_connstring",
-                           "127.0.0.1:1", "--oplog_store", "etcd://127.0.0.1:1",
+                           "127.0.0.1:1", "--oplog_store", "zk://127.0.0.1:1",
                            NULL};
     cr_assert_eq(run_to_exit(oplog, out, sizeof(out)), 1);
-    cr_assert_not_null(strstr(out, "oplog_store: 'etcd://127.0.0.1:1' is not supported"), "%s",
-                       out);
+    cr_assert_not_null(strstr(out, "oplog_store: 'zk://127.0.0.1:1' is not supported"), "%s", out);
     const char *offload[] = {"--enable_offload", "yes", NULL};
     cr_assert_eq(run_to_exit(offload, out, sizeof(out)), 1);
     cr_assert_not_null(strstr(out, "enable_offload"), "%s", out);
