@@ -4,8 +4,9 @@
 Each put is MC.PUTSTART client key 4096 + MC.PUTEND client key (unique keys, one fake 64 GiB
 segment: no bytes move, only metadata). CLIENTS processes each pipeline BATCH puts (all
 PUTSTARTs, then all PUTENDs, then an ECHO marker) until PUTS puts are done. Modes, alternating
-per round: "plain" (no HA) and "ha" (--enable_ha with the redis backend and the op-log in the
-same redis-server, one master, so it leads). Prints puts/s per run and the medians.
+per round: "plain" (no HA), "ha" (--enable_ha with the redis backend and the op-log in the
+same redis-server, one master, so it leads) and, with BENCH_HA_ETCD=1, "etcd" (election and
+op-log in one etcd). Prints puts/s per run and the medians.
 
     python3 bench/bench_ha_put.py [ROUNDS] [PUTS] [CLIENTS] [BATCH]
 """
@@ -98,21 +99,27 @@ def main():
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 64
     tmp = H.TempDir("crescent-bench-ha.")
     redis = H.RedisBackend(tmp.path)
-    res = {"plain": [], "ha": []}
+    modes = ("plain", "ha") + (("etcd",) if os.environ.get("BENCH_HA_ETCD") else ())
+    res = {m: [] for m in modes}
+    etcd = H.EtcdBackend(tmp.path) if "etcd" in modes else None
     try:
         redis.start()
+        if etcd:
+            etcd.start()
         for r in range(rounds):
-            for mode in ("plain", "ha"):
+            for mode in modes:
                 args = []
-                if mode == "ha":
-                    hp = redis.uri.split("://", 1)[1]
-                    args = ["--enable_ha", "yes", "--ha_backend_connstring", hp,
-                            "--cluster_id", "bench%d" % r, "--oplog_store", redis.uri]
+                if mode != "plain":
+                    store = redis if mode == "ha" else etcd
+                    hp = store.uri.split("://", 1)[1]
+                    args = ["--enable_ha", "yes", "--ha_backend_type", store.kind,
+                            "--ha_backend_connstring", hp, "--cluster_id", "bench%d" % r,
+                            "--oplog_store", store.uri]
                 port, proc = start_master(tmp.path, args)
                 rate, errors = load(port, puts, clients, batch)
                 res[mode].append(rate)
                 extra = ""
-                if mode == "ha":
+                if mode != "plain":
                     with socket.create_connection(("127.0.0.1", port)) as s:
                         info = roundtrip(s, cmd("INFO", "ha") + cmd("ECHO", "MARK42")).decode()
                     st = dict(l.split(":", 1) for l in info.split("\r\n") if ":" in l)
@@ -125,9 +132,14 @@ def main():
                 proc.wait()
         mp, mh = statistics.median(res["plain"]), statistics.median(res["ha"])
         print("median plain %.0f puts/s, ha+op-log %.0f puts/s, ratio %.2f" % (mp, mh, mh / mp))
+        if etcd:
+            me = statistics.median(res["etcd"])
+            print("median ha+etcd op-log %.0f puts/s, ratio %.2f" % (me, me / mp))
     finally:
         H.cleanup()
         redis.stop()
+        if etcd:
+            etcd.stop()
         tmp.remove()
 
 
