@@ -2,7 +2,8 @@
 """Put throughput of crescent-master's metadata path with and without HA (bench/bench-ha.sh).
 
 Each put is MC.PUTSTART client key 4096 + MC.PUTEND client key (unique keys, one fake 64 GiB
-segment: no bytes move, only metadata). CLIENTS processes each pipeline BATCH puts (all
+segment: no bytes move, only metadata; the client never pings, so client_live_ttl_sec is
+3600). CLIENTS processes each pipeline BATCH puts (all
 PUTSTARTs, then all PUTENDs, then an ECHO marker) until PUTS puts are done. Modes, alternating
 per round: "plain" (no HA), "ha" (--enable_ha with the redis backend and the op-log in the
 same redis-server, one master, so it leads) and, with BENCH_HA_ETCD=1, "etcd" (election and
@@ -76,7 +77,8 @@ def load(port, puts, clients, batch):
 def start_master(tmp, args):
     port = H.free_port()
     proc = H.spawn([MASTER, "--port", str(port), "--bind", "127.0.0.1", "--threads", "1",
-             "--metrics_port", "0", "--memory", "4mb", "--logfile",
+             "--metrics_port", "0", "--memory", "4mb", "--client_live_ttl_sec", "3600",
+             "--logfile",
              os.path.join(tmp, "m%d.log" % port)] + args, open(os.devnull, "w"))
     for _ in range(200):
         try:
@@ -140,7 +142,10 @@ def main():
         redis.stop()
         if etcd:
             etcd.stop()
-        tmp.remove()
+        if not os.environ.get("BENCH_KEEP"):
+            tmp.remove()
+        else:
+            print("kept", tmp.path)
 
 
 if __name__ == "__main__":
