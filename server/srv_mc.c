@@ -40,6 +40,7 @@ void srv_mc_lock(void) {
 }
 
 void srv_mc_unlock(void) {
+    srv_oplog_note_state(); /* replies wait for every entry behind what they saw */
     pthread_mutex_unlock(&srv_mc_mu);
 }
 

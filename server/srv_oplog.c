@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,9 +60,11 @@ static struct {
     int thread_on, stopping;
     int active;
     uint64_t epoch;
-    uint64_t next_seq;       /* last assigned sequence number */
-    uint64_t durable;        /* every entry <= durable is stored (or was before a failure) */
-    uint64_t failed_through; /* entries <= this that are not durable were dropped */
+    _Atomic uint64_t next_seq;  /* last assigned sequence number (written under mu) */
+    _Atomic uint64_t term_base; /* next_seq when this leadership began: older entries are not
+                                   in the current pool (it was replayed from the store) */
+    uint64_t durable;           /* every entry <= durable is stored (or was before a failure) */
+    uint64_t failed_through;    /* entries <= this that are not durable were dropped */
     struct srv_oplog_batch pending, inflight;
     struct srv_oplog_stats st;
 } srv_oplog = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -175,7 +178,7 @@ static struct cm_buf *srv_oplog_begin(char op) {
 static void srv_oplog_end(void) {
     struct srv_oplog_batch *q = &srv_oplog.pending;
     q->len[q->n - 1] = q->data.len - q->off[q->n - 1];
-    srv_oplog_tl_seq = srv_oplog.next_seq;
+    srv_oplog_tl_seq = atomic_load(&srv_oplog.next_seq);
     pthread_cond_signal(&srv_oplog.cv);
     pthread_mutex_unlock(&srv_oplog.mu);
 }
@@ -366,7 +369,7 @@ static void *srv_oplog_main(void *arg) {
         srv_oplog.inflight = srv_oplog.pending;
         srv_oplog.pending = t;
         srv_oplog_batch_clear(&srv_oplog.pending);
-        uint64_t last = srv_oplog.next_seq, epoch = srv_oplog.epoch;
+        uint64_t last = atomic_load(&srv_oplog.next_seq), epoch = srv_oplog.epoch;
         size_t n = srv_oplog.inflight.n;
         pthread_mutex_unlock(&srv_oplog.mu);
         int rc = srv_oplog_append(&c, epoch, last - n + 1);
@@ -387,6 +390,15 @@ static void *srv_oplog_main(void *arg) {
     pthread_mutex_unlock(&srv_oplog.mu);
     srv_oplog.store->disconnect(c);
     return NULL;
+}
+
+void srv_oplog_note_state(void) {
+    if (!srv_oplog.enabled)
+        return;
+    uint64_t s = atomic_load_explicit(&srv_oplog.next_seq, memory_order_relaxed);
+    if (s > atomic_load_explicit(&srv_oplog.term_base, memory_order_relaxed) &&
+        s > srv_oplog_tl_seq)
+        srv_oplog_tl_seq = s;
 }
 
 int srv_oplog_sync(void) {
@@ -415,6 +427,7 @@ void srv_oplog_activate(uint64_t epoch) {
     pthread_mutex_lock(&srv_oplog.mu);
     srv_oplog.epoch = epoch;
     srv_oplog.active = 1;
+    atomic_store(&srv_oplog.term_base, atomic_load(&srv_oplog.next_seq));
     pthread_mutex_unlock(&srv_oplog.mu);
 }
 
@@ -425,7 +438,7 @@ void srv_oplog_deactivate(void) {
     srv_oplog.active = 0;
     srv_oplog.st.failed += srv_oplog.pending.n;
     srv_oplog_batch_clear(&srv_oplog.pending);
-    srv_oplog.failed_through = srv_oplog.next_seq;
+    srv_oplog.failed_through = atomic_load(&srv_oplog.next_seq);
     pthread_cond_broadcast(&srv_oplog.done_cv);
     pthread_mutex_unlock(&srv_oplog.mu);
 }

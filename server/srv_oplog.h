@@ -82,7 +82,15 @@ int srv_oplog_on_evict(void *arg, const struct pool_evict_event *ev);
 void srv_oplog_on_seg_drop(void *arg, const char *name);
 
 /*
- * Waits until every entry this thread produced is stored. Returns 0 (also when there was
+ * Records that this thread has seen the pool as it is now (caller holds the pool mutex): its
+ * next srv_oplog_sync() also waits for every entry produced so far by any thread, so no reply
+ * shows a state whose entries (an eviction or an expiry of the housekeeping thread, a change
+ * of another event loop) could still be lost. srv_mc_unlock() calls it.
+ */
+void srv_oplog_note_state(void);
+
+/*
+ * Waits until every entry this thread produced (or noted) is stored. Returns 0 (also when there was
  * nothing to wait for), or -1 when one of them was refused or dropped: the replies that depend
  * on them must not be sent. Event-loop thread, before it writes replies; never under the pool
  * mutex.

@@ -210,8 +210,8 @@ class Writer:
                         pass
         return False
 
-    def put_one(self, key, segment=None, replicas=1):
-        args = ["MC.PUTSTART", CLIENT_A, key, 1000, "REPLICAS", replicas]
+    def put_one(self, key, segment=None, replicas=1, size=1000):
+        args = ["MC.PUTSTART", CLIENT_A, key, size, "REPLICAS", replicas]
         if segment:
             args += ["SEGMENTS", 1, segment]
         r = self.conn.call(*args)
@@ -241,6 +241,7 @@ class Writer:
                     self.conn = None
                     time.sleep(0.05)
                     continue
+                self.last_error = str(e)
                 return False  # e.g. OBJECT_ALREADY_EXISTS after an unacknowledged put
             except (OSError, ConnectionError):
                 self.errors += 1
@@ -298,10 +299,35 @@ def verify(leader, writer, label, b_present=True):
     check(not wrong, "%s: same segments and addresses (%s)" % (label, wrong[:3]))
 
 
+def evict_phase(leader, writer):
+    """Big puts overflow segA, so older objects are evicted; the evicted ones are recorded as
+    removed, so every later fail-over must keep them gone (their D entries replayed)."""
+    print("eviction: big puts overflow segA; what was evicted stays gone after fail-overs")
+    writer.stop.clear()  # the background loop has ended; run_once works again
+    big = sum(writer.run_once("big%02d" % i, segment="segA", size=6 << 20) for i in range(12))
+    check(big >= 1, "%d of 12 puts of 6 MiB acknowledged in a 64 MiB segment (the rest: %s)"
+          % (big, getattr(writer, "last_error", "")))
+    c = Conn(leader.port)
+    gone, before = None, None
+    for _ in range(60):  # the housekeeping tick evicts down to the watermark: wait until still
+        gone = [k for k in writer.acked if k not in writer.removed and
+                isinstance(c.call("MC.QUERYKEY", k), Err)]
+        if gone == before:
+            break
+        before = gone
+        time.sleep(1.0)
+    c.close()
+    check(len(gone) > 0, "%d objects were evicted to make room" % len(gone))
+    writer.removed.update(gone)
+
+
 def standby_errors(cluster, leader):
     for m in cluster.masters:
         if m is leader or not m.alive():
             continue
+        t0 = time.time()  # a standby learns the leader at its next poll of the backend
+        while time.time() - t0 < 20 and m.info_ha().get("ha_leader") != leader.addr:
+            time.sleep(0.1)
         r = call1(m.port, "MC.QUERYKEY", "w000001")
         check(isinstance(r, Err) and str(r) == "NOTLEADER %s" % leader.addr,
               "standby %d answers -NOTLEADER %s (got %r)" % (m.idx, leader.addr, r))
@@ -401,6 +427,9 @@ def scenario(cluster, oplog):
             writer.removed.add("two%03d" % i)
     check(len(writer.acked) == 50 and len(writer.removed) == 10,
           "50 two-replica puts and 10 removes acknowledged")
+    odd = ["key with spaces", "100%", "caf\u00e9\tline\nend", "-", "%"]
+    check(all(writer.run_once(k, segment="segA") for k in odd),
+          "keys with spaces, %, tabs, newlines and non-ASCII bytes acknowledged")
 
     print("kill -9 of the leader while the writer runs; B's owner stops pinging")
     wt = threading.Thread(target=writer.loop, daemon=True)
@@ -418,7 +447,7 @@ def scenario(cluster, oplog):
     time.sleep(1.0)
     writer.stop.set()
     wt.join()
-    check(len(writer.acked) > 60, "writer kept putting across the fail-over (%d acknowledged, "
+    check(len(writer.acked) > 65, "writer kept putting across the fail-over (%d acknowledged, "
           "%d errors)" % (len(writer.acked), writer.errors))
     if new is None:
         return
@@ -435,6 +464,8 @@ def scenario(cluster, oplog):
         time.sleep(0.2)
     check(segs == ["segA"], "only segA is mounted after the grace period (%s)" % segs)
     verify(new, writer, "after the grace period", b_present=False)
+
+    evict_phase(new, writer)
 
     print("restart the old leader (standby), kill -9 the second leader")
     leader.start()
