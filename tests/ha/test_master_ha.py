@@ -427,6 +427,15 @@ def scenario(cluster, oplog):
             writer.removed.add("two%03d" % i)
     check(len(writer.acked) == 50 and len(writer.removed) == 10,
           "50 two-replica puts and 10 removes acknowledged")
+    c = Conn(leader.port)  # a put sent with a half-close: its replies still come, after the sync
+    c.send("MC.PUTSTART", CLIENT_A, "halfclose", 1000, "SEGMENTS", 1, "segA")
+    c.send("MC.PUTEND", CLIENT_A, "halfclose")
+    c.s.shutdown(socket.SHUT_WR)
+    r1, r2 = c.read(), c.read()
+    c.close()
+    check(isinstance(r1, list) and r2 == "OK", "put then half-close: replies %r, %r" % (r1, r2))
+    if r2 == "OK":
+        writer.acked["halfclose"] = sorted((fields(d)["segment"], fields(d)["addr"]) for d in r1)
     odd = ["key with spaces", "100%", "caf\u00e9\tline\nend", "-", "%"]
     check(all(writer.run_once(k, segment="segA") for k in odd),
           "keys with spaces, %, tabs, newlines and non-ASCII bytes acknowledged")
@@ -447,7 +456,7 @@ def scenario(cluster, oplog):
     time.sleep(1.0)
     writer.stop.set()
     wt.join()
-    check(len(writer.acked) > 65, "writer kept putting across the fail-over (%d acknowledged, "
+    check(len(writer.acked) > 66, "writer kept putting across the fail-over (%d acknowledged, "
           "%d errors)" % (len(writer.acked), writer.errors))
     if new is None:
         return
