@@ -176,6 +176,11 @@ static int srv_ha_recover(uint64_t epoch) {
         pool_destroy(np);
         return -1;
     }
+    uint64_t kept = n;
+    if (srv_oplog_compact(np, epoch, n, &kept, err, sizeof(err)) != 0)
+        cm_log(CM_LOG_WARNING, "ha", "op-log not compacted (it stays as it was): %s", err);
+    else if (kept != n)
+        cm_log(CM_LOG_NOTICE, "ha", "op-log compacted: %" PRIu64 " entries -> %" PRIu64, n, kept);
     pthread_mutex_lock(&srv_ha.mu);
     if (!srv_ha_still(epoch) || !srv_ha_lease_valid(epoch)) {
         pthread_mutex_unlock(&srv_ha.mu);
@@ -432,7 +437,8 @@ void srv_ha_info(struct cm_buf *b) {
     cm_buf_appendf(b,
                    "oplog_enabled:%d\r\noplog_appended:%" PRIu64 "\r\noplog_batches:%" PRIu64
                    "\r\noplog_max_batch:%" PRIu64 "\r\noplog_failed:%" PRIu64
-                   "\r\noplog_replayed:%" PRIu64 "\r\noplog_durable_seq:%" PRIu64 "\r\n\r\n",
+                   "\r\noplog_replayed:%" PRIu64 "\r\noplog_durable_seq:%" PRIu64
+                   "\r\noplog_compactions:%" PRIu64 "\r\noplog_compacted:%" PRIu64 "\r\n\r\n",
                    srv_oplog_enabled(), os.appended, os.batches, os.max_batch, os.failed,
-                   os.replayed, os.durable);
+                   os.replayed, os.durable, os.compactions, os.compacted);
 }

@@ -36,11 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SRV_OPLOG_IO_MS      2000  /* bound on one store call */
-#define SRV_OPLOG_RETRY_MS   50    /* pause before retrying a failed append */
-#define SRV_OPLOG_READ_CHUNK 10000 /* entries per LRANGE during replay */
-#define SRV_OPLOG_MAX_BATCH  8192  /* entries per EVAL */
-#define SRV_OPLOG_MAX_FIELDS (6 + 2 * POOL_MAX_REPLICAS)
+#define SRV_OPLOG_RETRY_MS    50   /* pause before retrying a failed append */
+#define SRV_OPLOG_MAX_BATCH   8192 /* entries per store append call */
+#define SRV_OPLOG_COMPACT_MIN 1000 /* replays shorter than this are not compacted */
+#define SRV_OPLOG_MAX_FIELDS  (6 + 2 * POOL_MAX_REPLICAS)
 
 /* Entries waiting for the writer: bytes in data, entry i at off[i] with len[i]. */
 struct srv_oplog_batch {
@@ -156,6 +155,18 @@ static void srv_oplog_batch_fini(struct srv_oplog_batch *b) {
     memset(b, 0, sizeof(*b));
 }
 
+/* Starts an entry "<epoch> <seq> <op>" in q (the next sequence number). */
+static void srv_oplog_head(struct srv_oplog_batch *q, uint64_t epoch, char op) {
+    srv_oplog_batch_push(q, q->data.len, 0);
+    cm_buf_appendf(&q->data, "%" PRIu64 " %" PRIu64 " %c", epoch,
+                   atomic_fetch_add(&srv_oplog.next_seq, 1) + 1, op);
+}
+
+/* Ends the entry started last in q. */
+static void srv_oplog_tail(struct srv_oplog_batch *q) {
+    q->len[q->n - 1] = q->data.len - q->off[q->n - 1];
+}
+
 /*
  * Starts an entry of type op in the pending batch: takes the queue mutex, which the matching
  * srv_oplog_end() releases. Returns NULL (mutex not held) when entries are not being taken.
@@ -169,15 +180,12 @@ static struct cm_buf *srv_oplog_begin(char op) {
         srv_oplog_tl_fail = 1;
         return NULL;
     }
-    struct cm_buf *b = &srv_oplog.pending.data;
-    srv_oplog_batch_push(&srv_oplog.pending, b->len, 0);
-    cm_buf_appendf(b, "%" PRIu64 " %" PRIu64 " %c", srv_oplog.epoch, ++srv_oplog.next_seq, op);
-    return b;
+    srv_oplog_head(&srv_oplog.pending, srv_oplog.epoch, op);
+    return &srv_oplog.pending.data;
 }
 
 static void srv_oplog_end(void) {
-    struct srv_oplog_batch *q = &srv_oplog.pending;
-    q->len[q->n - 1] = q->data.len - q->off[q->n - 1];
+    srv_oplog_tail(&srv_oplog.pending);
     srv_oplog_tl_seq = atomic_load(&srv_oplog.next_seq);
     pthread_cond_signal(&srv_oplog.cv);
     pthread_mutex_unlock(&srv_oplog.mu);
@@ -185,31 +193,65 @@ static void srv_oplog_end(void) {
 
 /* ---- producers --------------------------------------------------------------------------- */
 
+/* Readable replicas of key in p (0 when it is missing or being written); fills *info. */
+static uint32_t srv_oplog_readable(struct pool *p, const void *key, size_t klen,
+                                   struct pool_object_info *info) {
+    uint32_t complete = 0;
+    if (pool_object_query(p, key, klen, info) == 0 && !info->inflight)
+        for (uint32_t i = 0; i < info->nreplicas; i++)
+            complete += info->replicas[i].status == POOL_REPLICA_COMPLETE;
+    return complete;
+}
+
+/* The fields of a P entry after its head. */
+static void srv_oplog_body_put(struct cm_buf *b, const void *key, size_t klen,
+                               const struct pool_object_info *info, uint32_t complete) {
+    int64_t now = srv_mc_now();
+    int64_t soft = info->soft_pin_until > now ? info->soft_pin_until - now : 0;
+    srv_oplog_esc(b, key, klen);
+    cm_buf_appendf(b, " %" PRIu64 " %d %" PRId64 " %u", info->size, info->hard_pinned ? 1 : 0, soft,
+                   complete);
+    for (uint32_t i = 0; i < info->nreplicas; i++) {
+        if (info->replicas[i].status != POOL_REPLICA_COMPLETE)
+            continue;
+        srv_oplog_esc_str(b, info->replicas[i].segment);
+        cm_buf_appendf(b, " %" PRIu64, info->replicas[i].addr);
+    }
+}
+
+/* The fields of an R entry. */
+static void srv_oplog_body_register(struct cm_buf *b, const struct pool_uuid *id,
+                                    const char *host) {
+    char hex[33];
+    srv_mc_uuid_str(id, hex);
+    cm_buf_appendf(b, " %s", hex);
+    srv_oplog_esc_str(b, host);
+}
+
+/* The fields of an M entry. */
+static void srv_oplog_body_mount(struct cm_buf *b, const struct pool_segment_info *s) {
+    char hex[33];
+    srv_mc_uuid_str(&s->owner, hex);
+    cm_buf_appendf(b, " %s", hex);
+    srv_oplog_esc_str(b, s->name);
+    cm_buf_appendf(b, " %" PRIu64 " %" PRIu64, s->base, s->size);
+    srv_oplog_esc_str(b, s->endpoint);
+    srv_oplog_esc_str(b, s->protocol);
+    srv_oplog_esc(b, s->desc, s->desc ? s->desc_len : 0);
+}
+
 void srv_oplog_log_key(struct pool *p, const void *key, size_t klen) {
     if (!srv_oplog.enabled)
         return;
     struct pool_object_info info;
-    int rc = pool_object_query(p, key, klen, &info);
-    uint32_t complete = 0;
-    if (rc == 0 && !info.inflight)
-        for (uint32_t i = 0; i < info.nreplicas; i++)
-            complete += info.replicas[i].status == POOL_REPLICA_COMPLETE;
+    uint32_t complete = srv_oplog_readable(p, key, klen, &info);
     struct cm_buf *b = srv_oplog_begin(complete ? 'P' : 'D');
     if (!b)
         return;
-    srv_oplog_esc(b, key, klen);
-    if (complete) {
-        int64_t now = srv_mc_now();
-        int64_t soft = info.soft_pin_until > now ? info.soft_pin_until - now : 0;
-        cm_buf_appendf(b, " %" PRIu64 " %d %" PRId64 " %u", info.size, info.hard_pinned ? 1 : 0,
-                       soft, complete);
-        for (uint32_t i = 0; i < info.nreplicas; i++) {
-            if (info.replicas[i].status != POOL_REPLICA_COMPLETE)
-                continue;
-            srv_oplog_esc_str(b, info.replicas[i].segment);
-            cm_buf_appendf(b, " %" PRIu64, info.replicas[i].addr);
-        }
-    }
+    if (complete)
+        srv_oplog_body_put(b, key, klen, &info, complete);
+    else
+        srv_oplog_esc(b, key, klen);
     srv_oplog_end();
 }
 
@@ -217,10 +259,7 @@ void srv_oplog_log_register(const struct pool_uuid *id, const char *host) {
     struct cm_buf *b = srv_oplog_begin('R');
     if (!b)
         return;
-    char hex[33];
-    srv_mc_uuid_str(id, hex);
-    cm_buf_appendf(b, " %s", hex);
-    srv_oplog_esc_str(b, host);
+    srv_oplog_body_register(b, id, host);
     srv_oplog_end();
 }
 
@@ -231,14 +270,7 @@ void srv_oplog_log_mount(struct pool *p, const char *segment) {
     struct cm_buf *b = srv_oplog_begin('M');
     if (!b)
         return;
-    char hex[33];
-    srv_mc_uuid_str(&s.owner, hex);
-    cm_buf_appendf(b, " %s", hex);
-    srv_oplog_esc_str(b, s.name);
-    cm_buf_appendf(b, " %" PRIu64 " %" PRIu64, s.base, s.size);
-    srv_oplog_esc_str(b, s.endpoint);
-    srv_oplog_esc_str(b, s.protocol);
-    srv_oplog_esc(b, s.desc, s.desc ? s.desc_len : 0);
+    srv_oplog_body_mount(b, &s);
     srv_oplog_end();
 }
 
@@ -697,5 +729,94 @@ int srv_oplog_replay(struct pool *p, int64_t now, uint64_t *n, char *err, size_t
         srv_oplog.st.replayed = x.n;
         pthread_mutex_unlock(&srv_oplog.mu);
     }
+    return rc;
+}
+
+/* ---- compaction ------------------------------------------------------------------------------ */
+
+/* Building a compacted log: the batch, its epoch, the segment owners already registered. */
+struct srv_oplog_compact_ctx {
+    struct srv_oplog_batch q;
+    uint64_t epoch;
+    struct pool_uuid *owners;
+    size_t nowners, cap;
+};
+
+/* pool_segment_foreach visitor: R for a new owner, M, and G for a graceful unmount. */
+static void srv_oplog_compact_seg(void *arg, const struct pool_segment_info *s) {
+    struct srv_oplog_compact_ctx *x = arg;
+    size_t i = 0;
+    while (i < x->nowners && memcmp(&x->owners[i], &s->owner, sizeof(s->owner)) != 0)
+        i++;
+    if (i == x->nowners) {
+        if (x->nowners == x->cap) {
+            x->cap = x->cap ? 2 * x->cap : 16;
+            x->owners = cm_realloc(x->owners, x->cap * sizeof(*x->owners));
+        }
+        x->owners[x->nowners++] = s->owner;
+        srv_oplog_head(&x->q, x->epoch, 'R');
+        srv_oplog_body_register(&x->q.data, &s->owner, s->owner_host);
+        srv_oplog_tail(&x->q);
+    }
+    srv_oplog_head(&x->q, x->epoch, 'M');
+    srv_oplog_body_mount(&x->q.data, s);
+    srv_oplog_tail(&x->q);
+    if (s->status == POOL_SEG_GRACEFULLY_UNMOUNTING) {
+        int64_t left = s->grace_until - srv_mc_now();
+        srv_oplog_head(&x->q, x->epoch, 'G');
+        srv_oplog_esc_str(&x->q.data, s->name);
+        cm_buf_appendf(&x->q.data, " %" PRId64, left > 0 ? left : 0);
+        srv_oplog_tail(&x->q);
+    }
+}
+
+/* Appends a P entry for every readable object of p to x. */
+static void srv_oplog_compact_objects(struct pool *p, struct srv_oplog_compact_ctx *x) {
+    struct srv_oplog_keys *ks = srv_oplog_collect(p, NULL);
+    size_t off = 0;
+    for (size_t i = 0; i < ks->n; i++) {
+        struct pool_object_info info;
+        const char *key = ks->data.data + off;
+        uint32_t complete = srv_oplog_readable(p, key, ks->len[i], &info);
+        off += ks->len[i];
+        if (!complete)
+            continue;
+        srv_oplog_head(&x->q, x->epoch, 'P');
+        srv_oplog_body_put(&x->q.data, key, ks->len[i], &info, complete);
+        srv_oplog_tail(&x->q);
+    }
+    cm_buf_fini(&ks->data);
+    cm_free(ks->len);
+    cm_free(ks);
+}
+
+int srv_oplog_compact(struct pool *p, uint64_t epoch, uint64_t replayed, uint64_t *kept, char *err,
+                      size_t errlen) {
+    *kept = replayed;
+    if (!srv_oplog.enabled || !srv_oplog.store->compact || replayed < SRV_OPLOG_COMPACT_MIN)
+        return 0;
+    struct srv_oplog_compact_ctx x = {.epoch = epoch};
+    cm_buf_init(&x.q.data);
+    pool_segment_foreach(p, srv_oplog_compact_seg, &x);
+    srv_oplog_compact_objects(p, &x);
+    int rc = 0;
+    if (x.q.n * 2 <= replayed) { /* worth it: at most half as long */
+        const char **v = cm_malloc((x.q.n ? x.q.n : 1) * sizeof(char *));
+        for (size_t i = 0; i < x.q.n; i++)
+            v[i] = x.q.data.data + x.q.off[i];
+        void *c = srv_oplog.store->connect(err, errlen);
+        rc = c ? srv_oplog.store->compact(c, epoch, v, x.q.len, x.q.n, err, errlen) : -1;
+        srv_oplog.store->disconnect(c);
+        cm_free(v);
+        if (rc == 0) {
+            *kept = x.q.n;
+            pthread_mutex_lock(&srv_oplog.mu);
+            srv_oplog.st.compactions++;
+            srv_oplog.st.compacted = x.q.n;
+            pthread_mutex_unlock(&srv_oplog.mu);
+        }
+    }
+    srv_oplog_batch_fini(&x.q);
+    cm_free(x.owners);
     return rc;
 }

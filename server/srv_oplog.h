@@ -23,13 +23,15 @@
 
 /* Counters for INFO. */
 struct srv_oplog_stats {
-    uint64_t appended;  /* entries stored by this process */
-    uint64_t batches;   /* append round trips that succeeded */
-    uint64_t failed;    /* entries refused or lost (fenced, not leader, store down) */
-    uint64_t replayed;  /* entries applied by the last replay */
-    uint64_t durable;   /* sequence number of the last stored entry */
-    uint64_t max_batch; /* largest batch appended in one round trip */
-    int connected;      /* the writer's connection is up */
+    uint64_t appended;    /* entries stored by this process */
+    uint64_t batches;     /* append round trips that succeeded */
+    uint64_t failed;      /* entries refused or lost (fenced, not leader, store down) */
+    uint64_t replayed;    /* entries applied by the last replay */
+    uint64_t durable;     /* sequence number of the last stored entry */
+    uint64_t max_batch;   /* largest batch appended in one round trip */
+    uint64_t compactions; /* times a new leader rewrote the log */
+    uint64_t compacted;   /* entries written by the last compaction */
+    int connected;        /* the writer's connection is up */
 };
 
 /*
@@ -110,6 +112,18 @@ int srv_oplog_fence(uint64_t epoch, char *err, size_t errlen);
  * be read or applied (a corrupt log is refused, never half-applied silently). HA thread.
  */
 int srv_oplog_replay(struct pool *p, int64_t now, uint64_t *n, char *err, size_t errlen);
+
+/*
+ * Rewrites the log as the state of p (a pool just replayed from replayed entries): R and M for
+ * every segment owner and segment, G for a graceful unmount, P for every readable object, in
+ * the new leader's epoch. Done only when the store supports it (Redis: written to a side list,
+ * then swapped in by a script that checks the fence), the log had at least 1000 entries and the
+ * result is at most half as long. Clients without a segment are not kept (they register again
+ * when their ping says NEED_REMOUNT). *kept gets the log's length afterwards. Returns 0 (also
+ * when nothing was done) or -1 (err; the log is then unchanged). HA thread, before serving.
+ */
+int srv_oplog_compact(struct pool *p, uint64_t epoch, uint64_t replayed, uint64_t *kept, char *err,
+                      size_t errlen);
 
 /* Fills *st. Any thread. */
 void srv_oplog_get_stats(struct srv_oplog_stats *st);

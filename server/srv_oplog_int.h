@@ -40,6 +40,12 @@ struct srv_oplog_store {
      */
     int (*append)(void *conn, uint64_t epoch, uint64_t first_seq, const char *const *v,
                   const size_t *lens, size_t n, char *err, size_t errlen);
+    /*
+     * Optional (NULL: not supported): replaces the whole log with v[0..n) if the fence still
+     * holds epoch, atomically. Returns 0, or -1 (err; "FENCED" when the fence moved on).
+     */
+    int (*compact)(void *conn, uint64_t epoch, const char *const *v, const size_t *lens, size_t n,
+                   char *err, size_t errlen);
     /* Calls cb for every entry in log order. Returns 0, or -1 (store error in err, or cb's). */
     int (*scan)(void *conn, srv_oplog_scan_cb *cb, void *arg, char *err, size_t errlen);
     /* Where the log lives, for messages ("redis 127.0.0.1:6379 crescent/{kv1}/oplog"). */

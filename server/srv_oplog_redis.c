@@ -31,12 +31,23 @@ static const char srv_opr_script[] =
     "end\n"
     "return redis.call('LLEN', KEYS[1])\n";
 
+/* Swaps KEYS[3] (the compacted log) in as KEYS[1] if the fence KEYS[2] still holds ARGV[1]. */
+static const char srv_opr_swap_script[] =
+    "local cur = tonumber(redis.call('GET', KEYS[2]) or '0')\n"
+    "if cur ~= tonumber(ARGV[1]) then\n"
+    "  redis.call('DEL', KEYS[3])\n"
+    "  return redis.error_reply('FENCED op-log fenced at epoch ' .. cur)\n"
+    "end\n"
+    "if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('RENAME', KEYS[3], KEYS[1])\n"
+    "else redis.call('DEL', KEYS[1]) end\n"
+    "return redis.call('LLEN', KEYS[1])\n";
+
 static struct {
     char host[256];
     int port;
     char user[128], password[256];
     long db;
-    char list_key[320], fence_key[320];
+    char list_key[320], fence_key[320], side_key[340];
     char desc[640];
 } srv_opr;
 
@@ -126,6 +137,42 @@ static int srv_opr_append(void *conn, uint64_t epoch, uint64_t first_seq, const 
         return -1;
     freeReplyObject(r);
     return 0;
+}
+
+/* Writes v[0..n) to the side list (RPUSH, 1000 at a time), then swaps it in under the fence. */
+static int srv_opr_compact(void *conn, uint64_t epoch, const char *const *v, const size_t *lens,
+                           size_t n, char *err, size_t errlen) {
+    const char *del[2] = {"DEL", srv_opr.side_key};
+    if (srv_opr_do(conn, err, errlen, 2, del) != 0)
+        return -1;
+    const char **av = cm_malloc(1002 * sizeof(char *));
+    size_t *al = cm_malloc(1002 * sizeof(size_t));
+    int rc = 0;
+    for (size_t from = 0; from < n && rc == 0; from += 1000) {
+        size_t k = n - from < 1000 ? n - from : 1000;
+        av[0] = "RPUSH";
+        av[1] = srv_opr.side_key;
+        al[0] = 5;
+        al[1] = strlen(srv_opr.side_key);
+        for (size_t i = 0; i < k; i++) {
+            av[2 + i] = v[from + i];
+            al[2 + i] = lens[from + i];
+        }
+        redisReply *r = srv_opr_cmd(conn, err, errlen, (int)(2 + k), av, al);
+        rc = r ? 0 : -1;
+        if (r)
+            freeReplyObject(r);
+    }
+    cm_free(av);
+    cm_free(al);
+    if (rc != 0)
+        return -1;
+    char ep[24];
+    snprintf(ep, sizeof(ep), "%" PRIu64, epoch);
+    const char *swap[7] = {
+        "EVAL", srv_opr_swap_script, "3", srv_opr.list_key, srv_opr.fence_key, srv_opr.side_key,
+        ep};
+    return srv_opr_do(conn, err, errlen, 7, swap);
 }
 
 /* Feeds one LRANGE reply (entries base.. ) to cb. */
@@ -228,6 +275,7 @@ static int srv_opr_open(const struct ha_uri *u, const char *cluster, char *err, 
     srv_opr.db = u->path[0] ? strtol(u->path, NULL, 10) : 0;
     snprintf(srv_opr.list_key, sizeof(srv_opr.list_key), "crescent/{%s}/oplog", cluster);
     snprintf(srv_opr.fence_key, sizeof(srv_opr.fence_key), "crescent/{%s}/oplog_epoch", cluster);
+    snprintf(srv_opr.side_key, sizeof(srv_opr.side_key), "%s:compact", srv_opr.list_key);
     snprintf(srv_opr.desc, sizeof(srv_opr.desc), "redis %s:%d %s", srv_opr.host, srv_opr.port,
              srv_opr.list_key);
     redisContext *c = srv_opr_connect(err, errlen);
@@ -251,6 +299,7 @@ const struct srv_oplog_store srv_oplog_redis = {
     .connect = srv_opr_connect,
     .disconnect = srv_opr_disconnect,
     .append = srv_opr_append,
+    .compact = srv_opr_compact,
     .scan = srv_opr_scan,
     .describe = srv_opr_describe,
 };

@@ -352,8 +352,13 @@ class RedisOplog:
         self.key = "crescent/{%s}/oplog" % CLUSTER
         self.uri = redis.uri
 
+    compacts = True
+
     def first(self):
         return self.redis.command("LINDEX", self.key, "0").split(b"\r\n")[1]
+
+    def length(self):
+        return int(self.redis.command("LLEN", self.key)[1:].split(b"\r\n")[0])
 
     def fence(self):
         return int(self.redis.command("GET", "crescent/{%s}/oplog_epoch" % CLUSTER)
@@ -378,6 +383,13 @@ class EtcdOplog:
         self.prefix = "crescent/{%s}/oplog/" % CLUSTER
         self.garbage = self.prefix + "9" * 20 + "/" + "0" * 19 + "1"
         self.uri = etcd.uri
+
+    compacts = False
+
+    def length(self):
+        end = self.prefix[:-1] + chr(ord(self.prefix[-1]) + 1)
+        body = dict(key=b64(self.prefix), range_end=b64(end), count_only=True)
+        return int(json.loads(self.etcd.post("kv/range", json.dumps(body))).get("count", 0))
 
     def _get(self, key, **kw):
         body = dict(key=b64(key), **kw)
@@ -479,6 +491,7 @@ def scenario(cluster, oplog):
     print("restart the old leader (standby), kill -9 the second leader")
     leader.start()
     time.sleep(1.0)
+    before = oplog.length()
     new.proc.kill()
     new.proc.wait()
     third, epoch3, _ = cluster.wait_leader(exclude=new)
@@ -486,6 +499,11 @@ def scenario(cluster, oplog):
           % (epoch3, epoch2))
     if third is None:
         return
+    if oplog.compacts:  # evictions left far more entries than objects: the log is rewritten
+        info, after = third.info_ha(), oplog.length()
+        check(info.get("oplog_compactions") == "1" and after * 2 <= before,
+              "the third leader compacted the op-log: %d -> %d entries (%s)"
+              % (before, after, info.get("oplog_compacted")))
     verify(third, writer, "after the second kill -9", b_present=False)
     new.start()
 
