@@ -112,6 +112,8 @@ class Master:
                      "--cluster_id", cluster, "--oplog_store", oplog_uri,
                      "--ha_state_dir", os.path.join(tmp, "state%d" % idx),
                      "--client_live_ttl_sec", str(GRACE_S), "--logfile", self.log]
+        if os.environ.get("CRESCENT_IO_BACKEND"):  # make test runs both network backends
+            self.args += ["--io-backend", os.environ["CRESCENT_IO_BACKEND"]]
         self.addr = "127.0.0.1:%d" % self.port
         self.proc = None
 
