@@ -6,7 +6,9 @@
 # tests/ha/k8s_lease_server.py: the backend alone through a driver (k8s_backend.sh) and
 # crescent-elect scenarios (k8s_election.py); tests/ha/chaos.sh k8s uses tests/ha/k8s_env.sh.
 # test_master_ha{,_etcd,_k8s}.sh run three crescent-master --enable_ha with each election backend
-# and the op-log in a real redis-server (tests/ha/test_master_ha.py, docs/ha.md "HA master").
+# and the op-log in a real redis-server or etcd (tests/ha/test_master_ha.py, docs/ha.md "HA
+# master"); tests/ha/store_chaos.sh BACKEND SECONDS (not in make test) runs them under random
+# kill -9 / SIGSTOP of the leader.
 
 $(eval $(call unit_test,ha/test_ha_fsm,tests/ha/test_ha_fsm.c,$(BUILD)/lib/libha.a $(BUILD)/lib/libcm.a,$(HA_LIBS) $(MALLOC_LIBS)))
 
