@@ -188,6 +188,7 @@ static int srv_ha_recover(uint64_t epoch) {
         return 0; /* lost the lease meanwhile: stopped_leading took over */
     }
     srv_ha_set_state(SRV_HA_LEADER_WARMUP, epoch, NULL);
+    pool_clients_touch(np, srv_mc_now()); /* the owners' remount grace starts now */
     srv_mc_swap_pool(np);
     srv_oplog_activate(epoch);
     srv_ha.last_replayed = n;

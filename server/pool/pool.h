@@ -488,6 +488,13 @@ int pool_object_restore(struct pool *p, const void *key, size_t klen, uint64_t s
                         int64_t soft_pin_ms, const struct pool_restore_replica *reps, size_t n,
                         int64_t now);
 
+/*
+ * Marks every known client alive at now (as if each had just pinged): a new HA leader calls it
+ * when it starts serving a replayed pool, so the owners' remount grace period (the client live
+ * TTL) starts then, not when the replay began.
+ */
+void pool_clients_touch(struct pool *p, int64_t now);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Replica copy and move (client-executed)                                                     */
 /* ------------------------------------------------------------------------------------------ */

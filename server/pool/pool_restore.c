@@ -91,3 +91,10 @@ int pool_object_restore(struct pool *p, const void *key, size_t klen, uint64_t s
     p->meta_records += rec;
     return POOL_OK;
 }
+
+/* Marks every client alive; see pool.h. */
+void pool_clients_touch(struct pool *p, int64_t now) {
+    for (uint32_t i = 0; i < p->nclient_slots; i++)
+        if (p->clients[i])
+            p->clients[i]->last_ping = now;
+}

@@ -83,3 +83,20 @@ Test(pool_restore, segment_drop_hook) {
     cr_assert_eq(ndropped, 2);
     cr_assert_str_eq(dropped[1], "b");
 }
+
+/* pool_clients_touch restarts every client's live TTL (the remount grace of a new leader). */
+Test(pool_restore, touch_restarts_the_grace_period) {
+    pt_create(NULL);
+    pt_client(1, "h1", 0);
+    cr_assert_eq(pt_mount(1, "a", 0x10000000, 16 * MB, 0), 0);
+    struct pool_config cfg;
+    pool_config_default(&cfg);
+    pool_clients_touch(P, 9000); /* the replay took 9 s of a 10 s TTL */
+    pool_tick(P, 12000, NULL);
+    struct pool_uuid id = pt_id(1);
+    cr_assert_eq(pool_client_exists(P, &id), 1, "alive: touched at 9000, TTL 10000");
+    struct pool_segment_info info;
+    cr_assert_eq(pool_segment_query(P, "a", &info), 0);
+    pool_tick(P, 9000 + cfg.client_live_ttl_ms + 1, NULL);
+    cr_assert_eq(pool_client_exists(P, &id), 0, "expired one TTL after the touch");
+}
