@@ -63,3 +63,15 @@ bench-store: $(BINS) $(BUILD)/bench/bench_mc_load
 .PHONY: bench-pubsub
 bench-pubsub: $(BINS)
 	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-pubsub.sh
+
+# HA put throughput: metadata puts with and without --enable_ha + the Redis op-log
+# (bench/bench-ha.sh, figures in docs/ha.md): make bench-ha.
+.PHONY: bench-ha
+bench-ha: $(BINS)
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/bench-ha.sh
+
+# HA recovery time: replay of a 100,000-entry op-log by a new leader (bench/bench_ha_replay.py):
+# make bench-ha-replay.
+.PHONY: bench-ha-replay
+bench-ha-replay: $(BINS)
+	@CRESCENT_BUILD=$(abspath $(BUILD)) python3 bench/bench_ha_replay.py 5 100000

@@ -51,6 +51,7 @@ struct cm_tlsf {
     uint32_t rec_cap;    /* records allocated */
     uint32_t rec_hwm;    /* records ever handed out (indexes < rec_hwm were used) */
     uint32_t rec_unused; /* head of the unused-record list */
+    uint32_t hint;       /* block of the last cm_tlsf_alloc_at (a start for the next walk) */
     struct cm_tlsf_rec *recs;
     uint64_t fl_bitmap;
     uint32_t sl_bitmap[CM_TLSF_FL_COUNT];
@@ -298,6 +299,71 @@ struct cm_tlsf *cm_tlsf_build(uint64_t size, uint32_t align, const struct cm_tls
         cm_tlsf_list_insert(t, tail);
     *err = 0;
     return t;
+}
+
+/* The block that contains offset off (< t->size), walking from the hint. */
+static uint32_t cm_tlsf_block_at(const struct cm_tlsf *t, uint64_t off) {
+    uint32_t i = t->hint;
+    if (i == CM_TLSF_NIL || i >= t->rec_hwm || !(t->recs[i].size_flags & CM_TLSF_LIVE))
+        i = t->first;
+    while (t->recs[i].off > off)
+        i = t->recs[i].prev_phys;
+    while (off - t->recs[i].off >= cm_tlsf_size(&t->recs[i]))
+        i = t->recs[i].next_phys;
+    return i;
+}
+
+/* Links record n, a new live block [off, off + size), right after block i. */
+static void cm_tlsf_link_after(struct cm_tlsf *t, uint32_t i, uint32_t n, uint64_t off,
+                               uint64_t size) {
+    struct cm_tlsf_rec *b = &t->recs[i], *r = &t->recs[n];
+    r->off = off;
+    r->size_flags = size | CM_TLSF_LIVE;
+    r->prev_phys = i;
+    r->next_phys = b->next_phys;
+    r->prev_free = r->next_free = CM_TLSF_NIL;
+    if (b->next_phys != CM_TLSF_NIL)
+        t->recs[b->next_phys].prev_phys = n;
+    b->next_phys = n;
+}
+
+uint32_t cm_tlsf_alloc_at(struct cm_tlsf *t, uint64_t offset, uint64_t len) {
+    uint64_t align = 1ull << t->align_shift;
+    if (len == 0)
+        len = align;
+    uint64_t req = (len + align - 1) & ~(align - 1);
+    if ((offset & (align - 1)) != 0 || offset >= t->size || req > t->size - offset)
+        return CM_TLSF_NIL;
+    uint32_t i = cm_tlsf_block_at(t, offset);
+    uint64_t bo = t->recs[i].off, bsize = cm_tlsf_size(&t->recs[i]);
+    if (!cm_tlsf_is_free(&t->recs[i]) || offset + req > bo + bsize)
+        return CM_TLSF_NIL;
+    uint32_t mid = CM_TLSF_NIL, rest = CM_TLSF_NIL;
+    if (offset > bo && (mid = cm_tlsf_rec_get(t)) == CM_TLSF_NIL)
+        return CM_TLSF_NIL;
+    if (offset + req < bo + bsize && (rest = cm_tlsf_rec_get(t)) == CM_TLSF_NIL) {
+        if (mid != CM_TLSF_NIL)
+            cm_tlsf_rec_put(t, mid);
+        return CM_TLSF_NIL;
+    }
+    cm_tlsf_list_remove(t, i);
+    uint32_t h = i;
+    if (mid != CM_TLSF_NIL) { /* i keeps [bo, offset) and stays free */
+        t->recs[i].size_flags = (offset - bo) | CM_TLSF_LIVE;
+        cm_tlsf_link_after(t, i, mid, offset, req);
+        cm_tlsf_list_insert(t, i);
+        h = mid;
+    } else {
+        t->recs[i].size_flags = req | CM_TLSF_LIVE;
+    }
+    if (rest != CM_TLSF_NIL) {
+        cm_tlsf_link_after(t, h, rest, offset + req, bo + bsize - offset - req);
+        cm_tlsf_list_insert(t, rest);
+    }
+    t->used += req;
+    t->nallocs++;
+    t->hint = h;
+    return h;
 }
 
 static bool cm_tlsf_valid_alloc(const struct cm_tlsf *t, uint32_t h) {

@@ -48,6 +48,15 @@ void cm_tlsf_destroy(struct cm_tlsf *t);
 uint32_t cm_tlsf_alloc(struct cm_tlsf *t, uint64_t len, uint64_t *offset);
 
 /*
+ * Allocates exactly [offset, offset + len) (len rounded up to align, offset a multiple of
+ * align) when that range lies inside one free block: the restore path of the master, which
+ * rebuilds a segment's allocations from a log. Returns the handle, or 0 when the range is
+ * misaligned, out of bounds or overlaps an allocated block. O(distance in blocks from the
+ * previous call's block), so ranges given in increasing offset order cost O(1) each.
+ */
+uint32_t cm_tlsf_alloc_at(struct cm_tlsf *t, uint64_t offset, uint64_t len);
+
+/*
  * Frees the block named by handle and merges it with free physical neighbours. O(1).
  * Handles that are 0, out of range or already free are ignored.
  */

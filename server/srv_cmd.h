@@ -17,6 +17,7 @@ typedef void srv_cmd_proc(struct srv_client *c);
 /* Server-side command flags (in addition to the RC_CMD_* flags of the table). */
 #define SRV_CMD_EXCLUSIVE 0x1u /* runs under the exclusive keyspace lock (multi-key atomic) */
 #define SRV_CMD_NOLOCK    0x2u /* touches no key: runs without the keyspace lock */
+#define SRV_CMD_HA_OK     0x4u /* runs on an HA standby too (srv_ha.h) */
 
 struct srv_cmd {
     const char *name; /* lower case */

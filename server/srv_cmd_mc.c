@@ -10,6 +10,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_mc.h"
+#include "server/srv_oplog.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_snapshot.h"
@@ -33,6 +34,8 @@ void srv_mc_register_command(struct srv_client *c) {
         return;
     srv_mc_lock();
     int rc = pool_client_register(srv_mc_pool, &id, host, srv_mc_now());
+    if (rc == 0)
+        srv_oplog_log_register(&id, host);
     srv_mc_unlock();
     if (rc < 0)
         srv_mc_reply_err(c, rc);
@@ -161,6 +164,8 @@ void srv_mc_mount_command(struct srv_client *c) {
     }
     srv_mc_lock();
     int rc = pool_segment_mount(srv_mc_pool, &id, &spec, srv_mc_now());
+    if (rc == 0)
+        srv_oplog_log_mount(srv_mc_pool, spec.name);
     srv_mc_unlock();
     if (rc < 0)
         srv_mc_reply_err(c, rc);
@@ -195,6 +200,8 @@ void srv_mc_remount_command(struct srv_client *c) {
     if (rc == 0) {
         srv_mc_lock();
         rc = pool_segment_remount(srv_mc_pool, &id, specs, n, srv_mc_now());
+        for (size_t k = 0; k < n; k++) /* the ones before a failure stay mounted */
+            srv_oplog_log_mount(srv_mc_pool, specs[k].name);
         srv_mc_unlock();
         if (rc < 0)
             srv_mc_reply_err(c, rc);
@@ -230,6 +237,8 @@ void srv_mc_gracefulunmount_command(struct srv_client *c) {
         return;
     srv_mc_lock();
     int rc = pool_segment_unmount_graceful(srv_mc_pool, &id, name, (int64_t)grace, srv_mc_now());
+    if (rc == 0)
+        srv_oplog_log_graceful(name, (int64_t)grace);
     srv_mc_unlock();
     if (rc < 0)
         srv_mc_reply_err(c, rc);
@@ -302,6 +311,8 @@ static void srv_mc_write_start(struct srv_client *c, srv_mc_start_fn *fn) {
     int rc = fn(srv_mc_pool, &id, c->argv[2].p, c->argv[2].len, size, &cfg, srv_mc_now(), d, &n);
     if (rc == 0)
         srv_mc_add_replicas(c, d, n);
+    if (fn == pool_upsert_start) /* the old value is no longer readable */
+        srv_oplog_log_key(srv_mc_pool, c->argv[2].p, c->argv[2].len);
     srv_mc_unlock();
     if (rc < 0)
         srv_mc_reply_err(c, rc);
@@ -340,6 +351,8 @@ static void srv_mc_batch_start(struct srv_client *c, srv_mc_start_fn *fn) {
             srv_mc_add_replicas(c, d, n);
         else
             srv_mc_add_err(c, rc);
+        if (fn == pool_upsert_start)
+            srv_oplog_log_key(srv_mc_pool, key->p, key->len);
     }
     srv_mc_unlock();
     srv_mc_put_config_free(&cfg);
@@ -353,6 +366,8 @@ static void srv_mc_key_op(struct srv_client *c, srv_mc_key_fn *fn) {
         return;
     srv_mc_lock();
     int rc = fn(srv_mc_pool, &id, c->argv[2].p, c->argv[2].len, srv_mc_now());
+    if (rc == 0)
+        srv_oplog_log_key(srv_mc_pool, c->argv[2].p, c->argv[2].len);
     srv_mc_unlock();
     if (rc < 0)
         srv_mc_reply_err(c, rc);
@@ -374,6 +389,8 @@ static void srv_mc_batch_key_op(struct srv_client *c, srv_mc_key_fn *fn) {
             srv_mc_add_err(c, rc);
         else
             srv_reply_ok(c);
+        if (rc == 0)
+            srv_oplog_log_key(srv_mc_pool, c->argv[i].p, c->argv[i].len);
     }
     srv_mc_unlock();
 }

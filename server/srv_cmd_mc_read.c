@@ -10,6 +10,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_mc.h"
+#include "server/srv_oplog.h"
 #include "server/srv_reply.h"
 
 #include "common/cm_mem.h"
@@ -193,6 +194,8 @@ void srv_mc_remove_command(struct srv_client *c) {
         return;
     srv_mc_lock();
     int rc = pool_remove(srv_mc_pool, c->argv[1].p, c->argv[1].len, force, srv_mc_now());
+    if (rc == 0)
+        srv_oplog_log_key(srv_mc_pool, c->argv[1].p, c->argv[1].len);
     srv_mc_unlock();
     if (rc < 0)
         srv_mc_reply_err(c, rc);
@@ -216,6 +219,8 @@ void srv_mc_batchremove_command(struct srv_client *c) {
             srv_mc_add_err(c, rc);
         else
             srv_reply_ok(c);
+        if (rc == 0)
+            srv_oplog_log_key(srv_mc_pool, c->argv[i].p, c->argv[i].len);
     }
     srv_mc_unlock();
 }
@@ -228,7 +233,9 @@ void srv_mc_removebyregex_command(struct srv_client *c) {
     memcpy(pattern, c->argv[1].p, c->argv[1].len);
     pattern[c->argv[1].len] = '\0';
     srv_mc_lock();
+    struct srv_oplog_keys *ks = srv_oplog_collect(srv_mc_pool, pattern);
     long rc = pool_remove_regex(srv_mc_pool, pattern, force, srv_mc_now());
+    srv_oplog_log_keys(srv_mc_pool, ks);
     srv_mc_unlock();
     cm_free(pattern);
     if (rc < 0)
@@ -242,7 +249,9 @@ void srv_mc_removeall_command(struct srv_client *c) {
     if (force < 0)
         return;
     srv_mc_lock();
+    struct srv_oplog_keys *ks = srv_oplog_collect(srv_mc_pool, NULL);
     long rc = pool_remove_all(srv_mc_pool, force, srv_mc_now());
+    srv_oplog_log_keys(srv_mc_pool, ks);
     srv_mc_unlock();
     resp_add_int(&c->out, rc);
 }
@@ -264,6 +273,9 @@ void srv_mc_batchreplicaclear_command(struct srv_client *c) {
     srv_mc_lock();
     long rc = pool_batch_replica_clear(srv_mc_pool, &id, (const void *const *)keys, lens, n, seg,
                                        srv_mc_now(), cleared);
+    for (size_t k = 0; rc > 0 && k < n; k++)
+        if (cleared[k])
+            srv_oplog_log_key(srv_mc_pool, keys[k], lens[k]);
     srv_mc_unlock();
     if (rc < 0) {
         srv_mc_reply_err(c, (int)rc);

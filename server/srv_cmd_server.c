@@ -9,6 +9,7 @@
 #include "server/srv_offload.h"
 #include "server/srv_pool_kv.h"
 #include "server/srv_pubsub.h"
+#include "server/srv_ha.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_snapshot.h"
@@ -497,6 +498,7 @@ static const struct {
     {"crescent", srv_info_crescent, 0},
     {"snapshot", srv_snapshot_info, 0},
     {"offload", srv_offload_info, 0},
+    {"ha", srv_ha_info, 0},
 };
 #define SRV_NSECTIONS (sizeof(srv_info_sections) / sizeof(srv_info_sections[0]))
 

@@ -167,15 +167,21 @@ static const struct cm_cfg_entry srv_entries[] = {
     BOOL_ENTRY("appendonly", NULL, 0, appendonly, "no", "accepted for compatibility"),
     INT_ENTRY("databases", NULL, CM_CFG_IMMUTABLE, databases, 1, 1, "1", "always 1 (db 0)"),
     BOOL_ENTRY("enable_ha", "enable-ha", CM_CFG_IMMUTABLE, enable_ha, "no",
-               "planned: leader election inside the master; refused in this version "
-               "(crescent-elect runs elections today, see docs/ha.md)"),
+               "HA group member: elect a leader, standbys answer -NOTLEADER (docs/ha.md)"),
     STR_ENTRY("ha_backend_type", "ha-backend-type", CM_CFG_IMMUTABLE, ha_backend_type, "redis",
-              "planned, with enable_ha: redis, etcd or k8s"),
+              "with enable_ha: election backend, redis, etcd or k8s"),
     STR_ENTRY("ha_backend_connstring", "ha-backend-connstring", CM_CFG_IMMUTABLE,
-              ha_backend_connstring, "", "planned, with enable_ha: election backend URI"),
+              ha_backend_connstring, "",
+              "with enable_ha: election backend, host:port[;host:port...] or a full URI"),
     STR_ENTRY("cluster_id", "cluster-id", CM_CFG_IMMUTABLE, cluster_id, "crescent",
-              "cluster name: KV events channel __crescent__:kv@<cluster_id>; election keys with "
-              "enable_ha (planned)"),
+              "cluster name: election and op-log keys (enable_ha), snapshot directory, KV events "
+              "channel __crescent__:kv@<cluster_id>"),
+    STR_ENTRY("rpc_address", "rpc-address", CM_CFG_IMMUTABLE, rpc_address, "",
+              "with enable_ha: advertised host:port (empty = first bind address and port)"),
+    STR_ENTRY("oplog_store", "oplog-store", CM_CFG_IMMUTABLE, oplog_store, "",
+              "with enable_ha: redis://host:port[/db] of the metadata op-log (empty = none)"),
+    STR_ENTRY("ha_state_dir", "ha-state-dir", CM_CFG_IMMUTABLE, ha_state_dir, "",
+              "with enable_ha: directory keeping the highest epoch seen (empty = memory only)"),
     BOOL_ENTRY("enable_offload", "enable-offload", CM_CFG_IMMUTABLE, enable_offload, "no",
                "the SSD tier: clients may mount local-disk segments (MC.MOUNTDISK); with "
                "ssd_offload_path, evicted strings of the embedded segment go to disk too "

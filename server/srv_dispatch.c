@@ -10,6 +10,7 @@
 #include "server/srv_cmdstat.h"
 #include "server/srv_db.h"
 #include "server/srv_pubsub.h"
+#include "server/srv_ha.h"
 #include "server/srv_server.h"
 #include "server/srv_watch.h"
 
@@ -84,6 +85,8 @@ void srv_cmd_init(void) {
             c->srvflags |= SRV_CMD_NOLOCK;
         if (c->flags & RC_CMD_PUBSUB) /* the pub/sub registry has its own lock */
             c->srvflags |= SRV_CMD_NOLOCK;
+        if (srv_ha_allowed_on_standby(c->name, c->flags))
+            c->srvflags |= SRV_CMD_HA_OK;
         uint64_t h = srv_cmd_hash(c->name, strlen(c->name));
         for (size_t k = 0;; k++) {
             size_t slot = (h + k) & (SRV_CMD_SLOTS - 1);
@@ -293,6 +296,8 @@ void srv_dispatch(struct srv_client *c) {
         srv_reject(c, cmd, psmsg);
         return;
     }
+    if (srv_ha_gate(c, cmd)) /* HA standby: -NOTLEADER */
+        return;
     if ((c->flags & SRV_CLIENT_MULTI) && !srv_is_multi_ctl(cmd)) {
         if (cmd->flags & RC_CMD_NO_MULTI) {
             srv_reject(c, cmd, "ERR Command not allowed inside a transaction");

@@ -8,6 +8,7 @@
 #include "common/fmacros.h"
 
 #include "server/srv_db.h"
+#include "server/srv_ha.h"
 #include "server/srv_http.h"
 #include "server/srv_server.h"
 
@@ -95,6 +96,14 @@ static enum MHD_Result srv_route_health(struct MHD_Connection *conn) {
     int ready = st == SRV_STATE_SERVING;
     struct cm_buf b;
     cm_buf_init(&b);
+    if (srv_ha_enabled()) { /* ready = the serving leader */
+        struct srv_ha_view v;
+        srv_ha_get_view(&v);
+        ready = ready && v.serving;
+        cm_buf_appendf(&b, "{\"role\":\"%s\",\"state\":\"%s\",\"ready\":%s,\"ha\":true}\n",
+                       v.serving ? "leader" : "standby", v.state, ready ? "true" : "false");
+        return srv_http_json(conn, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &b);
+    }
     cm_buf_appendf(&b, "{\"role\":\"leader\",\"state\":\"%s\",\"ready\":%s,\"ha\":false}\n",
                    srv_state_name(st), ready ? "true" : "false");
     return srv_http_json(conn, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &b);
@@ -103,6 +112,13 @@ static enum MHD_Result srv_route_health(struct MHD_Connection *conn) {
 static enum MHD_Result srv_route_role(struct MHD_Connection *conn) {
     struct cm_buf b;
     cm_buf_init(&b);
+    if (srv_ha_enabled()) {
+        struct srv_ha_view v;
+        srv_ha_get_view(&v);
+        cm_buf_appendf(&b, "{\"role\":\"%s\",\"ha\":true,\"state\":\"%s\"}\n",
+                       v.serving ? "leader" : "standby", v.state);
+        return srv_http_json(conn, MHD_HTTP_OK, &b);
+    }
     cm_buf_appendf(&b, "{\"role\":\"leader\",\"ha\":false,\"state\":\"%s\"}\n",
                    srv_state_name(cm_atomic_load_acquire(&srv_state)));
     return srv_http_json(conn, MHD_HTTP_OK, &b);
@@ -116,6 +132,13 @@ static enum MHD_Result srv_route_leader(struct MHD_Connection *conn) {
     snprintf(first, sizeof(first), "%s", host); /* the first bind address */
     first[strcspn(first, " ")] = '\0';
     cm_buf_appendf(&b, "{\"leader\":");
+    if (srv_ha_enabled()) {
+        struct srv_ha_view v;
+        srv_ha_get_view(&v);
+        srv_json_str(&b, v.leader, strlen(v.leader));
+        cm_buf_appendf(&b, ",\"epoch\":%llu,\"ha\":true}\n", (unsigned long long)v.epoch);
+        return srv_http_json(conn, MHD_HTTP_OK, &b);
+    }
     char addr[300];
     int n = snprintf(addr, sizeof(addr), strchr(first, ':') ? "[%s]:%lld" : "%s:%lld", first,
                      srv_cfg.port);

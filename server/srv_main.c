@@ -9,6 +9,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_ha.h"
 #include "server/srv_http.h"
 #include "server/srv_mc.h"
 #include "server/srv_offload.h"
@@ -135,9 +136,9 @@ static int srv_startup(int argc, char **argv) {
                         "segment and needs memory > 0\n");
         return 1;
     }
-    if (srv_cfg.enable_ha) {
-        fprintf(stderr, "crescent-master: enable_ha is not available in this version of the "
-                        "master (see docs/configuration.md)\n");
+    if (srv_cfg.enable_ha && (srv_cfg.enable_snapshot || srv_cfg.enable_snapshot_restore)) {
+        fprintf(stderr, "crescent-master: snapshots are not combined with enable_ha yet: in HA "
+                        "mode the op-log carries the metadata (docs/snapshots.md)\n");
         return 1;
     }
     if (srv_cfg.ssd_offload_path[0] && !srv_cfg.enable_offload) {
@@ -185,12 +186,19 @@ int main(int argc, char **argv) {
         return 1;
     if (srv_snapshot_start() < 0)
         return 1;
+    char err[768];
+    if (srv_ha_start(err, sizeof(err)) < 0) {
+        cm_log(CM_LOG_WARNING, "ha", "cannot start HA mode: %s", err);
+        fprintf(stderr, "crescent-master: cannot start HA mode: %s\n", err);
+        return 1;
+    }
     cm_log(CM_LOG_NOTICE, "server",
            "crescent-master %s (Redis %s compatible), pid %d, segment %lld bytes, port %lld",
            SRV_VERSION, SRV_REDIS_VERSION, (int)getpid(), srv_cfg.memory, srv_cfg.port);
     srv_http_start(srv_cfg.metrics_host, (int)srv_cfg.metrics_port);
     int status = srv_net_run();
     srv_http_stop();
+    srv_ha_stop();
     srv_snapshot_stop();
     srv_pkv_stop();
     srv_mc_stop();

@@ -10,6 +10,7 @@
 
 #include "server/srv_client.h"
 #include "server/srv_pool_kv.h"
+#include "server/srv_oplog.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
@@ -86,6 +87,7 @@ void srv_mc_lock(void) {
 
 void srv_mc_unlock(void) {
     cm_atomic_store_release(&srv_mc_nobjects, srv_mc_pool ? pool_object_count(srv_mc_pool) : 0);
+    srv_oplog_note_state(); /* replies wait for every entry behind what they saw */
     if (srv_mc_events.len == 0) {
         pthread_mutex_unlock(&srv_mc_mu);
         return;
@@ -125,6 +127,10 @@ static void srv_mc_config(struct pool_config *cfg) {
     cfg->offloading_queue_limit = (uint32_t)srv_cfg.offloading_queue_limit;
     cfg->offload_cap_ratio = srv_cfg.offload_cap_ratio;
     cfg->promotion_on_hit = srv_cfg.promotion_on_hit;
+    if (srv_oplog_enabled()) { /* evictions and segment drops go to the op-log */
+        cfg->on_evict = srv_oplog_on_evict;
+        cfg->on_seg_drop = srv_oplog_on_seg_drop;
+    }
 }
 
 static const char srv_mc_bad_cfg[] =
@@ -164,13 +170,27 @@ static void *srv_mc_main(void *arg) {
     return NULL;
 }
 
-int srv_mc_start(void) {
+int srv_mc_new_pool(struct pool **out) {
     struct pool_config cfg;
     srv_mc_config(&cfg);
-    if (pool_create(&cfg, &srv_mc_pool) != POOL_OK) {
+    if (pool_create(&cfg, out) != POOL_OK) {
         cm_log(CM_LOG_WARNING, "pool", "%s", srv_mc_bad_cfg);
         return -1;
     }
+    return 0;
+}
+
+void srv_mc_swap_pool(struct pool *np) {
+    srv_mc_lock();
+    struct pool *old = srv_mc_pool;
+    srv_mc_pool = np;
+    srv_mc_unlock();
+    pool_destroy(old);
+}
+
+int srv_mc_start(void) {
+    if (srv_mc_new_pool(&srv_mc_pool) != 0)
+        return -1;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -45,6 +45,15 @@ int srv_mc_reconfigure(char *err, size_t errlen);
 int srv_mc_restore(const void *buf, size_t len, struct pool_snap_meta *meta, char *err,
                    size_t errlen);
 
+ * Creates an empty pool with the current settings (and the op-log hooks when the op-log is
+ * open) in *out. Returns 0, or -1 after logging why. Any thread; the caller owns the pool.
+ */
+int srv_mc_new_pool(struct pool **out);
+
+/* Replaces the master's pool with np (taking ownership) and destroys the old one, under the
+   pool mutex. Any thread. */
+void srv_mc_swap_pool(struct pool *np);
+
 /* Pool mutex. Unlocking publishes the pool's object count (srv_mc_object_hint). */
 void srv_mc_lock(void);
 void srv_mc_unlock(void);

@@ -13,6 +13,7 @@
 #include "server/srv_db.h"
 #include "server/srv_net_int.h"
 #include "server/srv_pubsub.h"
+#include "server/srv_oplog.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
@@ -709,9 +710,29 @@ static void srv_accept_cb(struct cm_ev_loop *loop, int lfd, unsigned mask, void 
 
 /* ---------------------------------------------------------------- worker hooks */
 
+/*
+ * The op-log refused or lost entries that replies of this iteration report (a deposed HA
+ * leader): those replies must not reach their clients, so every client with output waiting
+ * is closed instead (it reconnects and finds the new leader).
+ */
+static void srv_drop_unsynced(struct srv_worker *w) {
+    w->pending = NULL;
+    struct srv_client *c = w->clients, *next;
+    for (; c; c = next) {
+        next = c->wnext;
+        c->flags &= ~SRV_CLIENT_PENDING_WRITE;
+        if (srv_client_pending(c) > 0)
+            srv_client_free(c);
+    }
+}
+
 static void srv_before_sleep(struct cm_ev_loop *loop, void *arg) {
     struct srv_worker *w = arg;
     (void)loop;
+    if (srv_oplog_sync() < 0) { /* HA: metadata these replies report was not stored */
+        srv_drop_unsynced(w);
+        return;
+    }
     while (w->pending) {
         struct srv_client *c = w->pending;
         w->pending = c->pw_next;

@@ -15,6 +15,7 @@
 
 #include "server/srv_db.h"
 #include "server/srv_net_int.h"
+#include "server/srv_oplog.h"
 #include "server/srv_server.h"
 
 #include "common/cm_log.h"
@@ -201,7 +202,10 @@ static int srv_uring_eof_with_replies(struct srv_client *c) {
     if (c->out.len == 0 && c->nrefs == 0 && !(c->tx && c->tx->busy))
         return 0;
     c->flags |= SRV_CLIENT_CLOSE_AFTER_REPLY;
-    srv_uring__flush(c);
+    if (srv_oplog_enabled()) /* HA: replies leave after the op-log sync of before-sleep */
+        srv_net__want_write(c);
+    else
+        srv_uring__flush(c);
     return 1;
 }
 

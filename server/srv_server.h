@@ -62,6 +62,9 @@ struct srv_config {
     char *ha_backend_type;
     char *ha_backend_connstring;
     char *cluster_id;
+    char *rpc_address;  /* HA: advertised host:port ("" = first bind address + port) */
+    char *oplog_store;  /* HA: redis://host:port of the metadata op-log ("" = none) */
+    char *ha_state_dir; /* HA: directory of the epoch floor file ("" = memory only) */
     int enable_offload;
     int offload_on_evict;
     char *ssd_offload_path;

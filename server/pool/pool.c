@@ -123,6 +123,8 @@ int pool_reconfigure(struct pool *p, const struct pool_config *cfg) {
     c.view_version = p->cfg.view_version;
     c.on_evict = p->cfg.on_evict;
     c.on_evict_arg = p->cfg.on_evict_arg;
+    c.on_seg_drop = p->cfg.on_seg_drop;
+    c.on_seg_drop_arg = p->cfg.on_seg_drop_arg;
     if (!pool_config_valid(&c))
         return POOL_EINVALID_PARAMS;
     p->cfg = c;

@@ -174,6 +174,13 @@ struct pool_event {
  */
 typedef void pool_event_cb(void *arg, const struct pool_event *ev);
 
+/*
+ * Segment-drop hook: called once for every segment that goes away (unmount, a graceful unmount
+ * completed, its owner expired), before its replicas are dropped; name is valid during the
+ * call only. Must not call into the pool. The master's op-log records the drop through it.
+ */
+typedef void pool_seg_drop_cb(void *arg, const char *name);
+
 /* Pool settings; fill with pool_config_default() and override. Times are milliseconds. */
 struct pool_config {
     int64_t client_live_ttl_ms;           /* 10000: silent clients expire */
@@ -201,6 +208,8 @@ struct pool_config {
     uint32_t offloading_queue_limit; /* 50000: tasks per client queue (1..1e8) */
     double offload_cap_ratio;        /* 0.5: per-cycle cap = queue limit x ratio */
     int promotion_on_hit;            /* 0: readers may promote disk-only objects to memory */
+    pool_seg_drop_cb *on_seg_drop; /* optional segment-drop hook */
+    void *on_seg_drop_arg;
 };
 
 /* Fills cfg with Mooncake's defaults (above). */
@@ -525,6 +534,34 @@ uint64_t pool_readable_count(const struct pool *p);
 long pool_batch_replica_clear(struct pool *p, const struct pool_uuid *client,
                               const void *const *keys, const size_t *klens, size_t n,
                               const char *segment_name, int64_t now, uint8_t *cleared);
+
+/* One replica of an object being restored: the segment and the absolute address. */
+struct pool_restore_replica {
+    const char *segment;
+    uint64_t addr;
+};
+
+/*
+ * Restores a readable object as a log recorded it: key with COMPLETE MEMORY replicas of size
+ * bytes at exactly reps[i].addr in mounted segment reps[i].segment (the op-log replay of a new
+ * leader). hard_pin pins it; soft_pin_ms > 0 soft-pins it until now + soft_pin_ms. An existing
+ * readable object under key is replaced (its buffers freed first). Errors:
+ * POOL_EINVALID_PARAMS (bad key, size, n = 0 or > POOL_MAX_REPLICAS, a segment named twice),
+ * POOL_ESEGMENT_NOT_FOUND, POOL_EOBJECT_REPLICA_BUSY (a write or copy/move of key in flight),
+ * POOL_EINVALID_REPLICA (an address outside its segment, misaligned, or overlapping a live
+ * buffer); after an error the key does not exist. O(replicas) when objects are restored in
+ * increasing address order per segment.
+ */
+int pool_object_restore(struct pool *p, const void *key, size_t klen, uint64_t size, int hard_pin,
+                        int64_t soft_pin_ms, const struct pool_restore_replica *reps, size_t n,
+                        int64_t now);
+
+/*
+ * Marks every known client alive at now (as if each had just pinged): a new HA leader calls it
+ * when it starts serving a replayed pool, so the owners' remount grace period (the client live
+ * TTL) starts then, not when the replay began.
+ */
+void pool_clients_touch(struct pool *p, int64_t now);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Replica copy and move (client-executed)                                                     */

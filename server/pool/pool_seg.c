@@ -178,9 +178,13 @@ static void pool_drop_dying_cb(struct cm_ht_node *n, void *arg) {
  * and their allocators are freed. O(objects + segments + discarded).
  */
 void pool__unmount_dying(struct pool *p) {
-    for (uint32_t i = 0; i < p->nseg_slots; i++)
-        if (p->segs[i] && p->segs[i]->dying)
+    for (uint32_t i = 0; i < p->nseg_slots; i++) {
+        if (p->segs[i] && p->segs[i]->dying) {
             p->segs[i]->status = POOL_SEG_UNMOUNTING;
+            if (p->cfg.on_seg_drop)
+                p->cfg.on_seg_drop(p->cfg.on_seg_drop_arg, p->segs[i]->name);
+        }
+    }
     cm_ht_foreach(&p->objects, pool_drop_dying_cb, p);
     size_t kept = 0;
     for (size_t i = 0; i < p->ndiscards; i++) {

@@ -5,10 +5,15 @@
 # The Kubernetes Lease backend (ha/k8s) is tested against the Lease API double
 # tests/ha/k8s_lease_server.py: the backend alone through a driver (k8s_backend.sh) and
 # crescent-elect scenarios (k8s_election.py); tests/ha/chaos.sh k8s uses tests/ha/k8s_env.sh.
+# test_master_ha{,_etcd,_k8s}.sh run three crescent-master --enable_ha with each election backend
+# and the op-log in a real redis-server or etcd (tests/ha/test_master_ha.py, docs/ha.md "HA
+# master"); tests/ha/store_chaos.sh BACKEND SECONDS (not in make test) runs them under random
+# kill -9 / SIGSTOP of the leader.
 
 $(eval $(call unit_test,ha/test_ha_fsm,tests/ha/test_ha_fsm.c,$(BUILD)/lib/libha.a $(BUILD)/lib/libcm.a,$(HA_LIBS) $(MALLOC_LIBS)))
 
-TEST_SCRIPTS += tests/ha/test_ha_redis.sh tests/ha/test_ha_etcd.sh tests/ha/test_elect_cli.sh
+TEST_SCRIPTS += tests/ha/test_ha_redis.sh tests/ha/test_ha_etcd.sh tests/ha/test_elect_cli.sh \
+                tests/ha/test_master_ha.sh tests/ha/test_master_ha_etcd.sh
 
 ifneq ($(wildcard ha/k8s/ha_k8s.c),)
 HAK_DRIVER := $(BUILD)/tests/ha/k8s_driver
@@ -16,7 +21,7 @@ $(HAK_DRIVER): $(call objs,tests/ha/k8s_driver.c) $(BUILD)/lib/libha.a $(BUILD)/
 	$(LINK) $^ $(HA_LIBS) $(MALLOC_LIBS)
 ALL_SRCS     += tests/ha/k8s_driver.c
 all: $(HAK_DRIVER)
-TEST_SCRIPTS += tests/ha/k8s_backend.sh tests/ha/k8s_election.py
+TEST_SCRIPTS += tests/ha/k8s_backend.sh tests/ha/k8s_election.py tests/ha/test_master_ha_k8s.sh
 endif
 
 # ha_api_probe: drives the library API (two electors in one process); run by test_election.py.

@@ -2,7 +2,8 @@
 /*
  * crescent-master's life cycle: SHUTDOWN and SIGTERM end it cleanly (exit 0, Unix socket
  * removed), a config file given first is read and flags override it, and bad start-up input
- * (unknown flag, bad value, unreadable file, enable_ha) fails with one clear message and exit 1.
+ * (unknown flag, bad value, unreadable file, bad HA flags, enable_offload) fails with one clear
+ * message and exit 1.
  * Crescent only: these start the binary directly.
  */
 #include "common/fmacros.h"
@@ -146,7 +147,23 @@ Test(lifecycle, bad_startup_input_fails_clearly) {
     cr_assert_not_null(strstr(out, "/nonexistent/crescent.conf"), "names the file: %s", out);
     const char *ha[] = {"--enable_ha", "yes", NULL};
     cr_assert_eq(run_to_exit(ha, out, sizeof(out)), 1);
-    cr_assert_not_null(strstr(out, "enable_ha"), "%s", out);
+    cr_assert_not_null(strstr(out, "enable_ha needs ha_backend_connstring"), "%s", out);
+    const char *ha_down[] = {"--enable_ha", "yes", "--ha_backend_connstring", "127.0.0.1:1", NULL};
+    cr_assert_eq(run_to_exit(ha_down, out, sizeof(out)), 1);
+    cr_assert_not_null(strstr(out, "cannot start HA mode"), "%s", out);
+    cr_assert_not_null(strstr(out, "127.0.0.1:1"), "names the backend: %s", out);
+    const char *ha_type[] = {"--enable_ha", "yes", "--ha_backend_type", "zk", NULL};
+    cr_assert_eq(run_to_exit(ha_type, out, sizeof(out)), 1);
+    cr_assert_not_null(strstr(out, "ha_backend_type must be etcd, redis or k8s, not 'zk'"), "%s",
+                       out);
+    const char *oplog[] = {"--enable_ha", "yes",           "--ha_backend_connstring",
+                           "127.0.0.1:1", "--oplog_store", "zk://127.0.0.1:1",
+                           NULL};
+    cr_assert_eq(run_to_exit(oplog, out, sizeof(out)), 1);
+    cr_assert_not_null(strstr(out, "oplog_store: 'zk://127.0.0.1:1' is not supported"), "%s", out);
+    const char *offload[] = {"--enable_offload", "yes", NULL};
+    cr_assert_eq(run_to_exit(offload, out, sizeof(out)), 1);
+    cr_assert_not_null(strstr(out, "enable_offload"), "%s", out);
     const char *help[] = {"--help", NULL};
     cr_assert_eq(run_to_exit(help, out, sizeof(out)), 0);
     cr_assert_not_null(strstr(out, "Usage: crescent-master"), "%s", out);

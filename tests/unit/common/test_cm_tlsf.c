@@ -375,5 +375,36 @@ Test(cm_tlsf, build_refuses_bad_spans) {
     cr_assert_eq(cm_tlsf_alloc(t, 64, &o), 0); /* full */
     cm_tlsf_free(t, h[0]);
     cr_assert_neq(cm_tlsf_alloc(t, 1 * MIB, &o), 0);
+/* cm_tlsf_alloc_at: carving exact ranges (in any order) matches what was asked, refuses
+   overlaps and bad ranges, and frees back to one block. */
+Test(cm_tlsf, alloc_at_exact_ranges) {
+    struct cm_tlsf *t = cm_tlsf_create(64 * KIB, 64);
+    uint64_t offs[] = {4096, 0, 8192, 65536 - 128, 1024, 30000 / 64 * 64};
+    uint64_t lens[] = {100, 64, 4096, 128, 200, 64};
+    uint32_t h[6];
+    for (int i = 0; i < 6; i++) {
+        h[i] = cm_tlsf_alloc_at(t, offs[i], lens[i]);
+        cr_assert_neq(h[i], 0, "range %d refused", i);
+        cr_assert_eq(cm_tlsf_block_offset(t, h[i]), offs[i]);
+        cr_assert_eq(cm_tlsf_block_size(t, h[i]), (lens[i] + 63) / 64 * 64);
+        cr_assert_eq(cm_tlsf_check(t), 0);
+    }
+    cr_assert_eq(cm_tlsf_alloc_at(t, 4096 + 64, 64), 0);    /* inside an allocated block */
+    cr_assert_eq(cm_tlsf_alloc_at(t, 4032, 128), 0);        /* straddles into one */
+    cr_assert_eq(cm_tlsf_alloc_at(t, 100, 64), 0);          /* misaligned */
+    cr_assert_eq(cm_tlsf_alloc_at(t, 64 * KIB, 64), 0);     /* beyond the end */
+    cr_assert_eq(cm_tlsf_alloc_at(t, 65536 - 192, 128), 0); /* runs into the last block */
+    uint64_t off;
+    uint32_t more = cm_tlsf_alloc(t, 64, &off); /* ordinary allocation still works */
+    cr_assert_neq(more, 0);
+    cm_tlsf_free(t, more);
+    for (int i = 0; i < 6; i++) {
+        cm_tlsf_free(t, h[i]);
+        cr_assert_eq(cm_tlsf_check(t), 0);
+    }
+    struct cm_tlsf_stats st;
+    cm_tlsf_get_stats(t, &st);
+    cr_assert_eq(st.used, 0);
+    cr_assert_eq(st.nfree_blocks, 1);
     cm_tlsf_destroy(t);
 }

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * HA mode of crescent-master (see srv_ha.h): the elector and its callbacks, the recovery thread
+ * (fence the op-log with the new epoch, replay it into a fresh pool, swap it in, serve), the
+ * dispatch gate, ROLE and INFO's "ha" section.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_ha.h"
+
+#include "server/srv_client.h"
+#include "server/srv_cmd.h"
+#include "server/srv_mc.h"
+#include "server/srv_oplog.h"
+#include "server/srv_server.h"
+
+#include "common/cm_atomic.h"
+#include "common/cm_errno.h"
+#include "common/cm_log.h"
+#include "common/cm_time.h"
+#include "ha/ha.h"
+#include "redis-compat/resp_write.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define SRV_HA_RETRY_MS 1000 /* pause before retrying a failed recovery */
+
+static const char *const srv_ha_state_names[] = {"starting", "standby", "recovering",
+                                                 "leader_warmup", "serving"};
+
+static struct {
+    int on;
+    struct ha_elector *e;
+    char self[300];
+    char uri[1024];
+    _Atomic int state;
+    _Atomic uint64_t serving_epoch;
+    _Atomic uint64_t transitions;
+
+    pthread_mutex_t mu; /* everything below */
+    pthread_cond_t cv;
+    pthread_t thread;
+    int thread_on, stopping;
+    int want_lead;          /* the elector says we lead lead_epoch */
+    int reset_pool;         /* stepped down: drop the deposed leader's pool */
+    uint64_t lead_epoch;    /* epoch of our current leadership, 0 when none */
+    uint64_t recovered;     /* epoch whose recovery finished */
+    char leader[300];       /* last observed holder ("" = none) */
+    uint64_t leader_epoch;  /* its epoch */
+    uint64_t last_replayed; /* entries of the last replay */
+    uint64_t last_recovery_ms;
+} srv_ha = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+/* Commands a standby still runs (connection, introspection, configuration). */
+static const char *const srv_ha_standby_cmds[] = {
+    "ping", "auth",  "hello", "role", "info",   "client",   "command", "config",
+    "quit", "reset", "echo",  "time", "select", "shutdown", NULL};
+
+int srv_ha_enabled(void) {
+    return srv_ha.on;
+}
+
+int srv_ha_allowed_on_standby(const char *name, unsigned flags) {
+    (void)flags;
+    for (const char *const *n = srv_ha_standby_cmds; *n; n++)
+        if (strcmp(*n, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Sets the state and logs the transition (mu held or not: the state is atomic). */
+static void srv_ha_set_state(int st, uint64_t epoch, const char *why) {
+    int old = atomic_exchange(&srv_ha.state, st);
+    if (old == st)
+        return;
+    atomic_fetch_add(&srv_ha.transitions, 1);
+    cm_log(CM_LOG_NOTICE, "ha", "state %s -> %s (epoch %" PRIu64 "%s%s)", srv_ha_state_names[old],
+           srv_ha_state_names[st], epoch, why ? ", " : "", why ? why : "");
+}
+
+int srv_ha_lease_valid(uint64_t epoch) {
+    uint64_t ep = 0;
+    return srv_ha.on && ha_elector_is_leader(srv_ha.e, &ep) && ep == epoch;
+}
+
+/* ---- elector callbacks (elector thread) -------------------------------------------------- */
+
+static void srv_ha_on_started(uint64_t epoch, uint64_t until, void *arg) {
+    (void)until;
+    (void)arg;
+    pthread_mutex_lock(&srv_ha.mu);
+    srv_ha.want_lead = 1;
+    srv_ha.lead_epoch = epoch;
+    snprintf(srv_ha.leader, sizeof(srv_ha.leader), "%s", srv_ha.self);
+    srv_ha.leader_epoch = epoch;
+    srv_ha_set_state(SRV_HA_RECOVERING, epoch, "won the lease");
+    pthread_cond_broadcast(&srv_ha.cv);
+    pthread_mutex_unlock(&srv_ha.mu);
+}
+
+static void srv_ha_on_stopped(const char *reason, void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&srv_ha.mu);
+    uint64_t epoch = srv_ha.lead_epoch;
+    srv_ha.want_lead = 0;
+    srv_ha.lead_epoch = 0;
+    atomic_store(&srv_ha.serving_epoch, 0);
+    srv_oplog_deactivate();
+    char why[64];
+    snprintf(why, sizeof(why), "stepped down: %s", reason);
+    srv_ha_set_state(SRV_HA_STANDBY, epoch, why);
+    srv_ha.reset_pool = 1;
+    pthread_cond_broadcast(&srv_ha.cv);
+    pthread_mutex_unlock(&srv_ha.mu);
+}
+
+static void srv_ha_on_new_leader(const char *identity, uint64_t epoch, void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&srv_ha.mu);
+    snprintf(srv_ha.leader, sizeof(srv_ha.leader), "%s", identity);
+    srv_ha.leader_epoch = epoch;
+    if (strcmp(identity, srv_ha.self) != 0) {
+        if (identity[0])
+            cm_log(CM_LOG_NOTICE, "ha", "leader is %s (epoch %" PRIu64 ")", identity, epoch);
+        if (atomic_load(&srv_ha.state) == SRV_HA_STARTING)
+            srv_ha_set_state(SRV_HA_STANDBY, epoch, identity[0] ? "another master leads" : NULL);
+    }
+    pthread_mutex_unlock(&srv_ha.mu);
+}
+
+static void srv_ha_on_error(int err, const char *msg, void *arg) {
+    (void)arg;
+    cm_log(CM_LOG_WARNING, "ha", "election backend: %s (%s)", msg, cm_err_name(err));
+}
+
+static void srv_ha_on_data_loss(uint64_t stored, uint64_t floor, const char *msg, void *arg) {
+    (void)stored;
+    (void)floor;
+    (void)arg;
+    cm_log(CM_LOG_WARNING, "ha", "ERROR: %s", msg);
+}
+
+/* ---- recovery (recovery thread) ------------------------------------------------------------ */
+
+/* True while the leadership of epoch is still wanted (mu held). */
+static int srv_ha_still(uint64_t epoch) {
+    return srv_ha.want_lead && srv_ha.lead_epoch == epoch && !srv_ha.stopping;
+}
+
+/*
+ * Fences the op-log at epoch, replays it into a new pool and swaps that in, then serves.
+ * Returns 0, or -1 (logged) to retry while the leadership lasts.
+ */
+static int srv_ha_recover(uint64_t epoch) {
+    char err[768];
+    uint64_t t0 = cm_mono_ms(), n = 0;
+    struct pool *np = NULL;
+    if (srv_oplog_enabled() && srv_oplog_fence(epoch, err, sizeof(err)) != 0) {
+        cm_log(CM_LOG_WARNING, "ha", "cannot fence the op-log at epoch %" PRIu64 ": %s", epoch,
+               err);
+        return -1;
+    }
+    if (srv_mc_new_pool(&np) != 0)
+        return -1;
+    if (srv_oplog_enabled() && srv_oplog_replay(np, srv_mc_now(), &n, err, sizeof(err)) != 0) {
+        static char last[sizeof(err)]; /* recovery thread only: log each new problem once */
+        if (strcmp(last, err) != 0)
+            cm_log(CM_LOG_WARNING, "ha", "%s (retrying every %d ms)", err, SRV_HA_RETRY_MS);
+        snprintf(last, sizeof(last), "%s", err);
+        pool_destroy(np);
+        return -1;
+    }
+    uint64_t kept = n;
+    if (srv_oplog_compact(np, epoch, n, &kept, err, sizeof(err)) != 0)
+        cm_log(CM_LOG_WARNING, "ha", "op-log not compacted (it stays as it was): %s", err);
+    else if (kept != n)
+        cm_log(CM_LOG_NOTICE, "ha", "op-log compacted: %" PRIu64 " entries -> %" PRIu64, n, kept);
+    pthread_mutex_lock(&srv_ha.mu);
+    if (!srv_ha_still(epoch) || !srv_ha_lease_valid(epoch)) {
+        pthread_mutex_unlock(&srv_ha.mu);
+        pool_destroy(np);
+        return 0; /* lost the lease meanwhile: stopped_leading took over */
+    }
+    srv_ha_set_state(SRV_HA_LEADER_WARMUP, epoch, NULL);
+    pool_clients_touch(np, srv_mc_now()); /* the owners' remount grace starts now */
+    srv_mc_swap_pool(np);
+    srv_oplog_activate(epoch);
+    srv_ha.last_replayed = n;
+    srv_ha.last_recovery_ms = cm_mono_ms() - t0;
+    if (srv_ha_lease_valid(epoch)) {
+        atomic_store(&srv_ha.serving_epoch, epoch);
+        char why[96];
+        snprintf(why, sizeof(why), "%" PRIu64 " op-log entries replayed in %" PRIu64 " ms", n,
+                 srv_ha.last_recovery_ms);
+        srv_ha_set_state(SRV_HA_SERVING, epoch, why);
+    } else {
+        srv_oplog_deactivate();
+    }
+    pthread_mutex_unlock(&srv_ha.mu);
+    return 0;
+}
+
+static void *srv_ha_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&srv_ha.mu);
+    while (!srv_ha.stopping) {
+        if (srv_ha.reset_pool && !srv_ha.want_lead) { /* a standby keeps no stale metadata */
+            struct pool *np;
+            srv_ha.reset_pool = 0;
+            pthread_mutex_unlock(&srv_ha.mu);
+            if (srv_mc_new_pool(&np) == 0)
+                srv_mc_swap_pool(np);
+            pthread_mutex_lock(&srv_ha.mu);
+            continue;
+        }
+        if (!srv_ha.want_lead || srv_ha.lead_epoch == srv_ha.recovered) {
+            pthread_cond_wait(&srv_ha.cv, &srv_ha.mu);
+            continue;
+        }
+        uint64_t epoch = srv_ha.lead_epoch;
+        pthread_mutex_unlock(&srv_ha.mu);
+        int rc = srv_ha_recover(epoch);
+        pthread_mutex_lock(&srv_ha.mu);
+        if (rc == 0) {
+            srv_ha.recovered = epoch;
+        } else if (srv_ha_still(epoch)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += SRV_HA_RETRY_MS / 1000;
+            pthread_cond_timedwait(&srv_ha.cv, &srv_ha.mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&srv_ha.mu);
+    return NULL;
+}
+
+/* ---- start / stop ---------------------------------------------------------------------------- */
+
+/* The election URI from --ha_backend_type and --ha_backend_connstring (Mooncake's forms: a
+   bare "host:port" list, ';' or ',' separated, or a full URI). */
+static int srv_ha_backend_uri(char *err, size_t errlen) {
+    const char *type = srv_cfg.ha_backend_type, *conn = srv_cfg.ha_backend_connstring;
+    if (strcmp(type, "redis") != 0 && strcmp(type, "etcd") != 0 && strcmp(type, "k8s") != 0) {
+        snprintf(err, errlen, "ha_backend_type must be etcd, redis or k8s, not '%s'", type);
+        return -1;
+    }
+    if (!conn[0] && strcmp(type, "k8s") != 0) {
+        snprintf(err, errlen, "enable_ha needs ha_backend_connstring (the %s endpoint)", type);
+        return -1;
+    }
+    if (strstr(conn, "://"))
+        snprintf(srv_ha.uri, sizeof(srv_ha.uri), "%s", conn);
+    else
+        snprintf(srv_ha.uri, sizeof(srv_ha.uri), "%s://%s", type, conn);
+    for (char *p = srv_ha.uri; *p; p++)
+        if (*p == ';')
+            *p = ',';
+    return 0;
+}
+
+/* --rpc_address, or the first --bind address (the host name for a wildcard) and --port. */
+static void srv_ha_identity(void) {
+    if (srv_cfg.rpc_address && srv_cfg.rpc_address[0]) {
+        snprintf(srv_ha.self, sizeof(srv_ha.self), "%s", srv_cfg.rpc_address);
+        return;
+    }
+    char first[256] = "";
+    sscanf(srv_cfg.bind, "%255s", first);
+    const char *h = first[0] == '-' ? first + 1 : first;
+    char host[256];
+    if (!h[0] || strcmp(h, "*") == 0 || strcmp(h, "0.0.0.0") == 0 || strcmp(h, "::") == 0 ||
+        strcmp(h, "::*") == 0) {
+        if (gethostname(host, sizeof(host)) != 0)
+            snprintf(host, sizeof(host), "localhost");
+        host[sizeof(host) - 1] = '\0';
+        h = host;
+    }
+    snprintf(srv_ha.self, sizeof(srv_ha.self), strchr(h, ':') ? "[%s]:%lld" : "%s:%lld", h,
+             srv_cfg.port);
+}
+
+int srv_ha_start(char *err, size_t errlen) {
+    if (!srv_cfg.enable_ha)
+        return 0;
+    if (srv_ha_backend_uri(err, errlen) != 0)
+        return -1;
+    srv_ha_identity();
+    if (srv_cfg.oplog_store[0]) {
+        if (srv_oplog_open(srv_cfg.oplog_store, srv_cfg.cluster_id, err, errlen) != 0)
+            return -1;
+    } else {
+        cm_log(CM_LOG_WARNING, "ha",
+               "enable_ha without oplog_store: a new leader starts with an empty pool");
+    }
+    struct ha_elector_config cfg = {
+        .uri = srv_ha.uri,
+        .cluster_id = srv_cfg.cluster_id,
+        .identity = srv_ha.self,
+        .state_dir = srv_cfg.ha_state_dir[0] ? srv_cfg.ha_state_dir : NULL,
+        .started_leading = srv_ha_on_started,
+        .stopped_leading = srv_ha_on_stopped,
+        .new_leader = srv_ha_on_new_leader,
+        .error = srv_ha_on_error,
+        .data_loss = srv_ha_on_data_loss,
+    };
+    if (ha_elector_create(&cfg, &srv_ha.e, err, errlen) != 0) {
+        srv_oplog_close();
+        return -1;
+    }
+    srv_ha.on = 1;
+    int rc = pthread_create(&srv_ha.thread, NULL, srv_ha_main, NULL);
+    if (rc == 0) {
+        srv_ha.thread_on = 1;
+        rc = ha_elector_start(srv_ha.e);
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot start HA threads: %s", strerror(rc < 0 ? -rc : rc));
+        srv_ha_stop();
+        return -1;
+    }
+    cm_log(CM_LOG_NOTICE, "ha", "HA mode: cluster %s, backend %s, advertised as %s, op-log %s",
+           srv_cfg.cluster_id, srv_cfg.ha_backend_type, srv_ha.self,
+           srv_oplog_enabled() ? "on" : "off");
+    return 0;
+}
+
+void srv_ha_stop(void) {
+    if (!srv_ha.on)
+        return;
+    ha_elector_destroy(srv_ha.e); /* a leader steps down (callback) and releases its lease */
+    srv_ha.e = NULL;
+    if (srv_ha.thread_on) {
+        pthread_mutex_lock(&srv_ha.mu);
+        srv_ha.stopping = 1;
+        pthread_cond_broadcast(&srv_ha.cv);
+        pthread_mutex_unlock(&srv_ha.mu);
+        pthread_join(srv_ha.thread, NULL);
+        srv_ha.thread_on = 0;
+    }
+    srv_oplog_close();
+    srv_ha.on = 0;
+}
+
+/* ---- gate, ROLE, INFO ------------------------------------------------------------------------ */
+
+int srv_ha_gate(struct srv_client *c, const struct srv_cmd *cmd) {
+    if (!srv_ha.on || (cmd->srvflags & SRV_CMD_HA_OK))
+        return 0;
+    int st = atomic_load(&srv_ha.state);
+    uint64_t ep = atomic_load(&srv_ha.serving_epoch);
+    if (st == SRV_HA_SERVING && ep && srv_ha_lease_valid(ep))
+        return 0;
+    if (st == SRV_HA_RECOVERING || st == SRV_HA_LEADER_WARMUP) {
+        srv_reply_error(c, "LOADING Crescent is replaying the op-log of the new leader");
+        return 1;
+    }
+    char leader[300];
+    pthread_mutex_lock(&srv_ha.mu);
+    snprintf(leader, sizeof(leader), "%s", srv_ha.leader);
+    pthread_mutex_unlock(&srv_ha.mu);
+    if (!leader[0] || strcmp(leader, srv_ha.self) == 0)
+        srv_reply_error(c, "NOTLEADER none (no other leader known yet)");
+    else
+        srv_reply_errorf(c, "NOTLEADER %s", leader);
+    return 1;
+}
+
+void srv_role_command(struct srv_client *c) {
+    int st = srv_ha.on ? atomic_load(&srv_ha.state) : SRV_HA_SERVING;
+    uint64_t ep = atomic_load(&srv_ha.serving_epoch);
+    if (st == SRV_HA_SERVING && (!srv_ha.on || srv_ha_lease_valid(ep))) {
+        resp_add_array_hdr(&c->out, 3);
+        resp_add_bulk_cstr(&c->out, "master");
+        resp_add_int(&c->out, (long long)ep);
+        resp_add_array_hdr(&c->out, 0);
+        return;
+    }
+    char leader[300];
+    uint64_t lep;
+    pthread_mutex_lock(&srv_ha.mu);
+    snprintf(leader, sizeof(leader), "%s", srv_ha.leader);
+    lep = srv_ha.leader_epoch;
+    pthread_mutex_unlock(&srv_ha.mu);
+    char *colon = strrchr(leader, ':');
+    long long port = 0;
+    if (colon) {
+        *colon = '\0';
+        port = atoll(colon + 1);
+    }
+    resp_add_array_hdr(&c->out, 5);
+    resp_add_bulk_cstr(&c->out, "slave");
+    resp_add_bulk_cstr(&c->out, leader);
+    resp_add_int(&c->out, port);
+    resp_add_bulk_cstr(&c->out, srv_ha_state_names[st == SRV_HA_SERVING ? SRV_HA_STANDBY : st]);
+    resp_add_int(&c->out, (long long)lep);
+}
+
+void srv_ha_get_view(struct srv_ha_view *v) {
+    int st = atomic_load(&srv_ha.state);
+    uint64_t sep = atomic_load(&srv_ha.serving_epoch);
+    if (st == SRV_HA_SERVING && !srv_ha_lease_valid(sep))
+        st = SRV_HA_STANDBY;
+    v->serving = st == SRV_HA_SERVING;
+    v->state = srv_ha_state_names[st];
+    pthread_mutex_lock(&srv_ha.mu);
+    snprintf(v->leader, sizeof(v->leader), "%s", srv_ha.leader);
+    v->epoch = srv_ha.leader_epoch;
+    pthread_mutex_unlock(&srv_ha.mu);
+}
+
+void srv_ha_info(struct cm_buf *b) {
+    cm_buf_appendf(b, "# HA\r\nha_enabled:%d\r\n", srv_ha.on);
+    if (!srv_ha.on) {
+        cm_buf_appendf(b, "\r\n");
+        return;
+    }
+    int st = atomic_load(&srv_ha.state);
+    uint64_t sep = atomic_load(&srv_ha.serving_epoch);
+    if (st == SRV_HA_SERVING && !srv_ha_lease_valid(sep))
+        st = SRV_HA_STANDBY; /* the lease ran out; the elector reports it shortly */
+    pthread_mutex_lock(&srv_ha.mu);
+    cm_buf_appendf(b,
+                   "ha_state:%s\r\nha_epoch:%" PRIu64 "\r\nha_leader:%s\r\nha_self:%s\r\n"
+                   "ha_cluster_id:%s\r\nha_backend_type:%s\r\nha_transitions:%" PRIu64 "\r\n"
+                   "ha_last_recovery_ms:%" PRIu64 "\r\n",
+                   srv_ha_state_names[st], srv_ha.leader_epoch, srv_ha.leader, srv_ha.self,
+                   srv_cfg.cluster_id, srv_cfg.ha_backend_type, atomic_load(&srv_ha.transitions),
+                   srv_ha.last_recovery_ms);
+    pthread_mutex_unlock(&srv_ha.mu);
+    struct srv_oplog_stats os;
+    srv_oplog_get_stats(&os);
+    cm_buf_appendf(b,
+                   "oplog_enabled:%d\r\noplog_appended:%" PRIu64 "\r\noplog_batches:%" PRIu64
+                   "\r\noplog_max_batch:%" PRIu64 "\r\noplog_failed:%" PRIu64
+                   "\r\noplog_replayed:%" PRIu64 "\r\noplog_durable_seq:%" PRIu64
+                   "\r\noplog_compactions:%" PRIu64 "\r\noplog_compacted:%" PRIu64 "\r\n\r\n",
+                   srv_oplog_enabled(), os.appended, os.batches, os.max_batch, os.failed,
+                   os.replayed, os.durable, os.compactions, os.compacted);
+}

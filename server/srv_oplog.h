@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HA master's metadata op-log (docs/ha.md, "Op-log"): every change of the pool's readable
+ * state (client registered, segment mounted / dropped, object readable / gone) becomes one
+ * text entry, appended to a store (a Redis list under the cluster's hash tag, appended by a Lua
+ * script; or etcd keys written by transactions) that refuses a writer whose epoch is below the
+ * newest one seen (fencing). Replies that depend on
+ * an entry leave only once it is stored: event-loop threads call srv_oplog_sync() before they
+ * write their replies, so each loop iteration costs one round trip (group append). A new
+ * leader fences the log with its epoch, then replays it into a fresh pool.
+ *
+ * Threads: the srv_oplog_log_* calls run under the pool mutex (srv_mc_lock) so that entries are
+ * ordered as the pool changed; one writer thread appends; srv_oplog_fence / srv_oplog_replay run
+ * on the HA thread with their own connection.
+ */
+#ifndef CRESCENT_SERVER_SRV_OPLOG_H
+#define CRESCENT_SERVER_SRV_OPLOG_H
+
+#include "server/pool/pool.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Counters for INFO. */
+struct srv_oplog_stats {
+    uint64_t appended;    /* entries stored by this process */
+    uint64_t batches;     /* append round trips that succeeded */
+    uint64_t failed;      /* entries refused or lost (fenced, not leader, store down) */
+    uint64_t replayed;    /* entries applied by the last replay */
+    uint64_t durable;     /* sequence number of the last stored entry */
+    uint64_t max_batch;   /* largest batch appended in one round trip */
+    uint64_t compactions; /* times a new leader rewrote the log */
+    uint64_t compacted;   /* entries written by the last compaction */
+    int connected;        /* the writer's connection is up */
+};
+
+/*
+ * Parses uri (redis://[user:password@]host:port[/db] or etcd://host:port[,host:port...]),
+ * checks that the store answers (Redis: can run Lua; warns in the log when its persistence
+ * cannot keep acknowledged entries) and starts the writer thread. Redis keys:
+ * crescent/{cluster}/oplog (the list) and crescent/{cluster}/oplog_epoch (the fence); etcd keys:
+ * crescent/{cluster}/oplog/<epoch>/<seq> and the same fence.
+ * Returns 0, or -1 with one line in err. Main thread, once, before the workers start.
+ */
+int srv_oplog_open(const char *uri, const char *cluster, char *err, size_t errlen);
+
+/* Stops the writer thread (pending entries are dropped) and frees everything. Main thread. */
+void srv_oplog_close(void);
+
+/* True after a successful srv_oplog_open. */
+int srv_oplog_enabled(void);
+
+/*
+ * Starts accepting entries stamped with epoch (the leader is about to serve) / stops: pending
+ * entries are dropped and every thread waiting for them is failed. Any thread.
+ */
+void srv_oplog_activate(uint64_t epoch);
+void srv_oplog_deactivate(void);
+
+/*
+ * Entry producers; the caller holds the pool mutex and the change has been applied to pool p.
+ * Without an open op-log they do nothing. An entry produced while the op-log is not active
+ * (a leader being deposed) marks the calling thread so that its next srv_oplog_sync() fails.
+ */
+void srv_oplog_log_key(struct pool *p, const void *key, size_t klen);
+void srv_oplog_log_register(const struct pool_uuid *id, const char *host);
+void srv_oplog_log_mount(struct pool *p, const char *segment);
+void srv_oplog_log_graceful(const char *segment, int64_t grace_ms);
+
+/* Keys matching a pattern, collected before a bulk removal and logged after it. */
+struct srv_oplog_keys;
+
+/*
+ * Collects the readable keys of p matching the POSIX extended regex pattern (NULL = all).
+ * Returns NULL when the op-log is off. Caller holds the pool mutex and passes the result to
+ * srv_oplog_log_keys (which logs each key's state and frees it) under the same hold.
+ */
+struct srv_oplog_keys *srv_oplog_collect(struct pool *p, const char *pattern);
+void srv_oplog_log_keys(struct pool *p, struct srv_oplog_keys *ks);
+
+/* Pool hooks (installed by srv_mc when the op-log is open): an evicted object, a dropped
+   segment. Called under the pool mutex. */
+int srv_oplog_on_evict(void *arg, const struct pool_evict_event *ev);
+void srv_oplog_on_seg_drop(void *arg, const char *name);
+
+/*
+ * Records that this thread has seen the pool as it is now (caller holds the pool mutex): its
+ * next srv_oplog_sync() also waits for every entry produced so far by any thread, so no reply
+ * shows a state whose entries (an eviction or an expiry of the housekeeping thread, a change
+ * of another event loop) could still be lost. srv_mc_unlock() calls it.
+ */
+void srv_oplog_note_state(void);
+
+/*
+ * Waits until every entry this thread produced (or noted) is stored. Returns 0 (also when there was
+ * nothing to wait for), or -1 when one of them was refused or dropped: the replies that depend
+ * on them must not be sent. Event-loop thread, before it writes replies; never under the pool
+ * mutex.
+ */
+int srv_oplog_sync(void);
+
+/*
+ * Fences the op-log at epoch: from then on appends with a lower epoch are refused. Returns 0,
+ * or -1 (err: one line) when the store cannot be reached or holds a higher epoch. HA thread.
+ */
+int srv_oplog_fence(uint64_t epoch, char *err, size_t errlen);
+
+/*
+ * Reads the whole op-log and applies it to p (an empty pool) at time now: clients registered,
+ * segments mounted and dropped, objects restored at their recorded addresses. Returns 0 and
+ * the number of entries in *n, or -1 with one line in err naming the first entry that cannot
+ * be read or applied (a corrupt log is refused, never half-applied silently). HA thread.
+ */
+int srv_oplog_replay(struct pool *p, int64_t now, uint64_t *n, char *err, size_t errlen);
+
+/*
+ * Rewrites the log as the state of p (a pool just replayed from replayed entries): R and M for
+ * every segment owner and segment, G for a graceful unmount, P for every readable object, in
+ * the new leader's epoch. Done only when the store supports it (Redis: written to a side list,
+ * then swapped in by a script that checks the fence), the log had at least 1000 entries and the
+ * result is at most half as long. Clients without a segment are not kept (they register again
+ * when their ping says NEED_REMOUNT). *kept gets the log's length afterwards. Returns 0 (also
+ * when nothing was done) or -1 (err; the log is then unchanged). HA thread, before serving.
+ */
+int srv_oplog_compact(struct pool *p, uint64_t epoch, uint64_t replayed, uint64_t *kept, char *err,
+                      size_t errlen);
+
+/* Fills *st. Any thread. */
+void srv_oplog_get_stats(struct srv_oplog_stats *st);
+
+#endif

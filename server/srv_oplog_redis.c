@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The Redis op-log store (srv_oplog_int.h): the entries are the list crescent/{<cluster>}/oplog,
+ * appended by a Lua script that first checks the fence crescent/{<cluster>}/oplog_epoch (a
+ * writer with a lower epoch is refused, a higher one raises it); replay reads it with LRANGE.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_oplog_int.h"
+
+#include "common/cm_log.h"
+#include "common/cm_mem.h"
+
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SRV_OPR_IO_MS      2000  /* bound on one call */
+#define SRV_OPR_READ_CHUNK 10000 /* entries per LRANGE */
+
+/* Appends ARGV[2..] to KEYS[1] unless ARGV[1] (the writer's epoch) is below KEYS[2]. */
+static const char srv_opr_script[] =
+    "local e = tonumber(ARGV[1])\n"
+    "local cur = tonumber(redis.call('GET', KEYS[2]) or '0')\n"
+    "if e < cur then return redis.error_reply('FENCED op-log fenced at epoch ' .. cur) end\n"
+    "if e > cur then redis.call('SET', KEYS[2], ARGV[1]) end\n"
+    "for i = 2, #ARGV, 1000 do\n"
+    "  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))\n"
+    "end\n"
+    "return redis.call('LLEN', KEYS[1])\n";
+
+/* Swaps KEYS[3] (the compacted log) in as KEYS[1] if the fence KEYS[2] still holds ARGV[1]. */
+static const char srv_opr_swap_script[] =
+    "local cur = tonumber(redis.call('GET', KEYS[2]) or '0')\n"
+    "if cur ~= tonumber(ARGV[1]) then\n"
+    "  redis.call('DEL', KEYS[3])\n"
+    "  return redis.error_reply('FENCED op-log fenced at epoch ' .. cur)\n"
+    "end\n"
+    "if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('RENAME', KEYS[3], KEYS[1])\n"
+    "else redis.call('DEL', KEYS[1]) end\n"
+    "return redis.call('LLEN', KEYS[1])\n";
+
+static struct {
+    char host[256];
+    int port;
+    char user[128], password[256];
+    long db;
+    char list_key[320], fence_key[320], side_key[340];
+    char desc[640];
+} srv_opr;
+
+/* Runs a command on c and returns the reply (caller frees), or NULL with err set. */
+static redisReply *srv_opr_cmd(redisContext *c, char *err, size_t errlen, int argc,
+                               const char **argv, const size_t *lens) {
+    redisReply *r = redisCommandArgv(c, argc, argv, lens);
+    if (!r) {
+        snprintf(err, errlen, "op-log store %s:%d: %s", srv_opr.host, srv_opr.port,
+                 c->errstr[0] ? c->errstr : "no reply");
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errlen, "op-log store %s:%d: %s", srv_opr.host, srv_opr.port, r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Runs a command whose reply is not needed. Returns 0 or -1 (err). */
+static int srv_opr_do(redisContext *c, char *err, size_t errlen, int argc, const char **argv) {
+    redisReply *r = srv_opr_cmd(c, err, errlen, argc, argv, NULL);
+    if (!r)
+        return -1;
+    freeReplyObject(r);
+    return 0;
+}
+
+static void *srv_opr_connect(char *err, size_t errlen) {
+    struct timeval tv = {SRV_OPR_IO_MS / 1000, (SRV_OPR_IO_MS % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(srv_opr.host, srv_opr.port, tv);
+    if (!c || c->err) {
+        snprintf(err, errlen, "op-log store %s:%d unreachable: %s", srv_opr.host, srv_opr.port,
+                 c ? c->errstr : "out of memory");
+        redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    if (srv_opr.password[0]) {
+        const char *u[3] = {"AUTH", srv_opr.user, srv_opr.password};
+        const char *p[2] = {"AUTH", srv_opr.password};
+        if (srv_opr.user[0] ? srv_opr_do(c, err, errlen, 3, u) : srv_opr_do(c, err, errlen, 2, p))
+            goto fail;
+    }
+    if (srv_opr.db) {
+        char db[24];
+        snprintf(db, sizeof(db), "%ld", srv_opr.db);
+        const char *s[2] = {"SELECT", db};
+        if (srv_opr_do(c, err, errlen, 2, s))
+            goto fail;
+    }
+    return c;
+fail:
+    redisFree(c);
+    return NULL;
+}
+
+static void srv_opr_disconnect(void *conn) {
+    redisFree(conn);
+}
+
+static int srv_opr_append(void *conn, uint64_t epoch, uint64_t first_seq, const char *const *v,
+                          const size_t *lens, size_t n, char *err, size_t errlen) {
+    (void)first_seq;
+    size_t argc = 6 + n;
+    const char **av = cm_malloc(argc * sizeof(char *));
+    size_t *al = cm_malloc(argc * sizeof(size_t));
+    char ep[24];
+    snprintf(ep, sizeof(ep), "%" PRIu64, epoch);
+    av[0] = "EVAL";
+    av[1] = srv_opr_script;
+    av[2] = "2";
+    av[3] = srv_opr.list_key;
+    av[4] = srv_opr.fence_key;
+    av[5] = ep;
+    for (size_t i = 0; i < 6; i++)
+        al[i] = strlen(av[i]);
+    for (size_t i = 0; i < n; i++) {
+        av[6 + i] = v[i];
+        al[6 + i] = lens[i];
+    }
+    redisReply *r = srv_opr_cmd(conn, err, errlen, (int)argc, av, al);
+    cm_free(av);
+    cm_free(al);
+    if (!r)
+        return -1;
+    freeReplyObject(r);
+    return 0;
+}
+
+/* Writes v[0..n) to the side list (RPUSH, 1000 at a time), then swaps it in under the fence. */
+static int srv_opr_compact(void *conn, uint64_t epoch, const char *const *v, const size_t *lens,
+                           size_t n, char *err, size_t errlen) {
+    const char *del[2] = {"DEL", srv_opr.side_key};
+    if (srv_opr_do(conn, err, errlen, 2, del) != 0)
+        return -1;
+    const char **av = cm_malloc(1002 * sizeof(char *));
+    size_t *al = cm_malloc(1002 * sizeof(size_t));
+    int rc = 0;
+    for (size_t from = 0; from < n && rc == 0; from += 1000) {
+        size_t k = n - from < 1000 ? n - from : 1000;
+        av[0] = "RPUSH";
+        av[1] = srv_opr.side_key;
+        al[0] = 5;
+        al[1] = strlen(srv_opr.side_key);
+        for (size_t i = 0; i < k; i++) {
+            av[2 + i] = v[from + i];
+            al[2 + i] = lens[from + i];
+        }
+        redisReply *r = srv_opr_cmd(conn, err, errlen, (int)(2 + k), av, al);
+        rc = r ? 0 : -1;
+        if (r)
+            freeReplyObject(r);
+    }
+    cm_free(av);
+    cm_free(al);
+    if (rc != 0)
+        return -1;
+    char ep[24];
+    snprintf(ep, sizeof(ep), "%" PRIu64, epoch);
+    const char *swap[7] = {
+        "EVAL", srv_opr_swap_script, "3", srv_opr.list_key, srv_opr.fence_key, srv_opr.side_key,
+        ep};
+    return srv_opr_do(conn, err, errlen, 7, swap);
+}
+
+/* Feeds one LRANGE reply (entries base.. ) to cb. */
+static int srv_opr_feed(const redisReply *r, uint64_t base, srv_oplog_scan_cb *cb, void *arg) {
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *x = r->element[i];
+        char where[400], hint[480];
+        snprintf(where, sizeof(where), "%" PRIu64 " of %s", base + i, srv_opr.list_key);
+        snprintf(hint, sizeof(hint), "inspect it with redis-cli LINDEX %s %" PRIu64,
+                 srv_opr.list_key, base + i);
+        if (x->type != REDIS_REPLY_STRING) {
+            if (cb(arg, NULL, 0, where, hint) != 0)
+                return -1;
+        } else if (cb(arg, x->str, x->len, where, hint) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int srv_opr_scan(void *conn, srv_oplog_scan_cb *cb, void *arg, char *err, size_t errlen) {
+    for (uint64_t base = 0;;) {
+        char from[24], to[24];
+        snprintf(from, sizeof(from), "%" PRIu64, base);
+        snprintf(to, sizeof(to), "%" PRIu64, base + SRV_OPR_READ_CHUNK - 1);
+        const char *av[4] = {"LRANGE", srv_opr.list_key, from, to};
+        redisReply *r = srv_opr_cmd(conn, err, errlen, 4, av, NULL);
+        if (!r)
+            return -1;
+        size_t got = r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+        int rc = got ? srv_opr_feed(r, base, cb, arg) : 0;
+        freeReplyObject(r);
+        if (rc != 0)
+            return -1;
+        base += got;
+        if (got < SRV_OPR_READ_CHUNK)
+            return 0;
+    }
+}
+
+/* Splits "host:port" / "[v6]:port" into srv_opr.host / port. */
+static int srv_opr_hostport(const char *hp, char *err, size_t errlen) {
+    const char *colon = strrchr(hp, ':');
+    if (!colon || colon == hp) {
+        snprintf(err, errlen, "oplog_store: '%s' is not host:port", hp);
+        return -1;
+    }
+    size_t hl = (size_t)(colon - hp);
+    const char *h = hp;
+    if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    if (hl >= sizeof(srv_opr.host)) {
+        snprintf(err, errlen, "oplog_store: host too long");
+        return -1;
+    }
+    memcpy(srv_opr.host, h, hl);
+    srv_opr.host[hl] = '\0';
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 1 || port > 65535) {
+        snprintf(err, errlen, "oplog_store: bad port in '%s'", hp);
+        return -1;
+    }
+    srv_opr.port = (int)port;
+    return 0;
+}
+
+/* Logs a warning when the store's persistence may lose acknowledged entries. */
+static void srv_opr_check_persistence(redisContext *c) {
+    char err[256];
+    const char *aof[3] = {"CONFIG", "GET", "appendonly"};
+    const char *fs[3] = {"CONFIG", "GET", "appendfsync"};
+    redisReply *a = srv_opr_cmd(c, err, sizeof(err), 3, aof, NULL);
+    redisReply *f = srv_opr_cmd(c, err, sizeof(err), 3, fs, NULL);
+    int ok = a && f && a->type == REDIS_REPLY_ARRAY && a->elements == 2 &&
+             f->type == REDIS_REPLY_ARRAY && f->elements == 2 &&
+             strcmp(a->element[1]->str, "yes") == 0 && strcmp(f->element[1]->str, "always") == 0;
+    if (!ok)
+        cm_log(CM_LOG_WARNING, "oplog",
+               "op-log store %s:%d does not run 'appendonly yes' with 'appendfsync always' (or "
+               "CONFIG GET is refused): a restart of that Redis may lose acknowledged metadata",
+               srv_opr.host, srv_opr.port);
+    if (a)
+        freeReplyObject(a);
+    if (f)
+        freeReplyObject(f);
+}
+
+static int srv_opr_open(const struct ha_uri *u, const char *cluster, char *err, size_t errlen) {
+    if (u->nhosts != 1) {
+        snprintf(err, errlen, "oplog_store: one redis://host:port, not %d", u->nhosts);
+        return -1;
+    }
+    if (srv_opr_hostport(u->hosts[0], err, errlen) != 0)
+        return -1;
+    snprintf(srv_opr.user, sizeof(srv_opr.user), "%s", u->user);
+    snprintf(srv_opr.password, sizeof(srv_opr.password), "%s", u->password);
+    srv_opr.db = u->path[0] ? strtol(u->path, NULL, 10) : 0;
+    snprintf(srv_opr.list_key, sizeof(srv_opr.list_key), "crescent/{%s}/oplog", cluster);
+    snprintf(srv_opr.fence_key, sizeof(srv_opr.fence_key), "crescent/{%s}/oplog_epoch", cluster);
+    snprintf(srv_opr.side_key, sizeof(srv_opr.side_key), "%s:compact", srv_opr.list_key);
+    snprintf(srv_opr.desc, sizeof(srv_opr.desc), "redis %s:%d %s", srv_opr.host, srv_opr.port,
+             srv_opr.list_key);
+    redisContext *c = srv_opr_connect(err, errlen);
+    if (!c)
+        return -1;
+    const char *probe[3] = {"EVAL", "return 1", "0"};
+    int rc = srv_opr_do(c, err, errlen, 3, probe);
+    if (rc == 0)
+        srv_opr_check_persistence(c);
+    redisFree(c);
+    return rc;
+}
+
+static const char *srv_opr_describe(void) {
+    return srv_opr.desc;
+}
+
+const struct srv_oplog_store srv_oplog_redis = {
+    .scheme = "redis",
+    .open = srv_opr_open,
+    .connect = srv_opr_connect,
+    .disconnect = srv_opr_disconnect,
+    .append = srv_opr_append,
+    .compact = srv_opr_compact,
+    .scan = srv_opr_scan,
+    .describe = srv_opr_describe,
+};
