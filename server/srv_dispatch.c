@@ -9,8 +9,8 @@
 #include "server/srv_cmd.h"
 #include "server/srv_cmdstat.h"
 #include "server/srv_db.h"
-#include "server/srv_pubsub.h"
 #include "server/srv_ha.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_server.h"
 #include "server/srv_watch.h"
 

@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     srv_db_init(srv_segment);
-    char err[512];
+    char err[768];
     if (srv_offload_start(err, sizeof(err)) < 0) {
         fprintf(stderr, "crescent-master: %s\n", err);
         cm_log(CM_LOG_WARNING, "server", "%s", err);
@@ -186,7 +186,6 @@ int main(int argc, char **argv) {
         return 1;
     if (srv_snapshot_start() < 0)
         return 1;
-    char err[768];
     if (srv_ha_start(err, sizeof(err)) < 0) {
         cm_log(CM_LOG_WARNING, "ha", "cannot start HA mode: %s", err);
         fprintf(stderr, "crescent-master: cannot start HA mode: %s\n", err);

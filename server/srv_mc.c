@@ -9,8 +9,8 @@
 #include "server/srv_pubsub.h"
 
 #include "server/srv_client.h"
-#include "server/srv_pool_kv.h"
 #include "server/srv_oplog.h"
+#include "server/srv_pool_kv.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
@@ -226,10 +226,8 @@ void srv_mc_stop(void) {
 
 int srv_mc_restore(const void *buf, size_t len, struct pool_snap_meta *meta, char *err,
                    size_t errlen) {
-    struct pool_config cfg;
-    srv_mc_config(&cfg);
     struct pool *fresh;
-    if (pool_create(&cfg, &fresh) != POOL_OK) {
+    if (srv_mc_new_pool(&fresh) != 0) {
         snprintf(err, errlen, "%s", srv_mc_bad_cfg);
         return -EINVAL;
     }
@@ -238,11 +236,7 @@ int srv_mc_restore(const void *buf, size_t len, struct pool_snap_meta *meta, cha
         pool_destroy(fresh);
         return rc;
     }
-    srv_mc_lock();
-    struct pool *old = srv_mc_pool;
-    srv_mc_pool = fresh;
-    srv_mc_unlock();
-    pool_destroy(old);
+    srv_mc_swap_pool(fresh);
     return 0;
 }
 

@@ -45,6 +45,7 @@ int srv_mc_reconfigure(char *err, size_t errlen);
 int srv_mc_restore(const void *buf, size_t len, struct pool_snap_meta *meta, char *err,
                    size_t errlen);
 
+/*
  * Creates an empty pool with the current settings (and the op-log hooks when the op-log is
  * open) in *out. Returns 0, or -1 after logging why. Any thread; the caller owns the pool.
  */

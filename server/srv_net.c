@@ -12,8 +12,8 @@
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
 #include "server/srv_net_int.h"
-#include "server/srv_pubsub.h"
 #include "server/srv_oplog.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"

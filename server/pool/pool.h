@@ -208,7 +208,7 @@ struct pool_config {
     uint32_t offloading_queue_limit; /* 50000: tasks per client queue (1..1e8) */
     double offload_cap_ratio;        /* 0.5: per-cycle cap = queue limit x ratio */
     int promotion_on_hit;            /* 0: readers may promote disk-only objects to memory */
-    pool_seg_drop_cb *on_seg_drop; /* optional segment-drop hook */
+    pool_seg_drop_cb *on_seg_drop;   /* optional segment-drop hook */
     void *on_seg_drop_arg;
 };
 

@@ -375,8 +375,11 @@ Test(cm_tlsf, build_refuses_bad_spans) {
     cr_assert_eq(cm_tlsf_alloc(t, 64, &o), 0); /* full */
     cm_tlsf_free(t, h[0]);
     cr_assert_neq(cm_tlsf_alloc(t, 1 * MIB, &o), 0);
+    cm_tlsf_destroy(t);
+}
+
 /* cm_tlsf_alloc_at: carving exact ranges (in any order) matches what was asked, refuses
-   overlaps and bad ranges, and frees back to one block. */
+       overlaps and bad ranges, and frees back to one block. */
 Test(cm_tlsf, alloc_at_exact_ranges) {
     struct cm_tlsf *t = cm_tlsf_create(64 * KIB, 64);
     uint64_t offs[] = {4096, 0, 8192, 65536 - 128, 1024, 30000 / 64 * 64};
