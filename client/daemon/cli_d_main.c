@@ -61,7 +61,7 @@ static void usage(FILE *f) {
                "                       [--global_segment_size SIZE] [--local_buffer_size SIZE]\n"
                "                       [--ssd_offload_path DIR] [--client_live_ttl_sec N]\n"
                "                       [--unmount_grace_ms N] [--logfile PATH] [--log-level L]\n"
-               "                       [--enable_http_server[=BOOL]] [--http_host HOST]\n"
+               "                       [--enable_http_server [BOOL]] [--http_host HOST]\n"
                "                       [--http_port N]\n"
                "       crescent-client --help | --version\n");
 }
@@ -96,7 +96,7 @@ static void help(void) {
         "                             (default 10); --client_ttl is an alias\n"
         "  --unmount_grace_ms N       on SIGTERM, how long the segment stays readable after\n"
         "                             MC.GRACEFULUNMOUNT (default 1000)\n"
-        "  --enable_http_server[=BOOL] serve /metrics (Prometheus), /metrics/summary and\n"
+        "  --enable_http_server [BOOL] serve /metrics (Prometheus), /metrics/summary and\n"
         "                             /health over HTTP (default false, or\n"
         "                             MOONCAKE_ENABLE_CLIENT_HTTP_SERVER); --noenable_http_server\n"
         "                             turns it off\n"
@@ -314,6 +314,11 @@ static int parse_args(int argc, char **argv, struct cli_d_opts *o) {
         case '?':
             return optopt == 0 ? usage_error("unknown option '%s'", argv[optind - 1])
                                : usage_error("unknown option '-%c'", optopt);
+        case OPT_HTTP: /* "--enable_http_server false" means what it says, too */
+            if (optarg == NULL && optind < argc && parse_bool(argv[optind]) >= 0) {
+                optarg = argv[optind++];
+            }
+            /* fall through */
         default:
             if (parse_value(c, optarg, o) != 0) {
                 return CLI_D_EXIT_USAGE;

@@ -385,7 +385,7 @@ Test(daemon_http, bad_requests) {
 Test(daemon_http, off_port_zero_and_busy_port) {
     struct st_daemon plain, zero, on;
     st_daemon_start_extra(&plain, &master, "tcp", "4mb", NULL);
-    const char *z[] = {"--enable_http_server=true", "--http_port", "0", NULL};
+    const char *z[] = {"--enable_http_server", "yes", "--http_port", "0", NULL};
     st_daemon_start_extra(&zero, &master, "tcp", "4mb", z);
     start_http(&on, "4mb", st_daemon_free_port());
     cr_assert(strstr(plain.ready, "admin http") == NULL, "%s", plain.ready);
@@ -422,7 +422,7 @@ Test(daemon_http, off_port_zero_and_busy_port) {
     unsetenv("MOONCAKE_ENABLE_CLIENT_HTTP_SERVER");
     cr_assert_eq(ready_port(&e), atoi(ps));
     cr_assert_eq(st_daemon_stop(&e), 0);
-    const char *off[] = {"--enable_http_server=false", "--http_port", "1", NULL};
+    const char *off[] = {"--enable_http_server", "false", "--http_port", "1", NULL};
     struct st_daemon f;
     st_daemon_start_extra(&f, &master, "tcp", "4mb", off);
     cr_assert(strstr(f.ready, "admin http") == NULL);
