@@ -10,8 +10,8 @@
  *   crescent-client ready: client <id> segment <name> <bytes> bytes at <master>, dummy socket <s>
  * followed by ", admin http <host>:<port>" when the admin server runs, and on SIGTERM / SIGINT
  * it closes the dummies, unmounts gracefully (MC.GRACEFULUNMOUNT, then waits until the master
- * has dropped the segment) and exits 0. Start-up failures exit 1, usage
- * errors 2. help() is the manual.
+ * has dropped the segment) and exits 0. Start-up failures exit 1, usage errors 2. help() is
+ * the manual.
  */
 #include "common/fmacros.h"
 
