@@ -78,16 +78,18 @@ $(BUILD)/lib/libcrescent.a: $(CRESCENT_SO_OBJS)
 
 # ---- crescent-client: the standalone real client daemon (client/daemon/, prefix cli_d_) ----
 # Linked with the store client objects (not the shared library): it uses their internals for
-# MC.GRACEFULUNMOUNT; redis-compat's RESP parser reads the dummy requests.
+# MC.GRACEFULUNMOUNT; redis-compat's RESP parser reads the dummy requests; libmicrohttpd serves
+# the admin HTTP server (--enable_http_server).
 CLI_D_SRCS := $(sort $(wildcard client/daemon/*.c))
 ALL_SRCS   += $(CLI_D_SRCS)
 BINS       += $(BUILD)/bin/crescent-client
-$(call objs,$(CLI_D_SRCS)): MOD_CFLAGS += $(shell pkg-config --cflags hiredis)
+$(call objs,$(CLI_D_SRCS)): MOD_CFLAGS += $(shell pkg-config --cflags hiredis libmicrohttpd)
 
 $(BUILD)/bin/crescent-client: $(call objs,$(CLI_D_SRCS)) $(CLI_STORE_OBJS) \
                               $(BUILD)/lib/libxfer.a $(RC_LIB) $(BUILD)/lib/libsto.a \
                               $(BUILD)/lib/libcm.a
-	$(LINK) $^ $(XFER_LIBS) $(CLI_STORE_LIBS) $(MALLOC_LIBS)
+	$(LINK) $^ $(XFER_LIBS) $(CLI_STORE_LIBS) $(shell pkg-config --libs libmicrohttpd) \
+	    $(MALLOC_LIBS)
 
 # ---- crescent-bench: subcommand dispatcher (transfer/bench/) ----
 XFER_BENCH_SRCS := $(sort $(wildcard transfer/bench/*.c))

@@ -3,12 +3,15 @@
  * crescent-client: the standalone real client (Mooncake's mooncake_client). It registers with
  * crescent-master, contributes --global_segment_size bytes to the pool, keeps a
  * --local_buffer_size staging buffer, follows NEED_REMOUNT (the store's ping thread) and serves
- * co-located dummy clients on the abstract Unix socket @crescent_client_<port>.sock. Once the
- * segment is mounted and the socket listens it prints one line on stdout,
+ * co-located dummy clients on the abstract Unix socket @crescent_client_<port>.sock; with
+ * --enable_http_server it serves /metrics and /health on --http_host:--http_port (cli_d_http.c).
+ * Once the segment is mounted, the socket listens and the admin server (when enabled and
+ * bound) answers, it prints one line on stdout,
  *   crescent-client ready: client <id> segment <name> <bytes> bytes at <master>, dummy socket <s>
- * and on SIGTERM / SIGINT it closes the dummies, unmounts gracefully (MC.GRACEFULUNMOUNT, then
- * waits until the master has dropped the segment) and exits 0. Start-up failures exit 1, usage
- * errors 2. help() is the manual.
+ * followed by ", admin http <host>:<port>" when the admin server runs, and on SIGTERM / SIGINT
+ * it closes the dummies, unmounts gracefully (MC.GRACEFULUNMOUNT, then waits until the master
+ * has dropped the segment) and exits 0. Start-up failures exit 1, usage errors 2. help() is
+ * the manual.
  */
 #include "common/fmacros.h"
 
@@ -28,11 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* Kept equal to crescent-master's SRV_VERSION (server/srv_server.h). */
-#define CLI_D_VERSION "0.1.0"
 
 enum { CLI_D_EXIT_OK = 0, CLI_D_EXIT_START = 1, CLI_D_EXIT_USAGE = 2 };
 
@@ -49,6 +50,9 @@ struct cli_d_opts {
     long grace_ms;
     const char *logfile;
     int log_level;
+    bool http;             /* --enable_http_server */
+    const char *http_host; /* --http_host */
+    long http_port;        /* --http_port, 0 = off */
 };
 
 static void usage(FILE *f) {
@@ -57,6 +61,8 @@ static void usage(FILE *f) {
                "                       [--global_segment_size SIZE] [--local_buffer_size SIZE]\n"
                "                       [--ssd_offload_path DIR] [--client_live_ttl_sec N]\n"
                "                       [--unmount_grace_ms N] [--logfile PATH] [--log-level L]\n"
+               "                       [--enable_http_server [BOOL]] [--http_host HOST]\n"
+               "                       [--http_port N]\n"
                "       crescent-client --help | --version\n");
 }
 
@@ -90,13 +96,22 @@ static void help(void) {
         "                             (default 10); --client_ttl is an alias\n"
         "  --unmount_grace_ms N       on SIGTERM, how long the segment stays readable after\n"
         "                             MC.GRACEFULUNMOUNT (default 1000)\n"
+        "  --enable_http_server [BOOL] serve /metrics (Prometheus), /metrics/summary and\n"
+        "                             /health over HTTP (default false, or\n"
+        "                             MOONCAKE_ENABLE_CLIENT_HTTP_SERVER); --noenable_http_server\n"
+        "                             turns it off\n"
+        "  --http_host HOST           the admin server's address (default 0.0.0.0; :: for IPv6)\n"
+        "  --http_port N              the admin server's port (default 9300; 0 disables it)\n"
         "  --logfile PATH             log file (default stderr)\n"
         "  --log-level L              debug, verbose, notice (default), warning\n"
         "  -h, --help                 this text\n"
         "  --version                  the version\n"
         "\n"
-        "Once the segment is mounted and the dummy socket listens, one line goes to stdout:\n"
+        "Once the segment is mounted, the dummy socket listens and the admin server (when\n"
+        "enabled) answers, one line goes to stdout:\n"
         "  crescent-client ready: client ID segment NAME BYTES bytes at MASTER, dummy socket S\n"
+        "with \", admin http HOST:PORT\" at the end when the admin server runs. A port that\n"
+        "cannot be bound is logged and the daemon runs without the admin server.\n"
         "SIGTERM / SIGINT: dummies are disconnected, the segment is unmounted gracefully, exit 0.\n"
         "Exit status: 0 after SIGTERM / SIGINT, 1 could not start, 2 bad command line.\n");
 }
@@ -182,6 +197,10 @@ enum {
     OPT_LOGFILE,
     OPT_LOGLEVEL,
     OPT_VERSION,
+    OPT_HTTP,
+    OPT_NOHTTP,
+    OPT_HTTP_HOST,
+    OPT_HTTP_PORT,
 };
 
 static const struct option cli_d_longopts[] = {
@@ -200,13 +219,45 @@ static const struct option cli_d_longopts[] = {
     {"logfile", required_argument, NULL, OPT_LOGFILE},
     {"log-level", required_argument, NULL, OPT_LOGLEVEL},
     {"log_level", required_argument, NULL, OPT_LOGLEVEL},
+    {"enable_http_server", optional_argument, NULL, OPT_HTTP},
+    {"noenable_http_server", no_argument, NULL, OPT_NOHTTP},
+    {"http_host", required_argument, NULL, OPT_HTTP_HOST},
+    {"http_port", required_argument, NULL, OPT_HTTP_PORT},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
 };
 
+/* gflags' booleans: true / false, 1 / 0, yes / no, t / f, y / n (any case). -1 otherwise. */
+static int parse_bool(const char *s) {
+    static const char *const yes[] = {"true", "1", "yes", "t", "y"}, *const no[] = {"false", "0",
+                                                                                    "no", "f", "n"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (!strcasecmp(s, yes[i])) {
+            return 1;
+        }
+        if (!strcasecmp(s, no[i])) {
+            return 0;
+        }
+    }
+    return -1;
+}
+
 static int parse_value(int c, const char *v, struct cli_d_opts *o) {
+    int b;
     switch (c) {
+    case OPT_HTTP:
+        b = v == NULL ? 1 : parse_bool(v);
+        o->http = b == 1;
+        return b >= 0 ? 0 : usage_error("--enable_http_server: '%s' is not true or false", v);
+    case OPT_NOHTTP:
+        o->http = false;
+        return 0;
+    case OPT_HTTP_HOST:
+        o->http_host = v;
+        return 0;
+    case OPT_HTTP_PORT:
+        return parse_long("--http_port", v, 0, 65535, &o->http_port);
     case OPT_MASTER:
         o->master = v;
         return strchr(v, ':') ? 0 : usage_error("--master: '%s' is not HOST:PORT", v);
@@ -263,6 +314,11 @@ static int parse_args(int argc, char **argv, struct cli_d_opts *o) {
         case '?':
             return optopt == 0 ? usage_error("unknown option '%s'", argv[optind - 1])
                                : usage_error("unknown option '-%c'", optopt);
+        case OPT_HTTP: /* "--enable_http_server false" means what it says, too */
+            if (optarg == NULL && optind < argc && parse_bool(argv[optind]) >= 0) {
+                optarg = argv[optind++];
+            }
+            /* fall through */
         default:
             if (parse_value(c, optarg, o) != 0) {
                 return CLI_D_EXIT_USAGE;
@@ -332,11 +388,23 @@ int main(int argc, char **argv) {
         .ttl_sec = 10,
         .grace_ms = 1000,
         .log_level = CM_LOG_NOTICE,
+        .http_host = "0.0.0.0",
+        .http_port = 9300,
     };
+    const char *env_http = getenv("MOONCAKE_ENABLE_CLIENT_HTTP_SERVER");
+    if (env_http != NULL && *env_http != '\0') {
+        int b = parse_bool(env_http);
+        if (b < 0) {
+            return usage_error("MOONCAKE_ENABLE_CLIENT_HTTP_SERVER: '%s' is not true or false",
+                               env_http);
+        }
+        o.http = b == 1;
+    }
     int rc = parse_args(argc, argv, &o);
     if (rc != 0) {
         return rc;
     }
+    uint64_t start_ms = cm_mono_ms();
     cm_log_set_level((enum cm_log_level)o.log_level);
     if (cm_log_open(o.logfile, 'C') < 0) {
         fprintf(stderr, "crescent-client: cannot open log file '%s'\n", o.logfile);
@@ -385,12 +453,32 @@ int main(int argc, char **argv) {
         cm_log(CM_LOG_NOTICE, "daemon", "SSD tier in %s, offload endpoint %s", o.ssd_offload_path,
                cli__ssd_endpoint(st));
     }
-    char seg[256] = "-";
+    int state = CLI_D_STARTING;
+    struct cli_d_http *http = NULL;
+    if (o.http) {
+        struct cli_d_http_ctx hc = {
+            .st = st,
+            .dummies = srv,
+            .master = o.master,
+            .protocol = o.protocol,
+            .local_buffer_size = st->stage_size,
+            .start_ms = start_ms,
+            .state = &state,
+        };
+        cli_d_http_start(&hc, o.http_host, (int)o.http_port, &http); /* failures are logged */
+    }
+    __atomic_store_n(&state, CLI_D_SERVING, __ATOMIC_RELEASE);
+    char seg[256] = "-", admin[300] = "";
     crescent_store_segment_name(st, 0, seg, sizeof(seg));
+    if (http != NULL) {
+        snprintf(admin, sizeof(admin),
+                 strchr(o.http_host, ':') ? ", admin http [%s]:%d" : ", admin http %s:%d",
+                 o.http_host, cli_d_http_port(http));
+    }
     printf("crescent-client ready: client %s segment %s %llu bytes at %s, dummy socket "
-           "@" CLI_DUMMY_SOCK_FMT "\n",
+           "@" CLI_DUMMY_SOCK_FMT "%s\n",
            crescent_store_client_id(st), seg, (unsigned long long)o.global_segment_size, o.master,
-           o.port);
+           o.port, admin);
     fflush(stdout);
     cm_log(CM_LOG_NOTICE, "daemon", "ready: client %s, segment %s, protocol %s",
            crescent_store_client_id(st), seg, o.protocol);
@@ -399,8 +487,11 @@ int main(int argc, char **argv) {
     while (sigwait(&set, &sig) != 0) {
     }
     cm_log(CM_LOG_NOTICE, "daemon", "signal %d: disconnecting dummies, unmounting", sig);
+    __atomic_store_n(&state, CLI_D_STOPPING, __ATOMIC_RELEASE); /* /health answers 503 */
+    cli_d_http_forget_dummies(http);
     cli_d_serve_stop(srv);
     cli_d_graceful_unmount(st, o.grace_ms);
+    cli_d_http_stop(http);
     crescent_store_destroy(st);
     cm_log(CM_LOG_NOTICE, "daemon", "bye");
     return CLI_D_EXIT_OK;

@@ -71,14 +71,14 @@ pid_t st_client_spawn(const char *const *args, int *out_fd, const char *log) {
     return pid;
 }
 
-/* Starts a daemon over proto with a seg-byte segment on --port port_no (0: a free one), host
- * identity host (--host; NULL = 127.0.0.1), dummy TTL ttl seconds, graceful unmount grace_ms;
- * waits for its readiness line. */
+/* Extra arguments every st_daemon_start_host() call adds (test_ssd.c); NULL = none. */
 const char *const *st_daemon_extra;
 
-void st_daemon_start_host(struct st_daemon *d, const struct st_master *m, int port_no,
-                          const char *host, const char *proto, const char *seg, const char *ttl,
-                          const char *grace_ms) {
+/* st_daemon_start_host with more arguments (extra, NULL-terminated, at most 8; may be NULL);
+ * keeps the readiness line in d->ready. */
+static void st_daemon_start_all(struct st_daemon *d, const struct st_master *m, int port_no,
+                                const char *host, const char *proto, const char *seg,
+                                const char *ttl, const char *grace_ms, const char *const *extra) {
     memset(d, 0, sizeof(*d));
     for (int attempt = 0; attempt < 5; attempt++) {
         d->port = port_no != 0 ? port_no : st_daemon_free_port();
@@ -86,32 +86,26 @@ void st_daemon_start_host(struct st_daemon *d, const struct st_master *m, int po
                  d->port);
         char port[16];
         snprintf(port, sizeof(port), "%d", d->port);
-        const char *args[] = {"--master",
-                              m->addr,
-                              "--protocol",
-                              proto,
-                              "--host",
-                              host != NULL ? host : "127.0.0.1",
-                              "--port",
-                              port,
-                              "--global_segment_size",
-                              seg,
-                              "--local_buffer_size",
-                              "4mb",
-                              "--client_live_ttl_sec",
-                              ttl,
-                              "--unmount_grace_ms",
-                              grace_ms,
-                              "--log-level",
-                              "verbose",
-                              NULL,
-                              NULL,
-                              NULL,
-                              NULL,
-                              NULL};
-        size_t na = 18; /* the first NULL above */
-        for (size_t i = 0; st_daemon_extra != NULL && st_daemon_extra[i] != NULL && i < 4; i++) {
-            args[na++] = st_daemon_extra[i];
+        const char *args[27] = {"--master",
+                                m->addr,
+                                "--protocol",
+                                proto,
+                                "--host",
+                                host != NULL ? host : "127.0.0.1",
+                                "--port",
+                                port,
+                                "--global_segment_size",
+                                seg,
+                                "--local_buffer_size",
+                                "4mb",
+                                "--client_live_ttl_sec",
+                                ttl,
+                                "--unmount_grace_ms",
+                                grace_ms,
+                                "--log-level",
+                                "verbose"}; /* the rest: NULL */
+        for (size_t k = 0, at = 18; extra != NULL && extra[k] != NULL && at + 1 < 27; k++) {
+            args[at++] = extra[k];
         }
         int out;
         d->pid = st_client_spawn(args, &out, d->log);
@@ -132,12 +126,29 @@ void st_daemon_start_host(struct st_daemon *d, const struct st_master *m, int po
         close(out);
         if (sscanf(line, "crescent-client ready: client %32s segment %255s", d->client_id,
                    d->segment) == 2) {
+            snprintf(d->ready, sizeof(d->ready), "%s", line);
             return;
         }
         kill(d->pid, SIGKILL);
         waitpid(d->pid, NULL, 0);
     }
     cr_assert_fail("crescent-client did not become ready (log %s)", d->log);
+}
+
+/* Starts a daemon over proto with a seg-byte segment on --port port_no (0: a free one), host
+ * identity host (--host; NULL = 127.0.0.1), dummy TTL ttl seconds, graceful unmount grace_ms;
+ * waits for its readiness line. */
+void st_daemon_start_host(struct st_daemon *d, const struct st_master *m, int port_no,
+                          const char *host, const char *proto, const char *seg, const char *ttl,
+                          const char *grace_ms) {
+    st_daemon_start_all(d, m, port_no, host, proto, seg, ttl, grace_ms, st_daemon_extra);
+}
+
+/* st_daemon_start on a free port (TTL 10 s, grace 0) with up to 8 more arguments (extra,
+ * NULL-terminated; NULL for none). */
+void st_daemon_start_extra(struct st_daemon *d, const struct st_master *m, const char *proto,
+                           const char *seg, const char *const *extra) {
+    st_daemon_start_all(d, m, 0, NULL, proto, seg, "10", "0", extra);
 }
 
 /* st_daemon_start_host on 127.0.0.1. */

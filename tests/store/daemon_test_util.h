@@ -19,6 +19,7 @@ struct st_daemon {
     char client_id[33]; /* from the readiness line */
     char segment[256];
     char log[256];
+    char ready[1024]; /* the readiness line */
 };
 
 /* Extra arguments (NULL-terminated, at most 4) appended to the next daemons' command lines;
@@ -32,6 +33,8 @@ void st_daemon_start(struct st_daemon *d, const struct st_master *m, int port_no
 void st_daemon_start_host(struct st_daemon *d, const struct st_master *m, int port_no,
                           const char *host, const char *proto, const char *seg, const char *ttl,
                           const char *grace_ms);
+void st_daemon_start_extra(struct st_daemon *d, const struct st_master *m, const char *proto,
+                           const char *seg, const char *const *extra);
 int st_daemon_stop(struct st_daemon *d);
 void st_daemon_kill(struct st_daemon *d);
 struct crescent_store *st_dummy(const struct st_daemon *d, size_t pool);

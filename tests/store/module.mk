@@ -39,6 +39,18 @@ $(BUILD)/tests/store/test_daemon: $(DAEMON_TEST_OBJS) $(BUILD)/lib/libcrescent.s
 	    $(shell pkg-config --libs hiredis) -ldl $(CRITERION_LIBS)
 TEST_PROGS += $(BUILD)/tests/store/test_daemon
 
+# crescent-client's admin HTTP server (test_daemon_http.c; needs promtool).
+DHTTP_TEST_OBJS := $(call objs,tests/store/test_daemon_http.c tests/store/daemon_test_util.c \
+                               tests/store/store_test_util.c)
+ALL_SRCS += tests/store/test_daemon_http.c
+$(call objs,tests/store/test_daemon_http.c): MOD_CFLAGS += $(shell pkg-config --cflags hiredis criterion)
+
+$(BUILD)/tests/store/test_daemon_http: $(DHTTP_TEST_OBJS) $(BUILD)/lib/libcrescent.so \
+                                       $(BUILD)/bin/crescent-master $(BUILD)/bin/crescent-client
+	$(LINK) $(DHTTP_TEST_OBJS) -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent \
+	    $(shell pkg-config --libs hiredis) -ldl $(CRITERION_LIBS)
+TEST_PROGS += $(BUILD)/tests/store/test_daemon_http
+
 # make bench-daemon: get_into / put_from of 1 MiB objects by a direct client and by dummy
 # clients of a daemon (a figure, never a timed test; not part of make test).
 BENCH_DAEMON_OBJS := $(call objs,tests/store/bench_daemon.c tests/store/daemon_test_util.c \
