@@ -66,7 +66,10 @@ static long long srv_count_existing(struct srv_client *c, int touch) {
         srv_db_lock(&r, c->argv[i].p, c->argv[i].len);
         int found = (touch ? srv_db_find(&r, now) : srv_db_peek(&r, now)) != NULL;
         srv_db_unlock(&r);
-        n += found || srv_pkv_exists(c->argv[i].p, c->argv[i].len);
+        int hit = found || srv_pkv_exists(c->argv[i].p, c->argv[i].len);
+        if (!hit) /* Redis reads them with lookupKeyRead */
+            srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[i].p, c->argv[i].len);
+        n += hit;
     }
     return n;
 }
@@ -87,6 +90,8 @@ void srv_type_command(struct srv_client *c) {
     srv_db_unlock(&r);
     if (type < 0 && srv_pkv_exists(c->argv[1].p, c->argv[1].len))
         type = SRV_TYPE_STRING; /* a pool object */
+    if (type < 0)
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);
     resp_add_simple(&c->out, type >= 0 ? srv_type_name((enum srv_type)type) : "none");
 }
 
@@ -208,6 +213,7 @@ static void srv_ttl_generic(struct srv_client *c, int ms, int rel) {
         resp_add_int(&c->out, -1); /* pool objects have no TTL */
     } else if (!o) {
         resp_add_int(&c->out, -2);
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);
     } else if (!e) {
         resp_add_int(&c->out, -1);
     } else {
@@ -417,6 +423,8 @@ static int srv_store_copy(struct srv_client *c, const struct srv_arg *dst, struc
     else
         srv_db_insert(&r, n);
     srv_db_unlock(&r);
+    if (done && old) /* Redis deletes then adds the destination: "new" either way */
+        srv_notify(SRV_NOTIFY_NEW, "new", dst->p, dst->len);
     if (!done)
         srv_obj_unref(n);
     return done;
@@ -454,6 +462,8 @@ static void srv_rename_generic(struct srv_client *c, int nx) {
         else
             srv_db_insert(&r, n);
         srv_db_unlock(&r);
+        if (old) /* Redis deletes then adds the destination: "new" either way */
+            srv_notify(SRV_NOTIFY_NEW, "new", dst->p, dst->len);
     } else {
         int rc = srv_store_copy(c, dst, o, 1);
         if (rc < 0) { /* put the source back: RENAME failed as a whole */

@@ -121,6 +121,8 @@ static int srv_set_obj(struct srv_client *c, const struct srv_arg *key, struct s
             srv_reply_value(c, old);
         else
             resp_add_null(&c->out, c->proto);
+        if (!old)
+            srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", key->p, key->len);
     }
     if (((flags & SRV_SET_NX) && old) || ((flags & SRV_SET_XX) && !old)) {
         srv_db_unlock(&r);
@@ -254,8 +256,10 @@ void srv_get_command(struct srv_client *c) {
         srv_reply_value(c, o);
     srv_db_unlock(&r);
     int hit = o != NULL || srv_pkv_get(c, c->argv[1].p, c->argv[1].len);
-    if (!hit)
+    if (!hit) {
         resp_add_null(&c->out, c->proto);
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);
+    }
     srv_db_count_hit(hit);
 }
 
@@ -272,8 +276,10 @@ void srv_mget_command(struct srv_client *c) {
         else if (o)
             resp_add_null(&c->out, c->proto);
         srv_db_unlock(&r);
-        if (!o && !(hit = srv_pkv_get(c, c->argv[i].p, c->argv[i].len)))
+        if (!o && !(hit = srv_pkv_get(c, c->argv[i].p, c->argv[i].len))) {
             resp_add_null(&c->out, c->proto);
+            srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[i].p, c->argv[i].len);
+        }
         srv_db_count_hit(hit);
     }
 }
@@ -290,10 +296,12 @@ void srv_getdel_command(struct srv_client *c) {
         srv_notify(SRV_NOTIFY_GENERIC, "del", c->argv[1].p, c->argv[1].len);
     }
     srv_db_unlock(&r);
-    if (!o && srv_pkv_get(c, c->argv[1].p, c->argv[1].len)) /* a pool object: read, then DEL */
+    if (!o && srv_pkv_get(c, c->argv[1].p, c->argv[1].len)) { /* a pool object: read, then DEL */
         srv_pkv_del(c->argv[1].p, c->argv[1].len);
-    else if (!o)
+    } else if (!o) {
         resp_add_null(&c->out, c->proto);
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);
+    }
 }
 
 void srv_getex_command(struct srv_client *c) {
@@ -308,6 +316,7 @@ void srv_getex_command(struct srv_client *c) {
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
     if (!o) {
         resp_add_null(&c->out, c->proto);
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);
     } else if (o->type != SRV_TYPE_STRING) {
         srv_reply_error(c, SRV_ERR_WRONGTYPE);
     } else if (earg >= 0 && srv_expire_ms(c, earg, flags, "getex", &exp) < 0) {
@@ -343,6 +352,8 @@ void srv_strlen_command(struct srv_client *c) {
     if (!o) {
         int64_t plen = srv_pkv_strlen(c->argv[1].p, c->argv[1].len);
         resp_add_int(&c->out, plen > 0 ? plen : 0);
+        if (plen <= 0)
+            srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);
     }
 }
 
@@ -375,6 +386,8 @@ void srv_getrange_command(struct srv_client *c) {
             resp_add_bulk(&c->out, srv_obj_val(o) + start, (size_t)(end - start + 1));
     }
     srv_db_unlock(&r);
+    if (!o)
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);
 }
 
 /* ---------------------------------------------------------------- read-modify-write */

@@ -234,7 +234,7 @@ struct srv_obj *srv_db_find(struct srv_db_ref *r, int64_t now_ms) {
     return o;
 }
 
-void srv_db_insert(struct srv_db_ref *r, struct srv_obj *o) {
+static void srv_db_add(struct srv_db_ref *r, struct srv_obj *o) {
     o->node.hash = r->hash;
     srv_watch_touch(o->key, o->klen);
     cm_atomic_store_relaxed(&o->lru, srv_lru_clock());
@@ -244,9 +244,14 @@ void srv_db_insert(struct srv_db_ref *r, struct srv_obj *o) {
         cm_atomic_add_relaxed(&r->sh->nexpires, 1);
 }
 
+void srv_db_insert(struct srv_db_ref *r, struct srv_obj *o) {
+    srv_db_add(r, o);
+    srv_notify(SRV_NOTIFY_NEW, "new", o->key, o->klen);
+}
+
 void srv_db_replace(struct srv_db_ref *r, struct srv_obj *old, struct srv_obj *o) {
     srv_shard_unlink(r->sh, old);
-    srv_db_insert(r, o);
+    srv_db_add(r, o);
 }
 
 void srv_db_unlink(struct srv_db_ref *r, struct srv_obj *o) {

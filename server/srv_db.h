@@ -120,7 +120,8 @@ struct srv_obj *srv_db_find(struct srv_db_ref *r, int64_t now_ms);
 /* As srv_db_find but does not touch the LRU clock (TYPE, TTL, OBJECT, SCAN). */
 struct srv_obj *srv_db_peek(struct srv_db_ref *r, int64_t now_ms);
 
-/* Links o (fresh from srv_obj_create, same key) into the table; the key must be absent. */
+/* Links o (fresh from srv_obj_create, same key) into the table; the key must be absent.
+ * Sends the "new" keyspace event (Redis dbAdd). */
 void srv_db_insert(struct srv_db_ref *r, struct srv_obj *o);
 
 /* Replaces old (linked) with o; old loses the table's reference. */

@@ -9,6 +9,7 @@
 
 #include "server/srv_client.h"
 #include "server/srv_db.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_server.h"
 
 #include "common/cm_hash.h"
@@ -68,7 +69,7 @@ static inline uint64_t srv_t_hash(const char *p, size_t n) {
  * Locks the shard of argv[argi] into r and finds its object. When the key holds another type
  * than type, unlocks, replies WRONGTYPE and sets *bad (the caller returns). Otherwise returns
  * the object or NULL with the shard still locked (the caller unlocks). read = 1 counts a
- * keyspace hit or miss, as Redis does for read lookups.
+ * keyspace hit or miss and sends "keymiss" on a miss, as Redis does for read lookups.
  */
 static inline struct srv_obj *srv_t_find_at(struct srv_client *c, struct srv_db_ref *r, int argi,
                                             enum srv_type type, int read, int *bad) {
@@ -83,6 +84,8 @@ static inline struct srv_obj *srv_t_find_at(struct srv_client *c, struct srv_db_
     }
     if (read)
         srv_db_count_hit(o != NULL);
+    if (read && !o)
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[argi].p, c->argv[argi].len);
     return o;
 }
 

@@ -17,6 +17,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
 #include "server/srv_server.h"
 #include "server/srv_string.h"
@@ -189,7 +190,10 @@ void srv_setbit_command(struct srv_client *c) {
     a.on = (int)on;
     struct srv_rmw rmw = {srv_setbit_plan, srv_setbit_build, &a, 0, 1};
     size_t oldlen;
-    if (srv__rmw_run(c, &rmw, &oldlen) != -1)
+    long long rc = srv__rmw_run(c, &rmw, &oldlen);
+    if (rc >= 0) /* -2: the bit already had that value, no event (as Redis 7.0) */
+        srv_notify(SRV_NOTIFY_STRING, "setbit", c->argv[1].p, c->argv[1].len);
+    if (rc != -1)
         resp_add_int(&c->out, a.old);
 }
 
@@ -209,6 +213,8 @@ void srv_getbit_command(struct srv_client *c) {
         resp_add_int(&c->out, bit);
     }
     srv_db_unlock(&r);
+    if (!o)
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);
 }
 
 /* ---------------------------------------------------------------- BITCOUNT, BITPOS */
@@ -230,6 +236,8 @@ static struct srv_obj *srv_bit_read_key(struct srv_client *c, int *missing) {
         srv_obj_ref(o); /* pinned values are never modified in place */
     }
     srv_db_unlock(&r);
+    if (*missing)
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);
     return o;
 }
 
@@ -374,8 +382,8 @@ static void srv_bitop_compute(enum srv_bitop op, struct srv_obj **src, int n, un
     }
 }
 
-/* Stores o (owned) under its key, replacing any value and TTL. */
-static void srv_bitop_store(struct srv_obj *o) {
+/* Stores o (owned) under key, replacing any value and TTL; sends "set". */
+static void srv_bitop_store(const struct srv_arg *key, struct srv_obj *o) {
     struct srv_db_ref r;
     srv_db_lock(&r, o->key, o->klen);
     struct srv_obj *old = srv_db_find(&r, srv_now_ms());
@@ -384,9 +392,10 @@ static void srv_bitop_store(struct srv_obj *o) {
     else
         srv_db_insert(&r, o);
     srv_db_unlock(&r);
+    srv_notify(SRV_NOTIFY_STRING, "set", key->p, key->len);
 }
 
-/* Deletes key (BITOP with only empty sources). */
+/* Deletes key (BITOP with only empty sources); "del" when it existed. */
 static void srv_bitop_delete(const struct srv_arg *key) {
     struct srv_db_ref r;
     srv_db_lock(&r, key->p, key->len);
@@ -394,6 +403,8 @@ static void srv_bitop_delete(const struct srv_arg *key) {
     if (old)
         srv_db_unlink(&r, old);
     srv_db_unlock(&r);
+    if (old)
+        srv_notify(SRV_NOTIFY_GENERIC, "del", key->p, key->len);
 }
 
 /* Pins the n source keys from argv[3]. Returns 0, or -1 after WRONGTYPE (nothing pinned). */
@@ -407,6 +418,8 @@ static int srv_bitop_sources(struct srv_client *c, struct srv_obj **src, int n) 
         if (o && !wrong)
             srv_obj_ref(o);
         srv_db_unlock(&r);
+        if (!o)
+            srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[3 + i].p, c->argv[3 + i].len);
         if (wrong) {
             for (int k = 0; k < i; k++)
                 if (src[k])
@@ -459,7 +472,7 @@ void srv_bitop_command(struct srv_client *c) {
         return;
     }
     if (res)
-        srv_bitop_store(res);
+        srv_bitop_store(dst, res);
     else
         srv_bitop_delete(dst);
     resp_add_int(&c->out, (long long)maxlen);
@@ -780,6 +793,8 @@ static void srv_bf_read(struct srv_client *c, struct srv_bf *bf) {
         srv_bf_reply(c, bf);
     }
     srv_db_unlock(&r);
+    if (!o)
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);
 }
 
 static void srv_bitfield_generic(struct srv_client *c, int readonly_cmd) {
@@ -802,8 +817,17 @@ static void srv_bitfield_generic(struct srv_client *c, int readonly_cmd) {
         bf.mask = slots - 1;
         struct srv_rmw rmw = {srv_bf_plan, srv_bf_build, &bf, 0, 1};
         size_t oldlen;
-        if (srv__rmw_run(c, &rmw, &oldlen) != -1)
+        long long rc = srv__rmw_run(c, &rmw, &oldlen);
+        if (rc != -1) {
+            /* Redis 7.0: "setbit" when the key changed (not -2) through a SET/INCRBY that ran
+             * (not failed by OVERFLOW FAIL) */
+            int wrote = 0;
+            for (int i = 0; i < bf.nops; i++)
+                wrote |= bf.ops[i].opcode != SRV_BF_GET && !bf.res[i].null;
+            if (wrote && rc >= 0)
+                srv_notify(SRV_NOTIFY_STRING, "setbit", c->argv[1].p, c->argv[1].len);
             srv_bf_reply(c, &bf);
+        }
         cm_free(bf.slots);
     }
     cm_free(bf.res);

@@ -232,6 +232,7 @@ void srv_hincrby_command(struct srv_client *c) {
     srv_hash_set(o->payload, c->argv[2].p, c->argv[2].len, buf, (size_t)n, 0);
     srv_db_touch(o);
     srv_db_unlock(&r);
+    srv_notify(SRV_NOTIFY_HASH, "hincrby", c->argv[1].p, c->argv[1].len);
     resp_add_int(&c->out, cur);
 }
 
@@ -269,6 +270,7 @@ void srv_hincrbyfloat_command(struct srv_client *c) {
     srv_hash_set(o->payload, c->argv[2].p, c->argv[2].len, buf, (size_t)n, 0);
     srv_db_touch(o);
     srv_db_unlock(&r);
+    srv_notify(SRV_NOTIFY_HASH, "hincrbyfloat", c->argv[1].p, c->argv[1].len);
     resp_add_bulk(&c->out, buf, (size_t)n);
 }
 

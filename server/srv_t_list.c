@@ -483,6 +483,7 @@ void srv_linsert_command(struct srv_client *c) {
                                    srv_t_str_new(c->argv[4].p, c->argv[4].len));
                 srv_db_touch(o);
                 reply = (long long)l->len;
+                srv_notify(SRV_NOTIFY_LIST, "linsert", c->argv[1].p, c->argv[1].len);
                 break;
             }
         }
@@ -646,6 +647,8 @@ static void srv_lmove_same(struct srv_client *c, const struct srv_arg *k, int fr
     srv_list_push(o->payload, e, to_front);
     srv_db_touch(o);
     srv_db_unlock(&r);
+    srv_notify(SRV_NOTIFY_LIST, to_front ? "lpush" : "rpush", k->p, k->len);
+    srv_notify(SRV_NOTIFY_LIST, from_front ? "lpop" : "rpop", k->p, k->len);
 }
 
 static void srv_lmove_generic(struct srv_client *c, int from_front, int to_front) {
@@ -668,9 +671,14 @@ static void srv_lmove_generic(struct srv_client *c, int from_front, int to_front
     srv_db_lock(&r, src->p, src->len);
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
     struct srv_t_str *e = NULL;
+    int emptied = 0;
     if (o && o->type == SRV_TYPE_LIST) {
         e = srv_list_pop(o->payload, from_front);
-        srv_list_done(&r, o);
+        emptied = ((struct srv_list *)o->payload)->len == 0;
+        if (emptied) /* Redis sends "del" after the push events: below */
+            srv_db_unlink(&r, o);
+        else
+            srv_list_done(&r, o);
     }
     srv_db_unlock(&r);
     if (!e) { /* emptied or replaced by another client meanwhile */
@@ -682,7 +690,13 @@ static void srv_lmove_generic(struct srv_client *c, int from_front, int to_front
         if (srv_list_push_key(c, src, e, from_front, 0) < 0)
             srv_t_free(e);
         srv_reply_error(c, SRV_ERR_WRONGTYPE);
+        return;
     }
+    /* Redis's order: the push on the destination, the pop on the source, its "del". */
+    srv_notify(SRV_NOTIFY_LIST, to_front ? "lpush" : "rpush", dst->p, dst->len);
+    srv_notify(SRV_NOTIFY_LIST, from_front ? "lpop" : "rpop", src->p, src->len);
+    if (emptied)
+        srv_notify(SRV_NOTIFY_GENERIC, "del", src->p, src->len);
 }
 
 /* Parses LEFT/RIGHT at argument i into *front; replies a syntax error and returns -1. */
@@ -780,6 +794,7 @@ void srv_lmpop_command(struct srv_client *c) {
         resp_add_array_hdr(&c->out, (long)n);
         for (size_t k = 0; k < n; k++)
             srv_list_reply_free(c, srv_list_pop(l, !right));
+        srv_notify(SRV_NOTIFY_LIST, right ? "rpop" : "lpop", c->argv[i].p, c->argv[i].len);
         srv_list_done(&r, o);
         srv_db_unlock(&r);
         return;

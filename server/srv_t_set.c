@@ -243,8 +243,10 @@ static void srv_spop_with_count(struct srv_client *c) {
         return;
     }
     struct srv_set *s = o->payload;
+    srv_notify(SRV_NOTIFY_SET, "spop", c->argv[1].p, c->argv[1].len);
     if ((size_t)count >= cm_ht_count(&s->ht)) {
         srv_set_reply_all(c, s, 1);
+        srv_notify(SRV_NOTIFY_GENERIC, "del", c->argv[1].p, c->argv[1].len);
         srv_db_unlink(&r, o);
         srv_db_unlock(&r);
         return;
@@ -284,6 +286,7 @@ void srv_spop_command(struct srv_client *c) {
     resp_add_bulk(&c->out, m->p, m->len);
     cm_ht_remove(&s->ht, &m->node);
     srv_t_free(m);
+    srv_notify(SRV_NOTIFY_SET, "spop", c->argv[1].p, c->argv[1].len);
     srv_set_done(&r, o);
     srv_db_unlock(&r);
 }
@@ -548,9 +551,10 @@ void srv_sscan_command(struct srv_client *c) {
  * MGET, each key is read atomically but not all keys at the same instant.
  */
 
-/* Checks that keys argv[first .. first + n) hold sets or nothing; counts the missing ones.
- * Returns -1 after replying WRONGTYPE. */
-static int srv_sets_check(struct srv_client *c, int first, int n, int *missing) {
+/* Checks that keys argv[first .. first + n) hold sets or nothing; counts the missing ones
+ * (read = 1: a "keymiss" event each, as Redis's read lookups). Returns -1 after replying
+ * WRONGTYPE. */
+static int srv_sets_check(struct srv_client *c, int first, int n, int read, int *missing) {
     int64_t now = srv_now_ms();
     *missing = 0;
     for (int i = first; i < first + n; i++) {
@@ -564,6 +568,8 @@ static int srv_sets_check(struct srv_client *c, int first, int n, int *missing) 
             return -1;
         }
         *missing += type < 0;
+        if (type < 0 && read)
+            srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[i].p, c->argv[i].len);
     }
     return 0;
 }
@@ -612,7 +618,7 @@ static void srv_sop_apply(struct srv_set *acc, const struct srv_arg *a, int op) 
 /* Computes op over keys argv[first .. first + n) into a new set; NULL after an error reply. */
 static struct srv_set *srv_sop_compute(struct srv_client *c, int first, int n, int op) {
     int missing;
-    if (srv_sets_check(c, first, n, &missing) < 0)
+    if (srv_sets_check(c, first, n, 1, &missing) < 0)
         return NULL;
     struct srv_set *acc = srv_set_new();
     if (op == SRV_SOP_INTER && missing)
@@ -624,9 +630,9 @@ static struct srv_set *srv_sop_compute(struct srv_client *c, int first, int n, i
     return acc;
 }
 
-/* Stores acc (consumed) at key dst, replacing any value; an empty result deletes dst.
- * Returns the cardinality. */
-static long long srv_sop_store(const struct srv_arg *dst, struct srv_set *acc) {
+/* Stores acc (consumed) at key dst, replacing any value, and sends event; an empty result
+ * deletes dst ("del" when it existed). Returns the cardinality. */
+static long long srv_sop_store(const struct srv_arg *dst, struct srv_set *acc, const char *event) {
     long long n = (long long)cm_ht_count(&acc->ht);
     struct srv_obj *no = NULL;
     if (n)
@@ -643,6 +649,10 @@ static long long srv_sop_store(const struct srv_arg *dst, struct srv_set *acc) {
     else if (no)
         srv_db_insert(&r, no);
     srv_db_unlock(&r);
+    if (no)
+        srv_notify(SRV_NOTIFY_SET, event, dst->p, dst->len);
+    else if (old)
+        srv_notify(SRV_NOTIFY_GENERIC, "del", dst->p, dst->len);
     return n;
 }
 
@@ -655,7 +665,8 @@ static void srv_sop_generic(struct srv_client *c, int op, int store) {
     if (!acc)
         return;
     if (store) {
-        resp_add_int(&c->out, srv_sop_store(&c->argv[1], acc));
+        static const char *const ev[] = {"sunionstore", "sinterstore", "sdiffstore"};
+        resp_add_int(&c->out, srv_sop_store(&c->argv[1], acc, ev[op]));
         return;
     }
     srv_set_reply_all(c, acc, 1);
@@ -750,7 +761,7 @@ void srv_smove_command(struct srv_client *c) {
         return;
     }
     int missing;
-    if (stype != SRV_TYPE_SET || srv_sets_check(c, 2, 1, &missing) < 0) {
+    if (stype != SRV_TYPE_SET || srv_sets_check(c, 2, 1, 0, &missing) < 0) {
         if (stype != SRV_TYPE_SET)
             srv_reply_error(c, SRV_ERR_WRONGTYPE);
         return;
@@ -767,6 +778,7 @@ void srv_smove_command(struct srv_client *c) {
     if (moved) {
         cm_ht_remove(&((struct srv_set *)o->payload)->ht, &e->node);
         srv_t_free(e);
+        srv_notify(SRV_NOTIFY_SET, "srem", src->p, src->len);
         srv_set_done(&r, o);
     }
     srv_db_unlock(&r);
@@ -776,15 +788,17 @@ void srv_smove_command(struct srv_client *c) {
     }
     srv_db_lock(&r, dst->p, dst->len);
     o = srv_db_find(&r, now);
-    int ok = !o || o->type == SRV_TYPE_SET;
+    int ok = !o || o->type == SRV_TYPE_SET, added = 1;
     if (!o) {
         o = srv_obj_create_agg(dst->p, dst->len, SRV_TYPE_SET, srv_set_new());
         srv_set_add(o->payload, m->p, m->len);
         srv_db_insert(&r, o);
-    } else if (ok && srv_set_add(o->payload, m->p, m->len)) {
+    } else if (ok && (added = srv_set_add(o->payload, m->p, m->len))) {
         srv_db_touch(o);
     }
     srv_db_unlock(&r);
+    if (ok && added)
+        srv_notify(SRV_NOTIFY_SET, "sadd", dst->p, dst->len);
     if (!ok) { /* the destination changed type meanwhile: give the member back */
         srv_sop_give_back(src, m);
         srv_reply_error(c, SRV_ERR_WRONGTYPE);

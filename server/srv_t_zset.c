@@ -783,9 +783,9 @@ static int srv_zrange_opts(struct srv_client *c, int first, int store, struct sr
     return 0;
 }
 
-/* Stores zs (consumed; NULL or empty = delete) at key dst, replacing any value. Returns the
- * number of members stored. */
-static long long srv_zset_store(const struct srv_arg *dst, struct srv_zset *zs) {
+/* Stores zs (consumed; NULL or empty = delete, "del" when dst existed) at key dst, replacing
+ * any value, and sends event. Returns the number of members stored. */
+static long long srv_zset_store(const struct srv_arg *dst, struct srv_zset *zs, const char *event) {
     long long n = zs ? (long long)zs->length : 0;
     struct srv_obj *no = NULL;
     if (n)
@@ -802,6 +802,10 @@ static long long srv_zset_store(const struct srv_arg *dst, struct srv_zset *zs) 
     else if (no)
         srv_db_insert(&r, no);
     srv_db_unlock(&r);
+    if (no)
+        srv_notify(SRV_NOTIFY_ZSET, event, dst->p, dst->len);
+    else if (old)
+        srv_notify(SRV_NOTIFY_GENERIC, "del", dst->p, dst->len);
     return n;
 }
 
@@ -856,7 +860,7 @@ static void srv_zrange_generic(struct srv_client *c, int type, int rev, int stor
     srv_db_unlock(&r);
     cm_free(w.v);
     if (store)
-        resp_add_int(&c->out, srv_zset_store(&c->argv[1], copy));
+        resp_add_int(&c->out, srv_zset_store(&c->argv[1], copy, "zrangestore"));
 }
 
 void srv_zrange_command(struct srv_client *c) {
@@ -933,8 +937,13 @@ static void srv_zremrange_generic(struct srv_client *c, int type) {
         srv_zset_delete(zs, z);
         z = next;
     }
-    if (removed)
+    if (removed) {
+        const char *ev = type == SRV_ZR_RANK    ? "zremrangebyrank"
+                         : type == SRV_ZR_SCORE ? "zremrangebyscore"
+                                                : "zremrangebylex";
+        srv_notify(SRV_NOTIFY_ZSET, ev, c->argv[1].p, c->argv[1].len);
         srv_zset_done(&r, o);
+    }
     srv_db_unlock(&r);
     resp_add_int(&c->out, removed);
 }
@@ -989,6 +998,7 @@ static void srv_zpop_generic(struct srv_client *c, int max) {
         srv_reply_score(c, z->score);
         srv_zset_delete(zs, z);
     }
+    srv_notify(SRV_NOTIFY_ZSET, max ? "zpopmax" : "zpopmin", c->argv[1].p, c->argv[1].len);
     srv_zset_done(&r, o);
     srv_db_unlock(&r);
 }
@@ -1236,6 +1246,8 @@ static int srv_zop_check(struct srv_client *c, struct srv_zop *q) {
                          : o->type == SRV_TYPE_SET  ? srv__set_card(o->payload)
                                                     : 0;
         srv_db_unlock(&r);
+        if (!o) /* Redis reads the sources with lookupKeyRead */
+            srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", a->p, a->len);
         if (o && o->type != SRV_TYPE_ZSET && o->type != SRV_TYPE_SET) {
             srv_reply_error(c, SRV_ERR_WRONGTYPE);
             return -1;
@@ -1338,7 +1350,7 @@ static void srv_zop_generic(struct srv_client *c, int op, int numkeys_idx, int s
         srv_zset_free(acc);
         resp_add_int(&c->out, q.limit && n > q.limit ? q.limit : n);
     } else if (store) {
-        resp_add_int(&c->out, srv_zset_store(&c->argv[1], acc));
+        resp_add_int(&c->out, srv_zset_store(&c->argv[1], acc, name));
     } else {
         srv_zreply_hdr(c, acc->length, q.withscores);
         for (const struct srv_zn *z = acc->header->lev[0].fwd; z; z = z->lev[0].fwd)
@@ -1404,6 +1416,7 @@ void srv_zmpop_command(struct srv_client *c) {
             srv_reply_score(c, z->score);
             srv_zset_delete(zs, z);
         }
+        srv_notify(SRV_NOTIFY_ZSET, max ? "zpopmax" : "zpopmin", c->argv[i].p, c->argv[i].len);
         srv_zset_done(&r, o);
         srv_db_unlock(&r);
         return;

@@ -3,7 +3,8 @@
 # where the output is deterministic: SUBSCRIBE / PSUBSCRIBE / SSUBSCRIBE and their UNSUBSCRIBE
 # forms, PUBLISH round trips, RESP2 subscriber mode (allowed commands, the exact error, PING),
 # RESP3 pushes with normal commands in between, PUBSUB introspection, keyspace notifications for
-# string/key/list/hash/set/zset commands and expiry, notify-keyspace-events and
+# string/key/list/hash/set/zset/bitmap commands (moves, pops, *STORE, FLUSHALL), expiry, key
+# misses (m) and new keys (n), notify-keyspace-events and
 # client-output-buffer-limit CONFIG texts. Then, on the server under test only: delivery to many
 # subscribers spread over the event-loop threads, redis-py round trips, a slow subscriber
 # disconnected by the pubsub output limit while other clients keep being served, and the KV
@@ -141,7 +142,53 @@ KS_CMDS = [
     ["LTRIM", "L", "0", "0"], ["LTRIM", "L", "5", "6"], ["RPOP", "L", "5"], ["HSET", "H", "f", "1", "g", "2"], ["HSETNX", "H", "f", "3"],
     ["HDEL", "H", "f", "nope"], ["HDEL", "H", "g"], ["SADD", "S", "a", "b"], ["SADD", "S", "a"],
     ["SREM", "S", "a", "b"], ["ZADD", "Z", "1", "a", "2", "b"], ["ZINCRBY", "Z", "3", "a"],
-    ["ZREM", "Z", "a", "b"], ["SET", "e", "1", "PX", "50"],
+    ["ZREM", "Z", "a", "b"],
+    # list moves and pops
+    ["RPUSH", "L2", "a", "b", "c"], ["LINSERT", "L2", "BEFORE", "b", "x"],
+    ["LINSERT", "L2", "AFTER", "nope", "y"], ["LMOVE", "L2", "L3", "LEFT", "RIGHT"],
+    ["RPOPLPUSH", "L2", "L3"], ["LMOVE", "L3", "L3", "LEFT", "LEFT"], ["LMPOP", "2", "nope", "L2",
+                                                                        "RIGHT", "COUNT", "5"],
+    ["RPUSH", "L4", "z"], ["LMOVE", "L4", "L3", "RIGHT", "LEFT"], ["LMPOP", "1", "L3", "LEFT"],
+    # hashes, sets
+    ["HINCRBY", "H2", "n", "5"], ["HINCRBYFLOAT", "H2", "f", "1.5"], ["SADD", "S2", "a", "b", "c"],
+    ["SPOP", "S2"], ["SADD", "S3", "x", "y"], ["SMOVE", "S3", "S4", "x"], ["SMOVE", "S3", "S4", "y"],
+    ["SMOVE", "S4", "S5", "nope"], ["SADD", "S6", "p", "q"], ["SPOP", "S6", "5"],
+    ["SADD", "S7", "1", "2"], ["SADD", "S8", "2", "3"], ["SINTERSTORE", "S9", "S7", "S8"],
+    ["SUNIONSTORE", "S9", "S7", "S8"], ["SDIFFSTORE", "S10", "S7", "S8"],
+    ["SINTERSTORE", "S9", "S7", "nope"], ["SDIFFSTORE", "S11", "nope", "S7"],
+    # sorted sets
+    ["ZADD", "Z2", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e"],
+    ["ZADD", "Z3", "2", "b", "9", "z"], ["ZUNIONSTORE", "Z4", "2", "Z2", "Z3"],
+    ["ZINTERSTORE", "Z4", "2", "Z2", "Z3"], ["ZDIFFSTORE", "Z5", "2", "Z2", "Z3"],
+    ["ZINTERSTORE", "Z4", "2", "Z2", "nope"], ["ZRANGESTORE", "Z6", "Z2", "0", "1"],
+    ["ZRANGESTORE", "Z6", "Z2", "5", "9"], ["ZPOPMIN", "Z2"], ["ZPOPMAX", "Z2", "1"],
+    ["ZMPOP", "2", "nope", "Z2", "MIN"], ["ZREMRANGEBYSCORE", "Z2", "0", "0"],
+    ["ZADD", "Z7", "1", "a", "2", "b", "3", "c", "0", "m", "0", "n"],
+    ["ZREMRANGEBYSCORE", "Z7", "1", "1"], ["ZREMRANGEBYRANK", "Z7", "-1", "-1"],
+    ["ZREMRANGEBYLEX", "Z7", "[m", "[n"], ["ZREMRANGEBYRANK", "Z7", "0", "-1"],
+    ["ZADD", "Z8", "1", "a"], ["ZPOPMAX", "Z8"], ["ZADD", "Z8", "1", "a"], ["ZMPOP", "1", "Z8", "MAX"],
+    # bits
+    ["SETBIT", "B", "7", "1"], ["SETBIT", "B", "7", "1"], ["SETBIT", "B2", "0", "1"],
+    ["BITFIELD", "B", "SET", "u8", "0", "255"], ["BITFIELD", "B", "SET", "u8", "0", "255"],
+    ["BITFIELD", "B", "GET", "u8", "0"],
+    ["BITFIELD", "B3", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "5"],
+    ["BITFIELD", "B3", "INCRBY", "u8", "8", "0"], ["BITFIELD", "B3", "INCRBY", "u8", "8", "0"],
+    ["BITOP", "AND", "B4", "B", "B2"], ["BITOP", "OR", "B4", "nope"],
+    # key misses (m), then flushes: Redis sends nothing per key for FLUSHDB / FLUSHALL
+    ["GET", "nope"], ["MGET", "B", "nope", "nope2"], ["GET", "B"], ["HGET", "nope", "f"],
+    ["LRANGE", "nope", "0", "-1"], ["SMEMBERS", "nope"], ["ZRANGE", "nope", "0", "-1"],
+    ["SUNION", "nope", "S7"], ["ZUNION", "2", "nope", "Z3"], ["HGET", "H2", "nope"],
+    ["EXISTS", "B", "nope"], ["TOUCH", "nope"], ["TYPE", "nope"], ["TTL", "nope"], ["PTTL", "B"],
+    ["STRLEN", "nope"], ["GETRANGE", "nope", "0", "1"], ["GETEX", "nope", "PERSIST"],
+    ["GETDEL", "nope"], ["GETSET", "g1", "v"], ["SET", "g1", "w", "GET"], ["SET", "g2", "w", "GET"],
+    ["GETBIT", "nope", "0"], ["BITCOUNT", "nope"], ["BITPOS", "nope", "1"],
+    ["BITFIELD_RO", "nope", "GET", "u8", "0"], ["SINTERCARD", "2", "S7", "nope"],
+    ["ZINTERCARD", "1", "nope"], ["HLEN", "nope"], ["LINDEX", "nope", "0"], ["ZSCORE", "nope", "a"],
+    # "new" on the destination of RENAME / COPY REPLACE even when it existed (Redis deletes, adds)
+    ["SET", "r1", "1"], ["SET", "r2", "2"], ["RENAME", "r1", "r2"], ["SET", "r3", "3"],
+    ["COPY", "r2", "r3", "REPLACE"], ["COPY", "r2", "r4"],
+    ["SET", "f1", "1"], ["FLUSHDB"], ["SET", "f2", "1"], ["FLUSHALL"],
+    ["SET", "e", "1", "PX", "50"],
 ]
 
 
@@ -152,7 +199,7 @@ def scenario_keyspace(port):
     for v in ("KEA", "Elg", "AKEm", "gx$Kzh", "", "KA", "Kq", "AKEdnmt"):
         out.append(cmd(c, "CONFIG", "SET", "notify-keyspace-events", v))
         out.append(cmd(c, "CONFIG", "GET", "notify-keyspace-events"))
-    out.append(cmd(c, "CONFIG", "SET", "notify-keyspace-events", "KEA"))
+    out.append(cmd(c, "CONFIG", "SET", "notify-keyspace-events", "KEAmn"))
     s = Conn(port)
     send(s, "PSUBSCRIBE", "__key*__:*")
     out.append(s.reply()[0])
