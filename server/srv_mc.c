@@ -54,7 +54,7 @@ static void srv_mc_on_event(void *arg, const struct pool_event *ev) {
     (void)arg;
     if (cm_atomic_load_relaxed(&srv_pubsub_nsubs) == 0)
         return; /* nobody listens */
-    static const int kinds[] = {SRV_KV_STORED, SRV_KV_REMOVED, SRV_KV_EVICTED};
+    static const int kinds[] = {SRV_KV_STORED, SRV_KV_REMOVED, SRV_KV_EVICTED, SRV_KV_OFFLOADED};
     struct srv_mc_event e = {kinds[ev->kind], ev->nsegs, ev->klen, ev->size};
     cm_buf_append(&srv_mc_events, &e, sizeof(e));
     cm_buf_append(&srv_mc_events, ev->key, ev->klen);

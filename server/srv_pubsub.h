@@ -45,7 +45,7 @@ enum srv_kv_event {
     SRV_KV_STORED,    /* a put or upsert completed: the object is readable */
     SRV_KV_REMOVED,   /* removed by a client, by expiry of the client holding its last replica */
     SRV_KV_EVICTED,   /* dropped by pool eviction */
-    SRV_KV_OFFLOADED, /* moved to the SSD tier (reserved for the offload path) */
+    SRV_KV_OFFLOADED, /* a client SSD tier holds it now (MC.OFFLOADDONE) */
 };
 
 /* Classes enabled by notify-keyspace-events (0 = off); read without a lock. */

@@ -219,6 +219,25 @@ void pool__emit(struct pool *p, enum pool_event_kind kind, const struct pool_obj
     p->cfg.on_event(p->cfg.on_event_arg, &ev);
 }
 
+/* Creates, links and counts the record of a new object; see pool_int.h. */
+struct pool_obj *pool__obj_new(struct pool *p, const void *key, size_t klen, uint64_t hash,
+                               uint64_t size, uint32_t nrep, const struct pool_rep *reps) {
+    size_t rec = pool_object_record_size(klen, nrep);
+    struct pool_obj *o = cm_malloc(rec);
+    memset(o, 0, sizeof(*o));
+    o->hn.hash = hash;
+    o->size = size;
+    o->klen = (uint16_t)klen;
+    o->nrep = (uint8_t)nrep;
+    o->writer = POOL_NO_SLOT;
+    memcpy(o->key, key, klen);
+    if (reps)
+        memcpy(pool__reps(o), reps, nrep * sizeof(reps[0]));
+    cm_ht_insert(&p->objects, &o->hn);
+    p->meta_records += rec;
+    return o;
+}
+
 /* Unlinks o from the table and the in-flight set and frees its record, not its buffers. */
 void pool__obj_unlink(struct pool *p, struct pool_obj *o) {
     if (o->flags & (POOL_OF_INFLIGHT | POOL_OF_TASK))

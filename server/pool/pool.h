@@ -152,9 +152,10 @@ typedef int pool_evict_cb(void *arg, const struct pool_evict_event *ev);
 
 /* Object events the pool reports to its owner (KV events, docs/operations.md). */
 enum pool_event_kind {
-    POOL_EVENT_STORED,  /* put or upsert end: the object is readable on these segments */
-    POOL_EVENT_REMOVED, /* removed by a call, or its last replica went with its client/segment */
-    POOL_EVENT_EVICTED, /* dropped by eviction */
+    POOL_EVENT_STORED,    /* put or upsert end: the object is readable on these segments */
+    POOL_EVENT_REMOVED,   /* removed by a call, or its last replica went with its client/segment */
+    POOL_EVENT_EVICTED,   /* dropped by eviction */
+    POOL_EVENT_OFFLOADED, /* a client's SSD tier holds it now (a LOCAL_DISK replica was added) */
 };
 
 /* One object event; everything is valid during the callback only. */

@@ -152,6 +152,10 @@ struct pool {
 uint64_t pool__rand(struct pool *p);
 uint64_t pool__key_hash(const struct pool *p, const void *key, size_t klen);
 struct pool_obj *pool__obj_find(const struct pool *p, const void *key, size_t klen, uint64_t hash);
+/* The record of a new object: key, size and nrep replicas (copied from reps, or left for the
+ * caller when reps is NULL); no flags, writer or lease. Linked into the table and counted. */
+struct pool_obj *pool__obj_new(struct pool *p, const void *key, size_t klen, uint64_t hash,
+                               uint64_t size, uint32_t nrep, const struct pool_rep *reps);
 void pool__obj_unlink(struct pool *p, struct pool_obj *o);
 void pool__obj_destroy(struct pool *p, struct pool_obj *o);
 void pool__obj_retire(struct pool *p, struct pool_obj *o, int64_t release_at, int64_t now);

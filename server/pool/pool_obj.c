@@ -75,15 +75,7 @@ static int pool_start_new(struct pool *p, const struct pool_client *c, const voi
         p->need_evict = 1;
         return POOL_ENO_AVAILABLE_HANDLE;
     }
-    size_t rec = pool_object_record_size(klen, (uint32_t)n);
-    struct pool_obj *o = cm_malloc(rec);
-    memset(o, 0, sizeof(*o));
-    o->hn.hash = hash;
-    o->size = size;
-    o->klen = (uint16_t)klen;
-    o->nrep = (uint8_t)n;
-    memcpy(o->key, key, klen);
-    memcpy(pool__reps(o), reps, (size_t)n * sizeof(reps[0]));
+    struct pool_obj *o = pool__obj_new(p, key, klen, hash, size, (uint32_t)n, reps);
     if (cfg->with_hard_pin)
         o->flags |= POOL_OF_HARD_PIN;
     if (cfg->with_soft_pin) {
@@ -92,8 +84,6 @@ static int pool_start_new(struct pool *p, const struct pool_client *c, const voi
     }
     if (upsert)
         o->flags |= POOL_OF_UPSERT;
-    cm_ht_insert(&p->objects, &o->hn);
-    p->meta_records += rec;
     pool_begin_write(p, o, c, now);
     pool_fill_descs(p, o, out, nout);
     return POOL_OK;

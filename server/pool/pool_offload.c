@@ -418,19 +418,8 @@ int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void
         return POOL_EOBJECT_ALREADY_EXISTS; /* a re-registration never overrides a live value */
     }
     if (!o) {
-        size_t rec = pool_object_record_size(klen, 1);
-        o = cm_malloc(rec);
-        memset(o, 0, sizeof(*o));
-        o->hn.hash = hash;
-        o->size = size;
-        o->klen = (uint16_t)klen;
-        o->nrep = 1;
-        o->writer = POOL_NO_SLOT;
+        o = pool__obj_new(p, key, klen, hash, size, 1, &rep);
         o->lease_until = now;
-        memcpy(o->key, key, klen);
-        pool__reps(o)[0] = rep;
-        cm_ht_insert(&p->objects, &o->hn);
-        p->meta_records += rec;
     } else {
         if (o->flags & POOL_OF_INFLIGHT)
             return POOL_EREPLICA_IS_NOT_READY;
@@ -449,6 +438,7 @@ int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void
     c->disk->bytes += size;
     p->ostats.disk_replicas++;
     p->ostats.done++;
+    pool__emit(p, POOL_EVENT_OFFLOADED, o);
     return POOL_OK;
 }
 

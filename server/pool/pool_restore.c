@@ -70,25 +70,14 @@ int pool_object_restore(struct pool *p, const void *key, size_t klen, uint64_t s
                                    .type = POOL_REPLICA_MEMORY,
                                    .status = POOL_REPLICA_COMPLETE};
     }
-    size_t rec = pool_object_record_size(klen, (uint32_t)n);
-    struct pool_obj *o = cm_malloc(rec);
-    memset(o, 0, sizeof(*o));
-    o->hn.hash = hash;
-    o->size = size;
-    o->klen = (uint16_t)klen;
-    o->nrep = (uint8_t)n;
-    o->writer = POOL_NO_SLOT;
+    struct pool_obj *o = pool__obj_new(p, key, klen, hash, size, (uint32_t)n, out);
     o->lease_until = now; /* no lease; orders eviction like a fresh write */
-    memcpy(o->key, key, klen);
-    memcpy(pool__reps(o), out, n * sizeof(out[0]));
     if (hard_pin)
         o->flags |= POOL_OF_HARD_PIN;
     if (soft_pin_ms > 0) {
         o->flags |= POOL_OF_SOFT_PIN;
         o->t_aux = now + soft_pin_ms;
     }
-    cm_ht_insert(&p->objects, &o->hn);
-    p->meta_records += rec;
     return POOL_OK;
 }
 

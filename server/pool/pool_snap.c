@@ -472,16 +472,9 @@ static int snap_load_object(struct snap_load *L) {
         snap_fail(r, "snapshot object at byte %zu is invalid or a duplicate", r->pos);
         return 0;
     }
-    size_t rec = pool_object_record_size(klen, nrep);
-    struct pool_obj *o = cm_malloc(rec);
-    memset(o, 0, sizeof(*o));
-    o->hn.hash = hash;
-    o->size = size;
-    o->klen = (uint16_t)klen;
-    o->nrep = (uint8_t)nrep;
-    o->writer = POOL_NO_SLOT;
+    /* Linked at once, even if a replica below fails to parse: destroy frees it. */
+    struct pool_obj *o = pool__obj_new(L->p, key, klen, hash, size, nrep, NULL);
     o->flags = (flags & SNAP_OF_HARD_PIN) ? POOL_OF_HARD_PIN : 0;
-    memcpy(o->key, key, klen);
     struct pool_rep *reps = pool__reps(o);
     for (unsigned k = 0; k < nrep; k++) {
         reps[k] = (struct pool_rep){.type = POOL_REPLICA_MEMORY, .status = POOL_REPLICA_COMPLETE};
@@ -490,9 +483,6 @@ static int snap_load_object(struct snap_load *L) {
             if (reps[j].seg == reps[k].seg)
                 snap_fail(r, "snapshot object has two replicas on one segment");
     }
-    /* Inserted even after a failure (the handles point into the spans): destroy frees it. */
-    cm_ht_insert(&L->p->objects, &o->hn);
-    L->p->meta_records += rec;
     return !r->failed;
 }
 

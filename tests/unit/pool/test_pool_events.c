@@ -2,7 +2,8 @@
 /*
  * The pool's object-event hook (the master's KV events): stored at put end with the segments
  * of the replicas, removed by remove / remove by regex / expiry of the client holding the last
- * replica, evicted by eviction; nothing for writes that never completed.
+ * replica, evicted by eviction, offloaded when a client's SSD tier reports the object; nothing
+ * for writes that never completed.
  */
 #include "common/fmacros.h"
 
@@ -14,7 +15,7 @@ static int nseen;
 
 static void on_event(void *arg, const struct pool_event *ev) {
     (void)arg;
-    static const char *const names[] = {"stored", "removed", "evicted"};
+    static const char *const names[] = {"stored", "removed", "evicted", "offloaded"};
     if (nseen == 64)
         return;
     int n = snprintf(seen[nseen], sizeof(seen[0]), "%s %.*s %llu", names[ev->kind], (int)ev->klen,
@@ -101,4 +102,33 @@ Test(pool_events, eviction_reports_evicted) {
     cr_assert_gt(rep.objects_evicted, 0);
     cr_assert_eq((uint64_t)nseen, rep.objects_evicted < 64 ? rep.objects_evicted : 64);
     cr_assert(strncmp(seen[0], "evicted k", 9) == 0, "got %s", seen[0]);
+}
+
+/* A client's SSD tier reporting an object (eager offload at put end) sends "offloaded" with the
+ * memory replicas still holding it; a restart scan's re-registration of a missing key too. */
+static void offload_setup(void) {
+    struct pool_config cfg;
+    pool_config_default(&cfg);
+    cfg.seed = 42;
+    cfg.on_event = on_event;
+    cfg.enable_offload = 1;
+    pt_create(&cfg);
+    nseen = 0;
+    pt_client(1, "hostA", 0);
+    cr_assert_eq(pt_mount(1, "a", 0x10000000, 1 * MB, 0), 0);
+}
+
+Test(pool_events_offload, offloaded_when_the_disk_has_it, .init = offload_setup,
+     .fini = pt_destroy) {
+    struct pool_uuid id = pt_id(1);
+    cr_assert_eq(pool_disk_mount(P, &id, "127.0.0.1:9", 1), 0);
+    pt_put(1, "k1", 100, NULL, 1, NULL);
+    struct pool_offload_task t[4];
+    cr_assert_eq(pool_offload_fetch(P, &id, 4, 2, t), 1);
+    cr_assert_eq(pool_offload_done(P, &id, "k1", 2, 100, 3), 0);
+    cr_assert_eq(pool_offload_done(P, &id, "k2", 2, 50, 4), 0); /* re-registration */
+    cr_assert_eq(nseen, 3);
+    cr_assert_str_eq(seen[0], "stored k1 100 a");
+    cr_assert_str_eq(seen[1], "offloaded k1 100 a");
+    cr_assert_str_eq(seen[2], "offloaded k2 50");
 }
