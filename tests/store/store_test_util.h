@@ -47,4 +47,20 @@ void st_fill(void *buf, size_t len, unsigned seed);
 long long st_now_ms(void);
 void st_sleep_ms(long ms);
 
+/* Asserts (Criterion) that a crescent_store_* call succeeded (returned >= 0), naming the error. */
+#define OK(call)                                                                     \
+    do {                                                                             \
+        int64_t rc_ = (call);                                                        \
+        cr_assert(rc_ >= 0, "%s: %s (%s)", #call, crescent_store_err_name((int)rc_), \
+                  crescent_store_last_error());                                      \
+    } while (0)
+
+/* Asserts that a crescent_store_* call failed with -code. */
+#define ERR(code, call)                                                               \
+    do {                                                                              \
+        int64_t rc_ = (call);                                                         \
+        cr_assert_eq(rc_, -(code), "%s: got %lld %s (%s)", #call, (long long)rc_,     \
+                     crescent_store_err_name((int)rc_), crescent_store_last_error()); \
+    } while (0)
+
 #endif

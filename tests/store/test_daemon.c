@@ -49,20 +49,6 @@ static void teardown(void) {
 
 TestSuite(daemon, .init = setup, .fini = teardown, .timeout = 180);
 
-#define OK(call)                                                                     \
-    do {                                                                             \
-        int64_t rc_ = (call);                                                        \
-        cr_assert(rc_ >= 0, "%s: %s (%s)", #call, crescent_store_err_name((int)rc_), \
-                  crescent_store_last_error());                                      \
-    } while (0)
-
-#define ERR(code, call)                                                               \
-    do {                                                                              \
-        int64_t rc_ = (call);                                                         \
-        cr_assert_eq(rc_, -(code), "%s: got %lld %s (%s)", #call, (long long)rc_,     \
-                     crescent_store_err_name((int)rc_), crescent_store_last_error()); \
-    } while (0)
-
 /* ---- daemon processes ---- */
 
 static void daemon_start_on(struct st_daemon *d, int port, const char *proto, const char *seg,

@@ -44,13 +44,6 @@ static void teardown(void) {
 
 TestSuite(daemon_http, .init = setup, .fini = teardown, .timeout = 180);
 
-#define OK(call)                                                                     \
-    do {                                                                             \
-        int64_t rc_ = (call);                                                        \
-        cr_assert(rc_ >= 0, "%s: %s (%s)", #call, crescent_store_err_name((int)rc_), \
-                  crescent_store_last_error());                                      \
-    } while (0)
-
 /* ---- a small HTTP client: raw requests, the status and body of the answer ---- */
 
 struct reply {

@@ -36,13 +36,6 @@ static void start(const char *extra) {
     rc = st_redis(&master);
 }
 
-#define OK(call)                                                                     \
-    do {                                                                             \
-        int64_t rc_ = (call);                                                        \
-        cr_assert(rc_ >= 0, "%s: %s (%s)", #call, crescent_store_err_name((int)rc_), \
-                  crescent_store_last_error());                                      \
-    } while (0)
-
 /* Runs a command expecting an integer reply; returns it. */
 static long long cmd_int(const char *fmt, const char *key) {
     redisReply *r = st_cmd(rc, fmt, key);

@@ -39,20 +39,6 @@ static void teardown(void) {
 
 TestSuite(store, .init = setup, .fini = teardown, .timeout = 120);
 
-#define OK(call)                                                                     \
-    do {                                                                             \
-        int64_t rc_ = (call);                                                        \
-        cr_assert(rc_ >= 0, "%s: %s (%s)", #call, crescent_store_err_name((int)rc_), \
-                  crescent_store_last_error());                                      \
-    } while (0)
-
-#define ERR(code, call)                                                               \
-    do {                                                                              \
-        int64_t rc_ = (call);                                                         \
-        cr_assert_eq(rc_, -(code), "%s: got %lld %s (%s)", #call, (long long)rc_,     \
-                     crescent_store_err_name((int)rc_), crescent_store_last_error()); \
-    } while (0)
-
 static void check_get(struct crescent_store *st, const char *key, const void *want, size_t len) {
     void *v = NULL;
     size_t n = 0;
