@@ -157,20 +157,6 @@ void st_daemon_start(struct st_daemon *d, const struct st_master *m, int port_no
     st_daemon_start_host(d, m, port_no, NULL, proto, seg, ttl, grace_ms);
 }
 
-static bool log_has_sanitizer_report(const char *path) {
-    FILE *f = fopen(path, "r");
-    char line[1024];
-    bool bad = false;
-    while (f != NULL && !bad && fgets(line, sizeof(line), f) != NULL) {
-        bad = strstr(line, "ERROR: AddressSanitizer") != NULL ||
-              strstr(line, "ERROR: LeakSanitizer") != NULL || strstr(line, "runtime error:");
-    }
-    if (f != NULL) {
-        fclose(f);
-    }
-    return bad;
-}
-
 /* SIGTERM, waits for the exit; returns the exit status (-1 if it did not exit normally). Fails
  * the test on a sanitizer report in the daemon's log. */
 int st_daemon_stop(struct st_daemon *d) {
@@ -190,7 +176,7 @@ int st_daemon_stop(struct st_daemon *d) {
         }
         d->pid = 0;
     }
-    bool bad = log_has_sanitizer_report(d->log);
+    bool bad = st_log_has_sanitizer_report(d->log);
     if (bad) {
         char cmd[300];
         snprintf(cmd, sizeof(cmd), "cat %s >&2", d->log);

@@ -137,7 +137,7 @@ void st_master_restart(struct st_master *m) {
     cr_assert_fail("crescent-master did not restart on port %d", m->port);
 }
 
-static bool st_log_has_sanitizer_report(const char *path) {
+bool st_log_has_sanitizer_report(const char *path) {
     FILE *f = fopen(path, "r");
     char line[1024];
     bool bad = false;

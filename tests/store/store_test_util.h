@@ -46,6 +46,8 @@ struct crescent_store *st_store(const struct st_master *m, const char *proto, ui
 void st_fill(void *buf, size_t len, unsigned seed);
 long long st_now_ms(void);
 void st_sleep_ms(long ms);
+/* True when the log at path holds an AddressSanitizer, LeakSanitizer or UBSan report. */
+bool st_log_has_sanitizer_report(const char *path);
 
 /* Asserts (Criterion) that a crescent_store_* call succeeded (returned >= 0), naming the error. */
 #define OK(call)                                                                     \
