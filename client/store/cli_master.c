@@ -22,10 +22,15 @@
  * Thread-safe. */
 redisContext *cli__connect(struct crescent_store *st) {
     struct timeval tv = {st->timeout_ms / 1000, (st->timeout_ms % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(st->host, st->port, tv);
+    char host[sizeof(st->host)];
+    pthread_mutex_lock(&st->addr_mu);
+    memcpy(host, st->host, sizeof(host));
+    int port = st->port;
+    pthread_mutex_unlock(&st->addr_mu);
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
     if (c == NULL || c->err) {
         if (c != NULL) {
-            cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d: %s", st->host, st->port, c->errstr);
+            cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d: %s", host, port, c->errstr);
         }
         redisFree(c);
         return NULL;
@@ -125,6 +130,47 @@ static char *cli_format(int argc, const char **argv, const size_t *lens, size_t 
     return buf;
 }
 
+#define CLI_MAX_REDIRECTS 100 /* -NOTLEADER / -LOADING answers followed per command */
+#define CLI_REDIRECT_WAIT 200 /* ms before asking again when no leader is known */
+
+/*
+ * HA masters (docs/ha.md): a standby answers "-NOTLEADER host:port" (or "-NOTLEADER none ..."
+ * while no leader is known) and a leader replaying its op-log "-LOADING ...". Points st at the
+ * named leader and returns 0 (ask again at once), returns CLI_REDIRECT_WAIT (ask again after a
+ * pause), or -1 for any other reply. A refused command was not executed, so repeating it is safe.
+ */
+static int cli_redirect(struct crescent_store *st, const redisReply *r) {
+    if (r->type != REDIS_REPLY_ERROR)
+        return -1;
+    if (r->len >= 8 && memcmp(r->str, "LOADING ", 8) == 0)
+        return CLI_REDIRECT_WAIT;
+    if (r->len < 10 || memcmp(r->str, "NOTLEADER ", 10) != 0)
+        return -1;
+    const char *a = r->str + 10, *end = r->str + r->len;
+    const char *sp = memchr(a, ' ', (size_t)(end - a));
+    if (sp != NULL)
+        end = sp;
+    const char *colon = NULL;
+    for (const char *q = a; q < end; q++)
+        if (*q == ':')
+            colon = q;
+    size_t hl = colon != NULL ? (size_t)(colon - a) : 0;
+    if (hl >= 2 && a[0] == '[' && a[hl - 1] == ']') { /* [v6]:port */
+        a++;
+        hl -= 2;
+    }
+    char *pe;
+    long port = colon != NULL ? strtol(colon + 1, &pe, 10) : 0;
+    if (colon == NULL || hl == 0 || hl >= sizeof(st->host) || pe != end || port < 1 || port > 65535)
+        return CLI_REDIRECT_WAIT; /* "none": the standby knows no leader yet */
+    pthread_mutex_lock(&st->addr_mu);
+    memcpy(st->host, a, hl);
+    st->host[hl] = '\0';
+    st->port = (int)port;
+    pthread_mutex_unlock(&st->addr_mu);
+    return 0;
+}
+
 static int cli_command_fns(struct crescent_store *st, redisContext **slot, int argc,
                            const char **argv, const size_t *lens, redisReply **out,
                            redisReplyObjectFunctions *fns) {
@@ -134,6 +180,7 @@ static int cli_command_fns(struct crescent_store *st, redisContext **slot, int a
     if (req == NULL) {
         return cli_fail(ENOMEM, "master: out of memory for a request");
     }
+    int redirects = 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (*slot == NULL) {
             *slot = cli__connect(st);
@@ -158,6 +205,20 @@ static int cli_command_fns(struct crescent_store *st, redisContext **slot, int a
         cli_nopipe_end(&np);
         if (ok) {
             (*slot)->reader->fn = saved;
+            int wait_ms = redirects < CLI_MAX_REDIRECTS ? cli_redirect(st, r) : -1;
+            if (wait_ms >= 0) { /* an HA standby or a recovering leader: follow, ask again */
+                if (fns != NULL)
+                    cli__reply_free(r);
+                else
+                    freeReplyObject(r);
+                redisFree(*slot);
+                *slot = NULL;
+                redirects++;
+                if (wait_ms > 0)
+                    usleep((useconds_t)wait_ms * 1000);
+                attempt = -1;
+                continue;
+            }
             *out = r;
             free(req);
             return 0;

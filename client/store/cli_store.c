@@ -206,6 +206,7 @@ int crescent_store_create(const char *master, const struct crescent_store_config
         return -ENOMEM;
     }
     pthread_mutex_init(&st->mu, NULL);
+    pthread_mutex_init(&st->addr_mu, NULL);
     pthread_mutex_init(&st->seg_mu, NULL);
     pthread_mutex_init(&st->peer_mu, NULL);
     pthread_mutex_init(&st->stage_mu, NULL);
@@ -273,6 +274,7 @@ void crescent_store_destroy(struct crescent_store *st) {
     free(st->free_chunks);
     free(st->hostname);
     pthread_mutex_destroy(&st->mu);
+    pthread_mutex_destroy(&st->addr_mu);
     pthread_mutex_destroy(&st->seg_mu);
     pthread_mutex_destroy(&st->peer_mu);
     pthread_mutex_destroy(&st->stage_mu);

@@ -66,8 +66,9 @@ struct cli_replica {
 };
 
 struct crescent_store {
-    char host[256];      /* master host */
-    int port;            /* master port */
+    char host[256]; /* master host (changed by -NOTLEADER: read under addr_mu) */
+    int port;       /* master port (likewise) */
+    pthread_mutex_t addr_mu;
     uint32_t timeout_ms; /* master timeout */
     char client_id[33];  /* 32 hex digits */
     char *hostname;      /* local host (MC.REGISTER) */

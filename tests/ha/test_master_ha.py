@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -22,6 +23,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ha_harness as H  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 MASTER = os.path.join(H.BUILD, "bin", "crescent-master")
 CLIENT_A = "a" * 31 + "1"
@@ -414,6 +417,35 @@ class EtcdOplog:
         self.etcd.post("kv/deleterange", json.dumps({"key": b64(self.garbage)}))
 
 
+def lib_follows(cluster, leader):
+    """libcrescent pointed at a standby follows -NOTLEADER to the leader (lib_follow.py)."""
+    standby = next(m for m in cluster.masters if m is not leader and m.alive())
+    build = os.environ.get("CRESCENT_BUILD", os.path.join(ROOT, "build"))
+    lib = os.path.join(build, "lib", "libcrescent.so.0")
+    env = dict(os.environ, CRESCENT_LIB=lib, PYTHONPATH=os.path.join(ROOT, "python"),
+               PYTHONDONTWRITEBYTECODE="1")
+    san = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout.split()
+    pre = [w for w in san if "/lib" in w and any(x in w for x in ("asan", "ubsan", "tsan"))]
+    if pre:  # a sanitizer build: its runtimes go first into python3, leak checks off
+        env["LD_PRELOAD"] = " ".join(pre)
+        env["ASAN_OPTIONS"] = "detect_leaks=0"
+    key = "libcrescent-follows"
+    p = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "lib_follow.py"),
+                          standby.addr, key], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    line = p.stdout.readline().strip()  # "ok" once put and get went through
+    r = call1(leader.port, "MC.EXIST", key) if line == "ok" else None
+    try:
+        out, err = p.communicate(input="", timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    check(line == "ok" and p.returncode == 0,
+          "libcrescent given standby %s follows -NOTLEADER to %s (rc %s: %s %s)"
+          % (standby.addr, leader.addr, p.returncode, line, err[-600:]))
+    check(r == 1, "its object is on the leader (MC.EXIST %r)" % (r,))
+
+
 def scenario(cluster, oplog):
     masters = cluster.masters
     for m in masters:
@@ -424,6 +456,7 @@ def scenario(cluster, oplog):
     if leader is None:
         return
     standby_errors(cluster, leader)
+    lib_follows(cluster, leader)
     setup_clients(leader.port)
     writer = Writer(cluster)
     stop_a, stop_b = threading.Event(), threading.Event()
