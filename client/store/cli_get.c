@@ -120,13 +120,19 @@ static int64_t cli_get_one(struct crescent_store *st, const char *key, void *buf
         return err;
     }
     const char *argv[] = {"MC.GETREPLICAS", key};
-    uint64_t t0 = cm_mono_ms();
-    redisReply *r;
-    if ((err = cli__cmd_fast(st, 2, argv, NULL, &r)) < 0) {
-        return err;
+    int64_t n = -CRESCENT_STORE_ELEASE_EXPIRED;
+    /* A read that outlived its lease is discarded and done once more under a fresh lease: a
+     * replica whose owner died can hold the first attempt until the transfer times out, and by
+     * then the master has usually dropped it from the replica list. */
+    for (int attempt = 0; attempt < 2 && n == -CRESCENT_STORE_ELEASE_EXPIRED; attempt++) {
+        uint64_t t0 = cm_mono_ms();
+        redisReply *r;
+        if ((err = cli__cmd_fast(st, 2, argv, NULL, &r)) < 0) {
+            return err;
+        }
+        n = cli_read_map(st, key, r, t0, buf, cap, alloc, zero_copy);
+        cli__reply_free(r);
     }
-    int64_t n = cli_read_map(st, key, r, t0, buf, cap, alloc, zero_copy);
-    cli__reply_free(r);
     return n;
 }
 
