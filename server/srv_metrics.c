@@ -9,9 +9,11 @@
 #include "server/srv_cmd.h"
 #include "server/srv_cmdstat.h"
 #include "server/srv_db.h"
+#include "server/srv_ha.h"
 #include "server/srv_http.h"
 #include "server/srv_offload.h"
 #include "server/srv_server.h"
+#include "server/srv_snapshot.h"
 
 #include "common/cm_atomic.h"
 #include "common/cm_mem.h"
@@ -188,6 +190,37 @@ static void srv_metrics_errors(struct cm_buf *b) {
     }
 }
 
+/* Snapshots (srv_snapshot.c) and HA mode (srv_ha.c). */
+static void srv_metrics_ha(struct cm_buf *b) {
+    struct srv_snapshot_stats ss;
+    srv_snapshot_stats(&ss);
+    srv_family(b, "crescent_snapshots_total", "counter", "Snapshots of the pool metadata written.");
+    cm_buf_appendf(b, "crescent_snapshots_total{result=\"ok\"} %llu\n", (unsigned long long)ss.ok);
+    cm_buf_appendf(b, "crescent_snapshots_total{result=\"failed\"} %llu\n",
+                   (unsigned long long)ss.failed);
+    srv_family(b, "crescent_snapshot_last_duration_seconds", "gauge",
+               "Fork to publish of the last snapshot.");
+    cm_buf_appendf(b, "crescent_snapshot_last_duration_seconds %.3f\n",
+                   (double)ss.last_duration_ms / 1e3);
+    srv_family(b, "crescent_snapshot_last_pause_seconds", "gauge",
+               "How long the pool was locked around fork() for the last snapshot.");
+    cm_buf_appendf(b, "crescent_snapshot_last_pause_seconds %.6f\n",
+                   (double)ss.last_pause_us / 1e6);
+    srv_metric_u64(b, "crescent_snapshot_last_objects", "gauge", "Objects in the last snapshot.",
+                   ss.last_objects);
+    srv_metric_u64(b, "crescent_snapshot_restored_objects", "gauge",
+                   "Objects loaded from a snapshot at start.", ss.restored_objects);
+    if (!srv_ha_enabled())
+        return;
+    struct srv_ha_view v;
+    srv_ha_get_view(&v);
+    srv_metric_u64(b, "crescent_ha_serving", "gauge",
+                   "1 when this master is the serving leader with a valid lease.",
+                   (uint64_t)(v.serving != 0));
+    srv_metric_u64(b, "crescent_ha_epoch", "gauge", "Epoch of the current or last known leader.",
+                   v.epoch);
+}
+
 void srv_metrics_render(struct cm_buf *out) {
     srv_metrics_process(out);
     srv_metrics_memory(out);
@@ -196,4 +229,5 @@ void srv_metrics_render(struct cm_buf *out) {
     srv_metrics_commands(out);
     srv_metrics_errors(out);
     srv_offload_metrics(out);
+    srv_metrics_ha(out);
 }

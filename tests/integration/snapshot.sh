@@ -66,8 +66,9 @@ dump_keys() {
 }
 
 # ---- embedded catalog: write, retention, kill -9, restore --------------------------------
+http=$(free_port)
 start_server --memory 16mb --enable_snapshot yes --snapshot_local_path "$SNAP" \
-    --snapshot_retention_count 2 --cluster_id emb
+    --snapshot_retention_count 2 --cluster_id emb --metrics_host 127.0.0.1 --metrics_port "$http"
 fill
 before=$(dump_keys)
 assert_eq "MC.SNAPSHOT" "Snapshot started" "$(cli MC.SNAPSHOT)"
@@ -90,6 +91,8 @@ third=$(info_field snapshot_last_id)
 assert_eq "retention keeps 2" "$second $third" "$(ls "$DIR" | grep -v latest | sort | tr '\n' ' ' | sed 's/ $//')"
 assert_eq "latest is the newest" "$third" "$(cat "$DIR/latest.txt")"
 [ ! -e "$DIR/$first" ] || fail "the oldest snapshot was not deleted"
+assert_eq "/metrics snapshots" 'crescent_snapshots_total{result="ok"} 3' \
+    "$(curl -s "http://127.0.0.1:$http/metrics" | grep '^crescent_snapshots_total{result="ok"}')"
 late_before=$(cli MC.QUERYKEY late)
 kill -9 "$SERVER_PID"
 forget_server "$SERVER_PID"
