@@ -801,3 +801,27 @@ int main(int argc, char *argv[]) {
     criterion_finalize(tests);
     return result;
 }
+
+const redisReply *it_field(const redisReply *m, const char *name) {
+    char buf[IT_MSG_MAX];
+    cr_assert(m != NULL && m->type == REDIS_REPLY_ARRAY && m->elements % 2 == 0,
+              "flat map expected, got %s", it_reply_str(m, buf, sizeof(buf)));
+    for (size_t i = 0; i + 1 < m->elements; i += 2)
+        if (m->element[i]->type == REDIS_REPLY_STRING && strcmp(m->element[i]->str, name) == 0)
+            return m->element[i + 1];
+    cr_assert_fail("field %s missing in %s", name, it_reply_str(m, buf, sizeof(buf)));
+    return NULL;
+}
+
+long long it_field_int(const redisReply *m, const char *name) {
+    const redisReply *v = it_field(m, name);
+    cr_assert_eq(v->type, REDIS_REPLY_INTEGER, "field %s is not an integer", name);
+    return v->integer;
+}
+
+const char *it_field_str(const redisReply *m, const char *name) {
+    const redisReply *v = it_field(m, name);
+    cr_assert(v->type == REDIS_REPLY_STRING || v->type == REDIS_REPLY_STATUS,
+              "field %s is not a string", name);
+    return v->str;
+}

@@ -56,6 +56,11 @@ void it_keep(redisReply *r);
 redisReply *it_cmd(redisContext *c, const char *fmt, ...);
 redisReply *it_cmdargv(redisContext *c, int argc, const char **argv, const size_t *lens);
 const char *it_reply_str(const redisReply *r, char *buf, size_t cap);
+/* Value of field name in a RESP2 flat map reply (MC.* replies); fails the test when m is not a
+ * flat map or the field is absent. it_field_int / it_field_str also check the value's type. */
+const redisReply *it_field(const redisReply *m, const char *name);
+long long it_field_int(const redisReply *m, const char *name);
+const char *it_field_str(const redisReply *m, const char *name);
 void it_sleep_ms(long ms);
 long long it_now_ms(void);
 

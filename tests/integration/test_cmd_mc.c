@@ -20,31 +20,6 @@
 
 TestSuite(mc, .init = it_setup, .fini = it_teardown, .timeout = 60);
 
-/* Value of field name in a RESP2 flat map reply; fails the test when absent. */
-static const redisReply *mc_field(const redisReply *m, const char *name) {
-    char buf[IT_MSG_MAX];
-    cr_assert(m != NULL && m->type == REDIS_REPLY_ARRAY && m->elements % 2 == 0,
-              "flat map expected, got %s", it_reply_str(m, buf, sizeof(buf)));
-    for (size_t i = 0; i + 1 < m->elements; i += 2)
-        if (m->element[i]->type == REDIS_REPLY_STRING && strcmp(m->element[i]->str, name) == 0)
-            return m->element[i + 1];
-    cr_assert_fail("field %s missing in %s", name, it_reply_str(m, buf, sizeof(buf)));
-    return NULL;
-}
-
-static long long mc_int(const redisReply *m, const char *name) {
-    const redisReply *v = mc_field(m, name);
-    cr_assert_eq(v->type, REDIS_REPLY_INTEGER, "field %s is not an integer", name);
-    return v->integer;
-}
-
-static const char *mc_str(const redisReply *m, const char *name) {
-    const redisReply *v = mc_field(m, name);
-    cr_assert(v->type == REDIS_REPLY_STRING || v->type == REDIS_REPLY_STATUS,
-              "field %s is not a string", name);
-    return v->str;
-}
-
 /* Registers client id on host and mounts one segment of size bytes at base. */
 static void mc_client(const char *id, const char *host, const char *seg, unsigned long long base,
                       unsigned long long size) {
@@ -65,7 +40,7 @@ static size_t mc_put(const char *id, const char *key, unsigned long long size, c
 
 /* used bytes of segment name, from MC.QUERYSEGMENT. */
 static long long mc_used(const char *seg) {
-    return mc_int(it_cmd(it_c, "MC.QUERYSEGMENT %s", seg), "used");
+    return it_field_int(it_cmd(it_c, "MC.QUERYSEGMENT %s", seg), "used");
 }
 
 /* Starts a private server with conf text (replacing it_srv/it_c). */
@@ -79,11 +54,11 @@ static void mc_restart(const char *conf, const char *pass) {
 Test(mc, register_ping_and_mount) {
     IT_CRESCENT_ONLY();
     redisReply *r = it_cmd(it_c, "MC.PING %s", CA);
-    cr_assert_str_eq(mc_str(r, "status"), "NEED_REMOUNT");
+    cr_assert_str_eq(it_field_str(r, "status"), "NEED_REMOUNT");
     IT_OK(it_c, "MC.REGISTER %s host-a", CA);
     r = it_cmd(it_c, "MC.PING %s", CA);
-    cr_assert_str_eq(mc_str(r, "status"), "OK");
-    cr_assert_gt(mc_int(r, "view_version"), 0);
+    cr_assert_str_eq(it_field_str(r, "status"), "OK");
+    cr_assert_gt(it_field_int(r, "view_version"), 0);
     IT_OK(it_c, "MC.REGISTER %s host-b", CB); /* canonical UUID form */
     IT_ERR("CLIENT_NOT_FOUND client not found", it_c, "MC.MOUNT %s s0 4096 %d",
            "00000000000000000000000000000001", MIB);
@@ -109,18 +84,18 @@ Test(mc, register_ping_and_mount) {
     IT_OK(it_c, "MC.MOUNT %s seg-b 0x20000000 %d", CB, MIB);
 
     r = it_cmd(it_c, "MC.QUERYSEGMENT seg-a");
-    cr_assert_str_eq(mc_str(r, "name"), "seg-a");
-    cr_assert_str_eq(mc_str(r, "owner"), CA);
-    cr_assert_str_eq(mc_str(r, "host"), "host-a");
-    cr_assert_eq(mc_int(r, "base"), 0x10000000);
-    cr_assert_eq(mc_int(r, "size"), MIB);
-    cr_assert_eq(mc_int(r, "used"), 0);
-    cr_assert_str_eq(mc_str(r, "status"), "OK");
-    cr_assert_str_eq(mc_str(r, "endpoint"), "10.0.0.1:1");
-    cr_assert_str_eq(mc_str(r, "protocol"), "rdma");
+    cr_assert_str_eq(it_field_str(r, "name"), "seg-a");
+    cr_assert_str_eq(it_field_str(r, "owner"), CA);
+    cr_assert_str_eq(it_field_str(r, "host"), "host-a");
+    cr_assert_eq(it_field_int(r, "base"), 0x10000000);
+    cr_assert_eq(it_field_int(r, "size"), MIB);
+    cr_assert_eq(it_field_int(r, "used"), 0);
+    cr_assert_str_eq(it_field_str(r, "status"), "OK");
+    cr_assert_str_eq(it_field_str(r, "endpoint"), "10.0.0.1:1");
+    cr_assert_str_eq(it_field_str(r, "protocol"), "rdma");
     r = it_cmd(it_c, "MC.QUERYSEGMENT seg-b");
-    cr_assert_str_eq(mc_str(r, "owner"), CB_HEX);
-    cr_assert_str_eq(mc_str(r, "protocol"), "tcp");
+    cr_assert_str_eq(it_field_str(r, "owner"), CB_HEX);
+    cr_assert_str_eq(it_field_str(r, "protocol"), "tcp");
     IT_ERR("SEGMENT_NOT_FOUND segment not found", it_c, "MC.QUERYSEGMENT nope");
     r = it_cmd(it_c, "MC.SEGMENTS");
     IT_TYPE(r, REDIS_REPLY_ARRAY);
@@ -130,7 +105,7 @@ Test(mc, register_ping_and_mount) {
            CB);
     IT_ERR("SEGMENT_NOT_FOUND segment not found", it_c, "MC.UNMOUNT %s nope", CA);
     IT_OK(it_c, "MC.GRACEFULUNMOUNT %s seg-b 60000", CB);
-    cr_assert_str_eq(mc_str(it_cmd(it_c, "MC.QUERYSEGMENT seg-b"), "status"),
+    cr_assert_str_eq(it_field_str(it_cmd(it_c, "MC.QUERYSEGMENT seg-b"), "status"),
                      "GRACEFULLY_UNMOUNTING");
     IT_ERR_PREFIX("UNAVAILABLE_IN_CURRENT_STATUS ", it_c, "MC.GRACEFULUNMOUNT %s seg-b 0", CB);
     IT_OK(it_c, "MC.UNMOUNT %s seg-a", CA);
@@ -141,8 +116,8 @@ Test(mc, register_ping_and_mount) {
     IT_ERR_PREFIX("SEGMENT_NOT_FOUND ", it_c, "MC.QUERYSEGMENT seg-a");
     IT_OK(it_c, "MC.REMOUNT %s seg-a 0x10000000 %d ep tcp %s seg-c 0x30000000 %d %s %s %s", CA, MIB,
           "", MIB, "", "", "");
-    cr_assert_str_eq(mc_str(it_cmd(it_c, "MC.QUERYSEGMENT seg-c"), "protocol"), "tcp");
-    cr_assert_str_eq(mc_str(it_cmd(it_c, "MC.QUERYSEGMENT seg-c"), "endpoint"), "");
+    cr_assert_str_eq(it_field_str(it_cmd(it_c, "MC.QUERYSEGMENT seg-c"), "protocol"), "tcp");
+    cr_assert_str_eq(it_field_str(it_cmd(it_c, "MC.QUERYSEGMENT seg-c"), "endpoint"), "");
     IT_ERR("ERR wrong number of arguments for 'mc.remount' command", it_c,
            "MC.REMOUNT %s seg-a 0x10000000 %d ep tcp", CA, MIB);
     cr_assert_eq(it_cmd(it_c, "MC.SEGMENTS")->elements, 3);
@@ -162,15 +137,15 @@ Test(mc, put_end_get_and_errors) {
                            "protocol", "desc",   "addr",    "size"};
     for (int i = 0; i < 8; i++)
         cr_assert_str_eq(d->element[2 * i]->str, order[i]);
-    cr_assert_str_eq(mc_str(d, "type"), "MEMORY");
-    cr_assert_str_eq(mc_str(d, "status"), "PROCESSING");
-    cr_assert_str_eq(mc_str(d, "segment"), "seg-a");
-    cr_assert_str_eq(mc_str(d, "endpoint"), "127.0.0.1:7000");
-    cr_assert_str_eq(mc_str(d, "protocol"), "tcp");
-    cr_assert_str_eq(mc_str(d, "desc"), "");
-    long long addr = mc_int(d, "addr");
+    cr_assert_str_eq(it_field_str(d, "type"), "MEMORY");
+    cr_assert_str_eq(it_field_str(d, "status"), "PROCESSING");
+    cr_assert_str_eq(it_field_str(d, "segment"), "seg-a");
+    cr_assert_str_eq(it_field_str(d, "endpoint"), "127.0.0.1:7000");
+    cr_assert_str_eq(it_field_str(d, "protocol"), "tcp");
+    cr_assert_str_eq(it_field_str(d, "desc"), "");
+    long long addr = it_field_int(d, "addr");
     cr_assert(addr >= 0x10000000 && addr + 1000 <= 0x10000000 + MIB, "addr inside the segment");
-    cr_assert_eq(mc_int(d, "size"), 1000);
+    cr_assert_eq(it_field_int(d, "size"), 1000);
     IT_ERR("REPLICA_IS_NOT_READY replica is not ready", it_c, "MC.GETREPLICAS k1");
     IT_INT(0, it_c, "MC.EXIST k1");
     IT_ERR("OBJECT_ALREADY_EXISTS object already exists", it_c, "MC.PUTSTART %s k1 10", CB);
@@ -183,11 +158,11 @@ Test(mc, put_end_get_and_errors) {
     r = it_cmd(it_c, "MC.GETREPLICAS k1");
     cr_assert_eq(r->elements, 4);
     cr_assert_str_eq(r->element[0]->str, "lease_ttl_ms");
-    cr_assert_eq(mc_int(r, "lease_ttl_ms"), 10000);
-    const redisReply *reps = mc_field(r, "replicas");
+    cr_assert_eq(it_field_int(r, "lease_ttl_ms"), 10000);
+    const redisReply *reps = it_field(r, "replicas");
     cr_assert_eq(reps->elements, 1);
-    cr_assert_str_eq(mc_str(reps->element[0], "status"), "COMPLETE");
-    cr_assert_eq(mc_int(reps->element[0], "addr"), addr);
+    cr_assert_str_eq(it_field_str(reps->element[0], "status"), "COMPLETE");
+    cr_assert_eq(it_field_int(reps->element[0], "addr"), addr);
     IT_INT(1, it_c, "MC.EXIST k1");
     cr_assert_eq(mc_used("seg-a"), 1000);
     IT_ERR("OBJECT_NOT_FOUND object not found", it_c, "MC.GETREPLICAS nope");
@@ -217,21 +192,21 @@ Test(mc, getreplicas_follows_remount) {
     mc_put(CA, "kr", 100, pref);
     mc_put(CA, "ks", 100, "segments 1 seg-s");
     for (int i = 0; i < 3; i++) {
-        const redisReply *d = mc_field(it_cmd(it_c, "MC.GETREPLICAS kr"), "replicas")->element[0];
-        cr_assert_str_eq(mc_str(d, "segment"), "seg-r");
-        cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.1:1");
-        cr_assert_str_eq(mc_str(d, "protocol"), "tcp");
-        d = mc_field(it_cmd(it_c, "MC.GETREPLICAS ks"), "replicas")->element[0];
-        cr_assert_str_eq(mc_str(d, "segment"), "seg-s");
-        cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.9:9");
+        const redisReply *d = it_field(it_cmd(it_c, "MC.GETREPLICAS kr"), "replicas")->element[0];
+        cr_assert_str_eq(it_field_str(d, "segment"), "seg-r");
+        cr_assert_str_eq(it_field_str(d, "endpoint"), "10.0.0.1:1");
+        cr_assert_str_eq(it_field_str(d, "protocol"), "tcp");
+        d = it_field(it_cmd(it_c, "MC.GETREPLICAS ks"), "replicas")->element[0];
+        cr_assert_str_eq(it_field_str(d, "segment"), "seg-s");
+        cr_assert_str_eq(it_field_str(d, "endpoint"), "10.0.0.9:9");
     }
     IT_OK(it_c, "MC.MOUNT %s seg-r 0x10000000 %d ENDPOINT 10.0.0.2:22 PROTOCOL rdma", CA, MIB);
-    const redisReply *d = mc_field(it_cmd(it_c, "MC.GETREPLICAS kr"), "replicas")->element[0];
-    cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.2:22");
-    cr_assert_str_eq(mc_str(d, "protocol"), "rdma");
-    cr_assert_str_eq(mc_str(d, "desc"), "");
-    d = mc_field(it_cmd(it_c, "MC.QUERYKEY kr"), "replicas")->element[0];
-    cr_assert_str_eq(mc_str(d, "endpoint"), "10.0.0.2:22");
+    const redisReply *d = it_field(it_cmd(it_c, "MC.GETREPLICAS kr"), "replicas")->element[0];
+    cr_assert_str_eq(it_field_str(d, "endpoint"), "10.0.0.2:22");
+    cr_assert_str_eq(it_field_str(d, "protocol"), "rdma");
+    cr_assert_str_eq(it_field_str(d, "desc"), "");
+    d = it_field(it_cmd(it_c, "MC.QUERYKEY kr"), "replicas")->element[0];
+    cr_assert_str_eq(it_field_str(d, "endpoint"), "10.0.0.2:22");
 }
 
 Test(mc, malformed_arguments) {
@@ -270,7 +245,7 @@ Test(mc, malformed_arguments) {
     IT_ERR("ERR unknown command 'MC.NOPE', with args beginning with: ", it_c, "MC.NOPE");
     /* Nothing leaked from the refused commands. */
     cr_assert_eq(mc_used("seg-a"), 0);
-    cr_assert_eq(mc_int(it_cmd(it_c, "MC.STATS"), "objects"), 0);
+    cr_assert_eq(it_field_int(it_cmd(it_c, "MC.STATS"), "objects"), 0);
 }
 
 Test(mc, replicas_on_distinct_segments_and_options) {
@@ -283,7 +258,8 @@ Test(mc, replicas_on_distinct_segments_and_options) {
         redisReply *r = it_cmd(it_c, "MC.PUTSTART %s %s 100 REPLICAS 2", CA, key);
         IT_TYPE(r, REDIS_REPLY_ARRAY);
         cr_assert_eq(r->elements, 2);
-        cr_assert_str_neq(mc_str(r->element[0], "segment"), mc_str(r->element[1], "segment"));
+        cr_assert_str_neq(it_field_str(r->element[0], "segment"),
+                          it_field_str(r->element[1], "segment"));
     }
     /* Best effort: 3 asked, 2 segments exist. */
     redisReply *r = it_cmd(it_c, "MC.PUTSTART %s r3x 100 REPLICAS 3", CA);
@@ -291,18 +267,18 @@ Test(mc, replicas_on_distinct_segments_and_options) {
     /* Preferred segment first. */
     for (int i = 0; i < 5; i++) {
         r = it_cmd(it_c, "MC.PUTSTART %s p%d 100 SEGMENTS 1 seg-b", CA, i);
-        cr_assert_str_eq(mc_str(r->element[0], "segment"), "seg-b");
+        cr_assert_str_eq(it_field_str(r->element[0], "segment"), "seg-b");
     }
     /* Same node first. */
     for (int i = 0; i < 5; i++) {
         r = it_cmd(it_c, "MC.PUTSTART %s n%d 100 PREFER_SAME_NODE", CB, i);
-        cr_assert_str_eq(mc_str(r->element[0], "segment"), "seg-b");
+        cr_assert_str_eq(it_field_str(r->element[0], "segment"), "seg-b");
     }
     mc_put(CA, "hp", 10, "HARDPIN SOFTPIN_TTL 1000");
     r = it_cmd(it_c, "MC.QUERYKEY hp");
-    cr_assert_eq(mc_int(r, "hard_pin"), 1);
-    cr_assert_eq(mc_int(r, "soft_pin"), 1);
-    cr_assert_eq(mc_int(r, "lease_ms"), 0, "an admin read grants no lease");
+    cr_assert_eq(it_field_int(r, "hard_pin"), 1);
+    cr_assert_eq(it_field_int(r, "soft_pin"), 1);
+    cr_assert_eq(it_field_int(r, "lease_ms"), 0, "an admin read grants no lease");
     IT_ERR_PREFIX("OBJECT_HAS_LEASE ", it_c, "MC.REMOVE hp");
     IT_OK(it_c, "MC.REMOVE hp FORCE");
 }
@@ -316,8 +292,8 @@ Test(mc, lease_blocks_remove_force_does_not) {
     it_cmd(it_c, "MC.GETREPLICAS k");
     IT_ERR("OBJECT_HAS_LEASE object has a lease", it_c, "MC.REMOVE k");
     redisReply *r = it_cmd(it_c, "MC.QUERYKEY k");
-    cr_assert_gt(mc_int(r, "lease_ms"), 0);
-    cr_assert_str_eq(mc_str(r, "task"), "none");
+    cr_assert_gt(it_field_int(r, "lease_ms"), 0);
+    cr_assert_str_eq(it_field_str(r, "task"), "none");
     IT_OK(it_c, "MC.REMOVE k FORCE");
     IT_ERR_PREFIX("OBJECT_NOT_FOUND ", it_c, "MC.REMOVE k");
     mc_put(CA, "e", 100, NULL);
@@ -332,23 +308,23 @@ Test(mc, upsert_same_size_same_addr) {
     IT_CRESCENT_ONLY();
     mc_client(CA, "host-a", "seg-a", 0x10000000, MIB);
     redisReply *r = it_cmd(it_c, "MC.UPSERTSTART %s u 100", CA); /* missing: a put */
-    long long a1 = mc_int(r->element[0], "addr");
+    long long a1 = it_field_int(r->element[0], "addr");
     IT_OK(it_c, "MC.UPSERTEND %s u", CA);
     r = it_cmd(it_c, "MC.UPSERTSTART %s u 100", CA);
-    cr_assert_eq(mc_int(r->element[0], "addr"), a1, "same size: rewritten in place");
+    cr_assert_eq(it_field_int(r->element[0], "addr"), a1, "same size: rewritten in place");
     IT_ERR_PREFIX("OBJECT_REPLICA_BUSY ", it_c, "MC.UPSERTSTART %s u 100", CA);
     IT_OK(it_c, "MC.UPSERTEND %s u", CA);
     it_cmd(it_c, "MC.GETREPLICAS u"); /* a reader keeps the old buffer until its lease ends */
     r = it_cmd(it_c, "MC.UPSERTSTART %s u 5000", CA);
-    cr_assert_eq(mc_int(r->element[0], "size"), 5000);
-    cr_assert_neq(mc_int(r->element[0], "addr"), a1, "another size: new buffer");
+    cr_assert_eq(it_field_int(r->element[0], "size"), 5000);
+    cr_assert_neq(it_field_int(r->element[0], "addr"), a1, "another size: new buffer");
     IT_OK(it_c, "MC.UPSERTEND %s u", CA);
-    cr_assert_eq(mc_int(it_cmd(it_c, "MC.QUERYKEY u"), "size"), 5000);
+    cr_assert_eq(it_field_int(it_cmd(it_c, "MC.QUERYKEY u"), "size"), 5000);
     it_cmd(it_c, "MC.UPSERTSTART %s u 10", CA);
     IT_OK(it_c, "MC.UPSERTREVOKE %s u", CA);
     IT_ERR_PREFIX("OBJECT_NOT_FOUND ", it_c, "MC.QUERYKEY u");
     IT_INT(0, it_c, "MC.REMOVEALL FORCE");
-    cr_assert_eq(mc_int(it_cmd(it_c, "MC.STATS"), "objects"), 0);
+    cr_assert_eq(it_field_int(it_cmd(it_c, "MC.STATS"), "objects"), 0);
 }
 
 Test(mc, regex_reads_and_removal) {
@@ -361,8 +337,8 @@ Test(mc, regex_reads_and_removal) {
     redisReply *r = it_cmd(it_c, "MC.GETREPLICASBYREGEX ^user:[0-9]+$");
     IT_TYPE(r, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 4, "two keys, flat key/replicas pairs");
-    cr_assert_eq(mc_field(r, "user:1")->elements, 1);
-    cr_assert_eq(mc_field(r, "user:2")->elements, 1);
+    cr_assert_eq(it_field(r, "user:1")->elements, 1);
+    cr_assert_eq(it_field(r, "user:2")->elements, 1);
     /* The regex read granted leases. */
     IT_INT(0, it_c, "MC.REMOVEBYREGEX ^user:");
     IT_INT(2, it_c, "MC.REMOVEBYREGEX ^user: FORCE"); /* user:3 is being written */
@@ -380,10 +356,10 @@ Test(mc, batch_forms_one_result_per_key) {
     IT_TYPE(r, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 3);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_ARRAY);
-    cr_assert_eq(mc_int(r->element[0]->element[0], "size"), 10);
+    cr_assert_eq(it_field_int(r->element[0]->element[0], "size"), 10);
     cr_assert_eq(r->element[1]->type, REDIS_REPLY_ERROR);
     cr_assert_str_eq(r->element[1]->str, "OBJECT_ALREADY_EXISTS object already exists");
-    cr_assert_eq(mc_int(r->element[2]->element[0], "size"), 30);
+    cr_assert_eq(it_field_int(r->element[2]->element[0], "size"), 30);
     r = it_cmd(it_c, "MC.BATCHPUTEND %s a c zz", CA);
     cr_assert_eq(r->elements, 3);
     cr_assert(r->element[0]->type == REDIS_REPLY_STATUS && !strcmp(r->element[0]->str, "OK"));
@@ -396,7 +372,7 @@ Test(mc, batch_forms_one_result_per_key) {
               r->element[2]->integer == 1);
     r = it_cmd(it_c, "MC.BATCHGETREPLICAS a zz");
     cr_assert_eq(r->elements, 2);
-    cr_assert_eq(mc_int(r->element[0], "lease_ttl_ms"), 10000);
+    cr_assert_eq(it_field_int(r->element[0], "lease_ttl_ms"), 10000);
     cr_assert_eq(r->element[1]->type, REDIS_REPLY_ERROR);
     r = it_cmd(it_c, "MC.BATCHREMOVE 3 a b zz");
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_ERROR, "a is leased");
@@ -420,7 +396,7 @@ Test(mc, batch_forms_one_result_per_key) {
     r = it_cmd(it_c, "MC.BATCHPUTREVOKE %s e", CA);
     cr_assert_eq(r->element[0]->type, REDIS_REPLY_STATUS);
     IT_INT(1, it_c, "MC.REMOVEALL FORCE");
-    cr_assert_eq(mc_int(it_cmd(it_c, "MC.STATS"), "objects"), 0);
+    cr_assert_eq(it_field_int(it_cmd(it_c, "MC.STATS"), "objects"), 0);
 }
 
 Test(mc, batch_replica_clear_only_that_client_and_segment) {
@@ -450,7 +426,7 @@ Test(mc, batch_replica_clear_only_that_client_and_segment) {
         cr_assert_eq(r->element[i]->integer, 1);
     cr_assert_eq(mc_used("seg-b"), 0);
     IT_ERR_PREFIX("OBJECT_NOT_FOUND ", it_c, "MC.QUERYKEY x1"); /* no replica left */
-    cr_assert_eq(mc_field(it_cmd(it_c, "MC.QUERYKEY x0"), "replicas")->elements, 1);
+    cr_assert_eq(it_field(it_cmd(it_c, "MC.QUERYKEY x0"), "replicas")->elements, 1);
 }
 
 Test(mc, copy_and_move) {
@@ -460,18 +436,18 @@ Test(mc, copy_and_move) {
     IT_OK(it_c, "MC.MOUNT %s seg-c 0x30000000 %d", CB, MIB);
     mc_put(CA, "k", 100, "SEGMENTS 1 seg-a");
     redisReply *r = it_cmd(it_c, "MC.COPYSTART %s k seg-a seg-b", CB);
-    cr_assert_str_eq(mc_str(mc_field(r, "source"), "segment"), "seg-a");
-    cr_assert_str_eq(mc_str(mc_field(r, "source"), "status"), "COMPLETE");
-    const redisReply *t = mc_field(r, "targets");
+    cr_assert_str_eq(it_field_str(it_field(r, "source"), "segment"), "seg-a");
+    cr_assert_str_eq(it_field_str(it_field(r, "source"), "status"), "COMPLETE");
+    const redisReply *t = it_field(r, "targets");
     cr_assert_eq(t->elements, 1);
-    cr_assert_str_eq(mc_str(t->element[0], "segment"), "seg-b");
-    cr_assert_str_eq(mc_str(t->element[0], "status"), "PROCESSING");
-    cr_assert_str_eq(mc_str(it_cmd(it_c, "MC.QUERYKEY k"), "task"), "copy");
+    cr_assert_str_eq(it_field_str(t->element[0], "segment"), "seg-b");
+    cr_assert_str_eq(it_field_str(t->element[0], "status"), "PROCESSING");
+    cr_assert_str_eq(it_field_str(it_cmd(it_c, "MC.QUERYKEY k"), "task"), "copy");
     IT_ERR_PREFIX("OBJECT_HAS_REPLICATION_TASK ", it_c, "MC.COPYSTART %s k seg-a seg-c", CB);
     IT_ERR_PREFIX("ILLEGAL_CLIENT ", it_c, "MC.COPYEND %s k", CA);
     IT_OK(it_c, "MC.COPYEND %s k", CB);
     IT_ERR_PREFIX("OBJECT_NO_REPLICATION_TASK ", it_c, "MC.COPYEND %s k", CB);
-    cr_assert_eq(mc_field(it_cmd(it_c, "MC.QUERYKEY k"), "replicas")->elements, 2);
+    cr_assert_eq(it_field(it_cmd(it_c, "MC.QUERYKEY k"), "replicas")->elements, 2);
     IT_ERR_PREFIX("OBJECT_ALREADY_EXISTS ", it_c, "MC.COPYSTART %s k seg-a seg-b", CB);
     IT_ERR_PREFIX("SEGMENT_NOT_FOUND ", it_c, "MC.COPYSTART %s k seg-a nope", CB);
     IT_ERR_PREFIX("REPLICA_NOT_FOUND ", it_c, "MC.COPYSTART %s k seg-c seg-a", CB);
@@ -480,8 +456,8 @@ Test(mc, copy_and_move) {
     cr_assert_eq(mc_used("seg-c"), 0);
     /* Move seg-b -> seg-c. */
     r = it_cmd(it_c, "MC.MOVESTART %s k seg-b seg-c", CA);
-    cr_assert_eq(mc_field(r, "targets")->elements, 1);
-    cr_assert_str_eq(mc_str(it_cmd(it_c, "MC.QUERYKEY k"), "task"), "move");
+    cr_assert_eq(it_field(r, "targets")->elements, 1);
+    cr_assert_str_eq(it_field_str(it_cmd(it_c, "MC.QUERYKEY k"), "task"), "move");
     IT_OK(it_c, "MC.MOVEEND %s k", CA);
     cr_assert_eq(mc_used("seg-b"), 0);
     cr_assert_eq(mc_used("seg-c"), 100);
@@ -511,14 +487,14 @@ Test(mc, removeall_force_returns_every_byte) {
     redisReply *r = it_cmd(it_c, "MC.SEGMENTS");
     cr_assert_eq(r->elements, 2);
     for (size_t i = 0; i < r->elements; i++)
-        cr_assert_eq(mc_int(r->element[i], "used"), 0, "segment %zu leaks", i);
+        cr_assert_eq(it_field_int(r->element[i], "used"), 0, "segment %zu leaks", i);
     r = it_cmd(it_c, "MC.STATS");
-    cr_assert_eq(mc_int(r, "objects"), 0);
-    cr_assert_eq(mc_int(r, "used"), 0);
-    cr_assert_eq(mc_int(r, "allocated"), 0);
-    cr_assert_eq(mc_int(r, "segments"), 2);
-    cr_assert_eq(mc_int(r, "clients"), 2);
-    cr_assert_eq(mc_int(r, "capacity"), 8 * MIB);
+    cr_assert_eq(it_field_int(r, "objects"), 0);
+    cr_assert_eq(it_field_int(r, "used"), 0);
+    cr_assert_eq(it_field_int(r, "allocated"), 0);
+    cr_assert_eq(it_field_int(r, "segments"), 2);
+    cr_assert_eq(it_field_int(r, "clients"), 2);
+    cr_assert_eq(it_field_int(r, "capacity"), 8 * MIB);
 }
 
 Test(mc, keyspace_sees_pool_objects) {
@@ -609,7 +585,7 @@ Test(mc, multi_exec_and_command_table) {
     r = it_cmd(it_c, "COMMAND DOCS mc.querykey");
     IT_TYPE(r, REDIS_REPLY_ARRAY);
     cr_assert_eq(r->elements, 2);
-    cr_assert_str_eq(mc_str(r->element[1], "group"), "crescent");
+    cr_assert_str_eq(it_field_str(r->element[1], "group"), "crescent");
     r = it_cmd(it_c, "COMMAND LIST");
     int n = 0;
     for (size_t i = 0; i < r->elements; i++)
@@ -641,13 +617,13 @@ Test(mc, client_expiry_drops_replicas) {
     }
     redisReply *s = it_cmd(it_c, "MC.SEGMENTS");
     cr_assert_eq(s->elements, 1, "A's segment was unmounted");
-    cr_assert_str_eq(mc_str(s->element[0], "name"), "seg-b");
+    cr_assert_str_eq(it_field_str(s->element[0], "name"), "seg-b");
     IT_ERR("OBJECT_NOT_FOUND object not found", it_c, "MC.GETREPLICAS only-a");
     redisReply *r = it_cmd(it_c, "MC.GETREPLICAS both");
-    const redisReply *reps = mc_field(r, "replicas");
+    const redisReply *reps = it_field(r, "replicas");
     cr_assert_eq(reps->elements, 1);
-    cr_assert_str_eq(mc_str(reps->element[0], "segment"), "seg-b");
-    cr_assert_str_eq(mc_str(it_cmd(it_c, "MC.PING %s", CA), "status"), "NEED_REMOUNT");
+    cr_assert_str_eq(it_field_str(reps->element[0], "segment"), "seg-b");
+    cr_assert_str_eq(it_field_str(it_cmd(it_c, "MC.PING %s", CA), "status"), "NEED_REMOUNT");
     IT_ERR_PREFIX("CLIENT_NOT_FOUND ", it_c, "MC.PUTSTART %s x 10", CA);
 }
 
@@ -670,13 +646,13 @@ Test(mc, zombie_put_preempted_after_discard_timeout) {
     IT_ERR_PREFIX("ILLEGAL_CLIENT ", it_c, "MC.PUTEND %s z", CA); /* the old writer lost it */
     IT_OK(it_c, "MC.PUTEND %s z", CB);
     /* The pre-empted buffer is released by the housekeeping thread after the release timeout. */
-    long long used = mc_int(it_cmd(it_c, "MC.STATS"), "used");
+    long long used = it_field_int(it_cmd(it_c, "MC.STATS"), "used");
     cr_assert_eq(used, 200, "old buffer kept until the release timeout");
     for (int i = 0; i < 100 && used != 100; i++) {
         it_sleep_ms(100);
         IT_TYPE(it_cmd(it_c, "MC.PING %s", CA), REDIS_REPLY_ARRAY);
         IT_TYPE(it_cmd(it_c, "MC.PING %s", CB), REDIS_REPLY_ARRAY);
-        used = mc_int(it_cmd(it_c, "MC.STATS"), "used");
+        used = it_field_int(it_cmd(it_c, "MC.STATS"), "used");
     }
     cr_assert_eq(used, 100);
 }
@@ -692,7 +668,7 @@ Test(mc, config_settings) {
     IT_OK(it_c, "CONFIG SET default_kv_lease_ttl 500");
     mc_client(CA, "host-a", "seg-a", 0x10000000, MIB);
     mc_put(CA, "k", 10, NULL);
-    cr_assert_eq(mc_int(it_cmd(it_c, "MC.GETREPLICAS k"), "lease_ttl_ms"), 500);
+    cr_assert_eq(it_field_int(it_cmd(it_c, "MC.GETREPLICAS k"), "lease_ttl_ms"), 500);
     IT_ERR_PREFIX("ERR CONFIG SET failed (possibly related to argument "
                   "'put_start_release_timeout_sec') - pool settings refused",
                   it_c, "CONFIG SET put_start_release_timeout_sec 1");

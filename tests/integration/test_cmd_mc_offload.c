@@ -16,30 +16,6 @@
 
 TestSuite(mco, .init = it_setup, .fini = it_teardown, .timeout = 60);
 
-/* Value of field name in a RESP2 flat map reply. */
-static const redisReply *mco_field(const redisReply *m, const char *name) {
-    char buf[IT_MSG_MAX];
-    cr_assert(m != NULL && m->type == REDIS_REPLY_ARRAY && m->elements % 2 == 0,
-              "flat map expected, got %s", it_reply_str(m, buf, sizeof(buf)));
-    for (size_t i = 0; i + 1 < m->elements; i += 2)
-        if (m->element[i]->type == REDIS_REPLY_STRING && strcmp(m->element[i]->str, name) == 0)
-            return m->element[i + 1];
-    cr_assert_fail("field %s missing in %s", name, it_reply_str(m, buf, sizeof(buf)));
-    return NULL;
-}
-
-static long long mco_int(const redisReply *m, const char *name) {
-    const redisReply *v = mco_field(m, name);
-    cr_assert_eq(v->type, REDIS_REPLY_INTEGER, "field %s is not an integer", name);
-    return v->integer;
-}
-
-static const char *mco_str(const redisReply *m, const char *name) {
-    const redisReply *v = mco_field(m, name);
-    cr_assert(v->type == REDIS_REPLY_STRING || v->type == REDIS_REPLY_STATUS);
-    return v->str;
-}
-
 static void mco_restart(const char *conf) {
     it_teardown();
     struct it_opts o = {.conf = conf};
@@ -77,18 +53,18 @@ Test(mco, mount_fetch_done_query_unmount) {
     mco_put(CA, "k1", "sa");
     mco_put(CB, "k2", "sb"); /* sb's owner has no disk: not queued */
     redisReply *q = it_cmd(it_c, "MC.QUERYDISK %s", CA);
-    cr_assert_str_eq(mco_str(q, "endpoint"), "127.0.0.1:9100");
-    cr_assert_eq(mco_int(q, "queued"), 1);
+    cr_assert_str_eq(it_field_str(q, "endpoint"), "127.0.0.1:9100");
+    cr_assert_eq(it_field_int(q, "queued"), 1);
     redisReply *f = it_cmd(it_c, "MC.OFFLOADFETCH %s 10", CA);
     IT_TYPE(f, REDIS_REPLY_ARRAY);
     cr_assert_eq(f->elements, 1);
-    cr_assert_str_eq(mco_str(f->element[0], "key"), "k1");
-    cr_assert_eq(mco_int(f->element[0], "size"), 100);
-    const redisReply *rep = mco_field(f->element[0], "replica");
-    cr_assert_str_eq(mco_str(rep, "type"), "MEMORY");
-    cr_assert_str_eq(mco_str(rep, "segment"), "sa");
-    cr_assert_geq(mco_int(rep, "addr"), 1 << 20);
-    cr_assert_eq(mco_int(f->element[0], "lease_ttl_ms"), 10000);
+    cr_assert_str_eq(it_field_str(f->element[0], "key"), "k1");
+    cr_assert_eq(it_field_int(f->element[0], "size"), 100);
+    const redisReply *rep = it_field(f->element[0], "replica");
+    cr_assert_str_eq(it_field_str(rep, "type"), "MEMORY");
+    cr_assert_str_eq(it_field_str(rep, "segment"), "sa");
+    cr_assert_geq(it_field_int(rep, "addr"), 1 << 20);
+    cr_assert_eq(it_field_int(f->element[0], "lease_ttl_ms"), 10000);
     redisReply *d = it_cmd(it_c, "MC.OFFLOADDONE %s k1 100 k2 101 restored 7", CA);
     IT_TYPE(d, REDIS_REPLY_ARRAY);
     cr_assert_eq(d->elements, 3);
@@ -100,24 +76,24 @@ Test(mco, mount_fetch_done_query_unmount) {
     IT_ERR("ERR syntax error", it_c, "MC.OFFLOADDONE %s k1 100 k2", CA);
     /* MC.QUERYKEY shows both replicas; a disk-only key shows its owner's endpoint. */
     redisReply *k = it_cmd(it_c, "MC.QUERYKEY k1");
-    const redisReply *reps = mco_field(k, "replicas");
+    const redisReply *reps = it_field(k, "replicas");
     cr_assert_eq(reps->elements, 2);
-    cr_assert_str_eq(mco_str(reps->element[1], "type"), "LOCAL_DISK");
-    cr_assert_str_eq(mco_str(reps->element[1], "endpoint"), "127.0.0.1:9100");
+    cr_assert_str_eq(it_field_str(reps->element[1], "type"), "LOCAL_DISK");
+    cr_assert_str_eq(it_field_str(reps->element[1], "endpoint"), "127.0.0.1:9100");
     redisReply *g = it_cmd(it_c, "MC.GETREPLICAS restored");
-    reps = mco_field(g, "replicas");
+    reps = it_field(g, "replicas");
     cr_assert_eq(reps->elements, 1);
-    cr_assert_str_eq(mco_str(reps->element[0], "type"), "LOCAL_DISK");
-    cr_assert_str_eq(mco_str(reps->element[0], "protocol"), "offload");
-    cr_assert_eq(mco_int(reps->element[0], "size"), 7);
+    cr_assert_str_eq(it_field_str(reps->element[0], "type"), "LOCAL_DISK");
+    cr_assert_str_eq(it_field_str(reps->element[0], "protocol"), "offload");
+    cr_assert_eq(it_field_int(reps->element[0], "size"), 7);
     IT_NIL(it_c, "GET restored"); /* plain GET reads memory replicas only */
     redisReply *s = it_cmd(it_c, "MC.OFFLOADSTATS");
-    cr_assert_eq(mco_int(s, "disks"), 1);
-    cr_assert_eq(mco_int(s, "disk_replicas"), 2);
-    cr_assert_eq(mco_int(s, "fetched"), 1);
+    cr_assert_eq(it_field_int(s, "disks"), 1);
+    cr_assert_eq(it_field_int(s, "disk_replicas"), 2);
+    cr_assert_eq(it_field_int(s, "fetched"), 1);
     IT_OK(it_c, "MC.UNMOUNTDISK %s", CA);
     IT_ERR("OBJECT_NOT_FOUND object not found", it_c, "MC.GETREPLICAS restored");
-    reps = mco_field(it_cmd(it_c, "MC.QUERYKEY k1"), "replicas");
+    reps = it_field(it_cmd(it_c, "MC.QUERYKEY k1"), "replicas");
     cr_assert_eq(reps->elements, 1);
     IT_ERR("SEGMENT_NOT_FOUND segment not found", it_c, "MC.UNMOUNTDISK %s", CA);
 }
@@ -151,16 +127,16 @@ Test(mco, promotestart_gives_memory_back) {
            "MC.PROMOTESTART %s dk", CA);
     IT_OK(it_c, "CONFIG SET promotion_on_hit yes");
     redisReply *r = it_cmd(it_c, "MC.PROMOTESTART %s dk", CA);
-    cr_assert_str_eq(mco_str(r, "type"), "MEMORY");
-    cr_assert_str_eq(mco_str(r, "status"), "PROCESSING");
-    cr_assert_str_eq(mco_str(r, "segment"), "sa");
-    cr_assert_eq(mco_int(r, "size"), 100);
+    cr_assert_str_eq(it_field_str(r, "type"), "MEMORY");
+    cr_assert_str_eq(it_field_str(r, "status"), "PROCESSING");
+    cr_assert_str_eq(it_field_str(r, "segment"), "sa");
+    cr_assert_eq(it_field_int(r, "size"), 100);
     IT_OK(it_c, "MC.COPYEND %s dk", CA);
-    const redisReply *reps = mco_field(it_cmd(it_c, "MC.QUERYKEY dk"), "replicas");
+    const redisReply *reps = it_field(it_cmd(it_c, "MC.QUERYKEY dk"), "replicas");
     cr_assert_eq(reps->elements, 2);
-    cr_assert_str_eq(mco_str(reps->element[0], "type"), "LOCAL_DISK");
-    cr_assert_str_eq(mco_str(reps->element[1], "type"), "MEMORY");
+    cr_assert_str_eq(it_field_str(reps->element[0], "type"), "LOCAL_DISK");
+    cr_assert_str_eq(it_field_str(reps->element[1], "type"), "MEMORY");
     IT_ERR("OBJECT_ALREADY_EXISTS object already exists", it_c, "MC.PROMOTESTART %s dk", CA);
     IT_ERR("OBJECT_NOT_FOUND object not found", it_c, "MC.PROMOTESTART %s nokey", CA);
-    cr_assert_eq(mco_int(it_cmd(it_c, "MC.OFFLOADSTATS"), "promoted"), 1);
+    cr_assert_eq(it_field_int(it_cmd(it_c, "MC.OFFLOADSTATS"), "promoted"), 1);
 }
