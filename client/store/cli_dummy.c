@@ -696,6 +696,23 @@ int64_t cli_dummy_get_into(struct crescent_store *st, const char *key, void *buf
     return cli_dummy_int(st, 4, argv, NULL);
 }
 
+/* Appends "key offset length" for each of the n ranges (bufs[i], lens[i]), which must lie in
+ * the dummy's pool; what names the call in errors. Returns 0 or the first error. */
+static int cli_dargs_ranges(struct crescent_store *st, struct cli_dargs *a, const char *const *keys,
+                            const void *const *bufs, const size_t *lens, size_t n,
+                            const char *what) {
+    int err = 0;
+    for (size_t i = 0; i < n && err == 0; i++) {
+        uint64_t off = 0;
+        err = cli_dummy_pool_off(st, bufs[i], lens[i], what, &off);
+        if (err == 0 && (err = cli_dargs_key(a, keys[i])) == 0) {
+            cli_dargs_u64(a, off);
+            cli_dargs_u64(a, lens[i]);
+        }
+    }
+    return err;
+}
+
 /* Public-to-the-library: batch zero-copy put from the pool. */
 int cli_dummy_batch_put_from(struct crescent_store *st, const char *const *keys,
                              const void *const *bufs, const size_t *sizes, size_t n,
@@ -710,13 +727,8 @@ int cli_dummy_batch_put_from(struct crescent_store *st, const char *const *keys,
         cli_dargs_u64(&a, n);
         cli_dargs_rc(&a, rc);
     }
-    for (size_t i = 0; i < n && err == 0; i++) {
-        uint64_t off = 0;
-        err = cli_dummy_pool_off(st, bufs[i], sizes[i], "batch_put_from", &off);
-        if (err == 0 && (err = cli_dargs_key(&a, keys[i])) == 0) {
-            cli_dargs_u64(&a, off);
-            cli_dargs_u64(&a, sizes[i]);
-        }
+    if (err == 0) {
+        err = cli_dargs_ranges(st, &a, keys, (const void *const *)bufs, sizes, n, "batch_put_from");
     }
     if (err == 0) {
         err = cli_dummy_ints(st, (int)a.argc, a.argv, a.lens, n, results, NULL, true);
@@ -752,13 +764,8 @@ int cli_dummy_batch_get_into(struct crescent_store *st, const char *const *keys,
         cli_dargs_str(&a, "BGETINTO", 8);
         cli_dargs_u64(&a, n);
     }
-    for (size_t i = 0; i < n && err == 0; i++) {
-        uint64_t off = 0;
-        err = cli_dummy_pool_off(st, bufs[i], caps[i], "batch_get_into", &off);
-        if (err == 0 && (err = cli_dargs_key(&a, keys[i])) == 0) {
-            cli_dargs_u64(&a, off);
-            cli_dargs_u64(&a, caps[i]);
-        }
+    if (err == 0) {
+        err = cli_dargs_ranges(st, &a, keys, (const void *const *)bufs, caps, n, "batch_get_into");
     }
     if (err == 0) {
         err = cli_dummy_ints(st, (int)a.argc, a.argv, a.lens, n, NULL, results, true);
