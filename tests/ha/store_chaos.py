@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Chaos run of HA masters (tests/ha/store_chaos.sh BACKEND SECONDS): three crescent-master
---enable_ha with the election and the op-log in one real redis-server or etcd, two segment
+--enable_ha with the election and the op-log in one real redis-server or etcd (k8s: elections
+on the Lease API double at $CRESCENT_CHAOS_K8S_URI, set by store_chaos.sh, the op-log in a real
+redis-server), two segment
 owners pinging, a writer putting objects all the time; every 2-6 s the leader is killed with
 kill -9 (then restarted) or SIGSTOPped past its lease (then resumed). After each fail-over every
 object acknowledged so far is looked up on the new leader (same segment and address). Prints
@@ -109,23 +111,33 @@ def run(cluster, seconds, rng):
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("redis", "etcd"):
-        print("usage: store_chaos.py redis|etcd SECONDS [SEED]")
+    if len(sys.argv) < 3 or sys.argv[1] not in ("redis", "etcd", "k8s"):
+        print("usage: store_chaos.py redis|etcd|k8s SECONDS [SEED]")
+        return 2
+    k8s_uri = os.environ.get("CRESCENT_CHAOS_K8S_URI")
+    if sys.argv[1] == "k8s" and not k8s_uri:
+        print("k8s: run through store_chaos.sh, which starts the Lease API double")
         return 2
     kind, seconds = sys.argv[1], float(sys.argv[2])
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else int(time.time())
     print("seed %d" % seed)
     tmp = H.TempDir("crescent-store-chaos.")
-    backend = H.make_backend(kind, tmp.path)
+    oplog = H.RedisBackend(tmp.path) if kind == "k8s" else None
+    backend = H.make_backend(kind, tmp.path, k8s_uri if kind == "k8s" else None)
     masters = []
     rc = 1
     try:
         backend.start()
-        masters = [T.Master(tmp.path, i, backend, backend.uri, T.CLUSTER) for i in (1, 2, 3)]
+        if oplog:
+            oplog.start()
+        masters = [T.Master(tmp.path, i, backend, (oplog or backend).uri, T.CLUSTER)
+                   for i in (1, 2, 3)]
         rc = run(T.Cluster(masters), seconds, random.Random(seed))
     finally:
         H.cleanup()
         backend.stop()
+        if oplog:
+            oplog.stop()
         if rc != 0:
             for m in masters:
                 if os.path.exists(m.log):
