@@ -106,7 +106,8 @@ static const struct cm_cfg_entry srv_entries[] = {
               "event-loop threads (0 = auto: 1 up to 2 cores, else half the cores, at most 8)"),
     MEM_ENTRY("memory", "maxmemory", CM_CFG_IMMUTABLE, memory, 0, LLONG_MAX, "1gb",
               "size of the embedded segment holding string values (0 = none: SET places values "
-              "in the pool's client segments; otherwise at least 1mb)"),
+              "in the pool's client segments; otherwise at least 1mb; with enable_ha the "
+              "default is 0)"),
     INT_ENTRY("maxclients", NULL, 0, maxclients, 1, 1000000, "10000",
               "maximum simultaneous clients"),
     INT_ENTRY("timeout", NULL, 0, timeout, 0, INT_MAX, "0",
@@ -259,9 +260,23 @@ static const struct cm_cfg_entry srv_entries[] = {
     COMPAT_BOOL("lazyfree-lazy-user-flush", lazyfree_lazy_user_flush, "no"),
 };
 
+/* srv_cfg.memory until the file or a flag sets it (the table's bounds refuse it from both). */
+#define SRV_MEMORY_UNSET   (-1LL)
+#define SRV_MEMORY_DEFAULT (1LL << 30) /* the entry's "1gb", without enable_ha */
+
 int srv_config_setup(char *err, size_t errlen) {
-    return cm_config_init(&srv_config_table, srv_entries,
-                          sizeof(srv_entries) / sizeof(srv_entries[0]), err, errlen);
+    int rc = cm_config_init(&srv_config_table, srv_entries,
+                            sizeof(srv_entries) / sizeof(srv_entries[0]), err, errlen);
+    if (rc == 0)
+        srv_cfg.memory = SRV_MEMORY_UNSET;
+    return rc;
+}
+
+int srv_config_resolve(void) {
+    if (srv_cfg.memory != SRV_MEMORY_UNSET)
+        return 1;
+    srv_cfg.memory = srv_cfg.enable_ha ? 0 : SRV_MEMORY_DEFAULT;
+    return 0;
 }
 
 int64_t srv_now_ms(void) {

@@ -126,6 +126,12 @@ static int srv_startup(int argc, char **argv) {
         return 1;
     }
     cm_log_set_level((enum cm_log_level)srv_cfg.loglevel);
+    if (srv_config_resolve() && srv_cfg.enable_ha && srv_cfg.memory > 0)
+        cm_log(CM_LOG_WARNING, "server",
+               "enable_ha with memory %lld: values SET into the embedded segment are not in the "
+               "op-log and are lost on fail-over (without --memory an HA master keeps none, and "
+               "SET places values in the pool)",
+               srv_cfg.memory);
     if (srv_cfg.memory > 0 && srv_cfg.memory < (1 << 20)) {
         fprintf(stderr, "crescent-master: memory must be 0 (no embedded segment) or at least "
                         "1mb\n");

@@ -11,6 +11,7 @@
 #include "server/srv_client.h"
 #include "server/srv_db.h"
 #include "server/srv_mc.h"
+#include "server/srv_oplog.h"
 #include "server/srv_server.h"
 #include "server/srv_watch.h"
 
@@ -74,10 +75,14 @@ static void srv_pkv_make_id(void) {
     }
 }
 
-/* Registers (or refreshes) the master's client id. Pool mutex held. */
+/* Registers (or refreshes) the master's client id; a new registration goes to the HA op-log,
+ * as MC.REGISTER's does (a new leader registers its own id on its first write). Pool mutex
+ * held. */
 static void srv_pkv_register(int64_t now) {
     pthread_once(&srv_pkv_id_once, srv_pkv_make_id);
-    pool_client_register(srv_mc_pool, &srv_pkv_id, "crescent-master", now);
+    int fresh = !pool_client_exists(srv_mc_pool, &srv_pkv_id);
+    if (pool_client_register(srv_mc_pool, &srv_pkv_id, "crescent-master", now) == 0 && fresh)
+        srv_oplog_log_register(&srv_pkv_id, "crescent-master");
 }
 
 /* ---------------------------------------------------------------- engine and peers */
@@ -421,6 +426,8 @@ int srv_pkv_del(const char *key, size_t klen) {
         return 0;
     srv_mc_lock();
     int rc = pool_unlink(srv_mc_pool, key, klen, srv_mc_now());
+    if (rc == POOL_OK) /* HA: logged like MC.REMOVE, the reply waits for it */
+        srv_oplog_log_key(srv_mc_pool, key, klen);
     srv_mc_unlock();
     if (rc == POOL_OK)
         srv_watch_touch(key, klen);
@@ -431,7 +438,9 @@ uint64_t srv_pkv_flush(void) {
     if (!srv_pkv_used())
         return 0;
     srv_mc_lock();
+    struct srv_oplog_keys *ks = srv_oplog_collect(srv_mc_pool, NULL); /* NULL without HA */
     long n = pool_unlink_all(srv_mc_pool, srv_mc_now());
+    srv_oplog_log_keys(srv_mc_pool, ks);
     srv_mc_unlock();
     return n > 0 ? (uint64_t)n : 0;
 }
@@ -521,6 +530,8 @@ static int srv_pkv_write_start(const char *key, size_t klen, uint64_t size, int 
         *reps = cm_malloc(*n * sizeof(**reps));
         srv_pkv_copy_reps(d, *n, *reps);
     }
+    if (!nx) /* HA: an upsert makes the old value unreadable, as MC.UPSERTSTART logs */
+        srv_oplog_log_key(srv_mc_pool, key, klen);
     srv_mc_unlock();
     return rc;
 }
@@ -536,6 +547,8 @@ static int srv_pkv_write(struct srv_client *c, const struct srv_arg *key, const 
     int prc = rc == 0
                   ? pool_upsert_end(srv_mc_pool, &srv_pkv_id, key->p, key->len, srv_mc_now())
                   : pool_upsert_revoke(srv_mc_pool, &srv_pkv_id, key->p, key->len, srv_mc_now());
+    if (prc == POOL_OK) /* HA: the value readable (or gone after a revoke) goes to the op-log */
+        srv_oplog_log_key(srv_mc_pool, key->p, key->len);
     srv_mc_unlock();
     if (rc < 0) {
         srv_reply_errorf(c, "ERR cannot write the value into pool segment %s: %s",

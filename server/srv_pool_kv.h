@@ -11,7 +11,11 @@
  * runs get replicas (a read lease) -> READ of one replica straight into the reply buffer. The
  * master's transfer engine (tcp and shm, no listener) is created on first use; segments opened
  * from replica descriptors are cached by segment name and descriptor bytes. Transfers are
- * synchronous on the calling event-loop thread, bounded by SRV_PKV_TIMEOUT_MS.
+ * synchronous on the calling event-loop thread, bounded by SRV_PKV_TIMEOUT_MS. On an HA
+ * leader every pool change made here (the master's registration, upsert start and end or
+ * revoke, DEL, FLUSHALL) goes to the op-log under the pool mutex, as the MC.* handlers log
+ * theirs, so the reply leaves only once the entry is stored (srv_oplog_sync) and a new leader
+ * serves the value from the replica in the client segment.
  *
  * Threads: every function may be called from any event-loop thread with the keyspace lock held
  * (shared or exclusive). They take the pool mutex briefly and never hold it during a transfer

@@ -118,6 +118,14 @@ extern char srv_config_file[1024];
 /* Builds the config table over srv_cfg and applies defaults. Returns 0 or -errno (err set). */
 int srv_config_setup(char *err, size_t errlen);
 
+/*
+ * Fills the defaults that depend on other settings, once the file and the flags are parsed:
+ * memory is 1gb, or 0 with enable_ha (an HA master keeps no values of its own: plain SET goes
+ * to the pool, whose changes the op-log carries). Returns 1 when memory was set explicitly, 0
+ * when the default was taken. Main thread, before anything reads srv_cfg.memory.
+ */
+int srv_config_resolve(void);
+
 /* Current Unix time in milliseconds (cached per event-loop iteration where possible). */
 int64_t srv_now_ms(void);
 

@@ -7,13 +7,15 @@
 # crescent-elect scenarios (k8s_election.py); tests/ha/chaos.sh k8s uses tests/ha/k8s_env.sh.
 # test_master_ha{,_etcd,_k8s}.sh run three crescent-master --enable_ha with each election backend
 # and the op-log in a real redis-server or etcd (tests/ha/test_master_ha.py, docs/ha.md "HA
-# master"); tests/ha/store_chaos.sh BACKEND SECONDS (not in make test) runs them under random
-# kill -9 / SIGSTOP of the leader.
+# master"); test_master_ha_plain.sh checks plain SET/GET/DEL/FLUSHALL across fail-overs with a
+# real libcrescent segment (test_master_ha_plain.py, seg_owner.py); tests/ha/store_chaos.sh
+# BACKEND SECONDS (not in make test) runs them under random kill -9 / SIGSTOP of the leader.
 
 $(eval $(call unit_test,ha/test_ha_fsm,tests/ha/test_ha_fsm.c,$(BUILD)/lib/libha.a $(BUILD)/lib/libcm.a,$(HA_LIBS) $(MALLOC_LIBS)))
 
 TEST_SCRIPTS += tests/ha/test_ha_redis.sh tests/ha/test_ha_etcd.sh tests/ha/test_elect_cli.sh \
-                tests/ha/test_master_ha.sh tests/ha/test_master_ha_etcd.sh
+                tests/ha/test_master_ha.sh tests/ha/test_master_ha_etcd.sh \
+                tests/ha/test_master_ha_plain.sh
 
 ifneq ($(wildcard ha/k8s/ha_k8s.c),)
 HAK_DRIVER := $(BUILD)/tests/ha/k8s_driver

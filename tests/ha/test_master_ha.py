@@ -102,19 +102,23 @@ def fields(flat):
 
 
 class Master:
-    def __init__(self, tmp, idx, backend, oplog_uri, cluster):
+    """One crescent-master --enable_ha; memory None leaves --memory out (HA default: 0)."""
+
+    def __init__(self, tmp, idx, backend, oplog_uri, cluster, memory=None):
         self.idx = idx
         self.port = H.free_port()
         self.http = H.free_port()
         self.log = os.path.join(tmp, "master%d.log" % idx)
         self.args = [MASTER, "--port", str(self.port), "--bind", "127.0.0.1", "--threads", "1",
-                     "--memory", "4mb", "--metrics_port", str(self.http),
+                     "--metrics_port", str(self.http),
                      "--metrics_host", "127.0.0.1", "--enable_ha", "yes",
                      "--ha_backend_type", backend.kind,
                      "--ha_backend_connstring", backend.uri.split("://", 1)[1],
                      "--cluster_id", cluster, "--oplog_store", oplog_uri,
                      "--ha_state_dir", os.path.join(tmp, "state%d" % idx),
                      "--client_live_ttl_sec", str(GRACE_S), "--logfile", self.log]
+        if memory is not None:
+            self.args += ["--memory", memory]
         if os.environ.get("CRESCENT_IO_BACKEND"):  # make test runs both network backends
             self.args += ["--io-backend", os.environ["CRESCENT_IO_BACKEND"]]
         self.addr = "127.0.0.1:%d" % self.port
