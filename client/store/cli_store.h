@@ -157,10 +157,15 @@ int cli__ssd_start(struct crescent_store *st, const char *path);
 void cli__ssd_stop(struct crescent_store *st);
 /* The offload endpoint ("ip:port") of st's SSD tier, or NULL when it has none. */
 const char *cli__ssd_endpoint(const struct crescent_store *st);
-/* Reads the size-byte offloaded value of key from the owner at endpoint (a LOCAL_DISK replica)
- * into dst. Returns 0 or a negative code (cli_fail). Thread-safe. */
-int cli__ssd_read(struct crescent_store *st, const char *endpoint, const char *key, void *dst,
-                  uint64_t size);
+/* Reads the value of key (size bytes, then the checksum trailer into trailer when not NULL)
+ * from LOCAL_DISK replica r: from this client's own disk, or through r's owner, which stages it
+ * in a buffer registered with its transfer engine; the bytes are pulled with the transfer
+ * engine (straight into dst when zero_copy: dst is registered) and checked against the
+ * owner's CRC-32C, then the staging buffer is released. A full staging area is retried a few
+ * times, then fails with NO_AVAILABLE_HANDLE. Returns 0 or a negative code (cli_fail).
+ * Thread-safe. */
+int cli__ssd_read(struct crescent_store *st, const struct cli_replica *r, const char *key,
+                  void *dst, uint64_t size, bool zero_copy, unsigned char *trailer);
 
 /* Promotion on hit after a read of a disk-only object: asks the master for a memory replica
  * (MC.PROMOTESTART), writes value (size bytes, then trailer when not NULL) there and ends it
