@@ -35,7 +35,7 @@
 #include "common/cm_errno.h"
 #include "common/cm_time.h"
 #include "storage/sto.h"
-#include "transfer/xfer_int.h"
+#include "storage/sto_record.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -293,7 +293,7 @@ static int cli_ssd_serve_stage(struct crescent_store *st, struct cli_ssd *s, int
     s->stats.in_use += e.len;
     s->stats.staged++;
     s->stats.staged_bytes += (uint64_t)size;
-    uint32_t crc = xfer_crc32c(0, dst, (size_t)size);
+    uint32_t crc = sto_crc32c(0, dst, (size_t)size);
     ssize_t dlen = crescent_xfer_export_desc(st->eng, NULL, 0);
     unsigned char *r = dlen > 0 ? malloc(CLI_SSD_STAGE_REPLY + (size_t)dlen) : NULL;
     if (r == NULL ||
@@ -840,7 +840,7 @@ static int cli_ssd_stage_err(const char *ep, int64_t status, uint64_t all) {
 }
 
 /* Sends 'S' for key (all bytes expected) on fd and reads the grant. Returns 0, a negative
- * status from the owner (g untouched), or INT_MIN when the connection broke (errno-like code
+ * status from the owner (g untouched), or INT64_MIN when the connection broke (-errno
  * in *io). */
 static int64_t cli_ssd_stage(int fd, const char *key, uint64_t all, struct cli_ssd_grant *g,
                              int *io) {
@@ -898,9 +898,9 @@ static int cli_ssd_pull(struct crescent_store *st, const char *ep, const struct 
         return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "ssd owner %s: pulling the staged bytes: %s",
                         ep, crescent_store_last_error());
     }
-    uint32_t crc = xfer_crc32c(0, dst, size);
+    uint32_t crc = sto_crc32c(0, dst, size);
     if (trailer != NULL) {
-        crc = xfer_crc32c(crc, trailer, CLI_TRAILER);
+        crc = sto_crc32c(crc, trailer, CLI_TRAILER);
     }
     if (crc != g->crc) {
         return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL,
