@@ -91,15 +91,11 @@ struct cli_ssd {
     struct cli_ssd_staged staged[CLI_SSD_MAX_STAGED]; /* sorted by off */
     size_t n_staged;
     uint64_t next_id;
-    struct {
-        uint64_t in_use;       /* bytes staged now */
-        uint64_t staged;       /* stage requests served */
-        uint64_t released;     /* extents released by their reader */
-        uint64_t gc_freed;     /* extents freed by the GC */
-        uint64_t refused_full; /* stage requests refused: area full */
-        uint64_t staged_bytes; /* bytes staged */
-    } stats;
+    struct cli_ssd_stats stats; /* written by the server thread, read anywhere (atomics) */
 };
+
+/* Adds v to a staging counter (relaxed atomics: cli__ssd_stats reads from other threads). */
+#define CLI_SSD_ADD(field, v) __atomic_add_fetch(&(field), (uint64_t)(v), __ATOMIC_RELAXED)
 
 /* ---- small I/O helpers ------------------------------------------------------------------- */
 
@@ -210,7 +206,8 @@ static long cli_ssd_stage_fit(const struct cli_ssd *s, size_t len, size_t *off) 
 }
 
 static void cli_ssd_stage_drop(struct cli_ssd *s, size_t i) {
-    s->stats.in_use -= s->staged[i].len;
+    CLI_SSD_ADD(s->stats.in_use, -(uint64_t)s->staged[i].len);
+    CLI_SSD_ADD(s->stats.live, -(uint64_t)1);
     memmove(&s->staged[i], &s->staged[i + 1], (s->n_staged - i - 1) * sizeof(s->staged[0]));
     s->n_staged--;
 }
@@ -225,7 +222,7 @@ static void cli_ssd_stage_gc(struct crescent_store *st, struct cli_ssd *s) {
                     st->client_id, (unsigned long long)s->staged[i].id,
                     (unsigned long long)s->gc_ttl_ms);
             cli_ssd_stage_drop(s, i);
-            s->stats.gc_freed++;
+            CLI_SSD_ADD(s->stats.gc_freed, 1);
         } else {
             i++;
         }
@@ -275,7 +272,7 @@ static int cli_ssd_serve_stage(struct crescent_store *st, struct cli_ssd *s, int
         at = cli_ssd_stage_fit(s, (size_t)size ? (size_t)size : 1, &off);
     }
     if (at < 0) {
-        s->stats.refused_full++;
+        CLI_SSD_ADD(s->stats.refused_full, 1);
         return cli_ssd_status(fd, -ENOSPC);
     }
     char *dst = (char *)s->stage + off;
@@ -290,9 +287,10 @@ static int cli_ssd_serve_stage(struct crescent_store *st, struct cli_ssd *s, int
     memmove(&s->staged[at + 1], &s->staged[at], (s->n_staged - (size_t)at) * sizeof(e));
     s->staged[at] = e;
     s->n_staged++;
-    s->stats.in_use += e.len;
-    s->stats.staged++;
-    s->stats.staged_bytes += (uint64_t)size;
+    CLI_SSD_ADD(s->stats.in_use, e.len);
+    CLI_SSD_ADD(s->stats.live, 1);
+    CLI_SSD_ADD(s->stats.staged, 1);
+    CLI_SSD_ADD(s->stats.staged_bytes, size);
     uint32_t crc = sto_crc32c(0, dst, (size_t)size);
     ssize_t dlen = crescent_xfer_export_desc(st->eng, NULL, 0);
     unsigned char *r = dlen > 0 ? malloc(CLI_SSD_STAGE_REPLY + (size_t)dlen) : NULL;
@@ -323,7 +321,7 @@ static int cli_ssd_serve_release(struct cli_ssd *s, int fd) {
     for (size_t i = 0; i < s->n_staged; i++) {
         if (s->staged[i].id == id) {
             cli_ssd_stage_drop(s, i);
-            s->stats.released++;
+            CLI_SSD_ADD(s->stats.released, 1);
             return cli_ssd_status(fd, 0);
         }
     }
@@ -331,10 +329,11 @@ static int cli_ssd_serve_release(struct cli_ssd *s, int fd) {
 }
 
 /* 'T': the staging counters (status 0, then CLI_SSD_NSTATS u64). */
-static int cli_ssd_serve_stats(struct cli_ssd *s, int fd) {
-    const uint64_t v[CLI_SSD_NSTATS] = {
-        s->stage_cap,      s->stats.in_use,   s->n_staged,           s->stats.staged,
-        s->stats.released, s->stats.gc_freed, s->stats.refused_full, s->stats.staged_bytes};
+static int cli_ssd_serve_stats(struct crescent_store *st, int fd) {
+    struct cli_ssd_stats c;
+    cli__ssd_stats(st, &c);
+    const uint64_t v[CLI_SSD_NSTATS] = {c.capacity, c.in_use,   c.live,         c.staged,
+                                        c.released, c.gc_freed, c.refused_full, c.staged_bytes};
     unsigned char b[8 + 8 * CLI_SSD_NSTATS];
     cli_ssd_le(b, 0, 8);
     for (int i = 0; i < CLI_SSD_NSTATS; i++) {
@@ -355,7 +354,7 @@ static int cli_ssd_serve_one(struct crescent_store *st, struct cli_ssd *s, int f
     case 'R':
         return cli_ssd_serve_release(s, fd);
     case 'T':
-        return cli_ssd_serve_stats(s, fd);
+        return cli_ssd_serve_stats(st, fd);
     default:
         return -1;
     }
@@ -751,6 +750,24 @@ void cli__ssd_stop(struct crescent_store *st) {
     pthread_cond_destroy(&s->cv);
     free(s);
     st->ssd = NULL;
+}
+
+/* Copies the staging counters of st's SSD tier; see cli_store.h. */
+int cli__ssd_stats(const struct crescent_store *st, struct cli_ssd_stats *out) {
+    memset(out, 0, sizeof(*out));
+    if (st->ssd == NULL) {
+        return -ENOENT;
+    }
+    const struct cli_ssd_stats *c = &st->ssd->stats;
+    out->capacity = st->ssd->stage_cap;
+    out->in_use = __atomic_load_n(&c->in_use, __ATOMIC_RELAXED);
+    out->live = __atomic_load_n(&c->live, __ATOMIC_RELAXED);
+    out->staged = __atomic_load_n(&c->staged, __ATOMIC_RELAXED);
+    out->released = __atomic_load_n(&c->released, __ATOMIC_RELAXED);
+    out->gc_freed = __atomic_load_n(&c->gc_freed, __ATOMIC_RELAXED);
+    out->refused_full = __atomic_load_n(&c->refused_full, __ATOMIC_RELAXED);
+    out->staged_bytes = __atomic_load_n(&c->staged_bytes, __ATOMIC_RELAXED);
+    return 0;
 }
 
 /* The offload endpoint of st's SSD tier, or NULL. */

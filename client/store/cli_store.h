@@ -155,6 +155,20 @@ void cli__reply_free(redisReply *r);
 int cli__ssd_start(struct crescent_store *st, const char *path);
 /* Joins the SSD threads, unmounts the local-disk segment (best effort), closes the store. */
 void cli__ssd_stop(struct crescent_store *st);
+/* Staging counters of an SSD tier (its offload endpoint's staging area). */
+struct cli_ssd_stats {
+    uint64_t capacity; /* bytes of the staging area (MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES) */
+    uint64_t in_use;   /* bytes staged now */
+    uint64_t live;     /* extents staged now */
+    uint64_t staged;   /* stage requests served */
+    uint64_t released; /* extents released by their reader */
+    uint64_t gc_freed; /* extents freed by the GC (not released within the TTL) */
+    uint64_t refused_full; /* stage requests refused: no room */
+    uint64_t staged_bytes; /* bytes staged in all */
+};
+/* Copies the staging counters of st's SSD tier into *out. Returns 0, or -ENOENT (all zero)
+ * when st has no SSD tier. Thread-safe. */
+int cli__ssd_stats(const struct crescent_store *st, struct cli_ssd_stats *out);
 /* The offload endpoint ("ip:port") of st's SSD tier, or NULL when it has none. */
 const char *cli__ssd_endpoint(const struct crescent_store *st);
 /* Reads the value of key (size bytes, then the checksum trailer into trailer when not NULL)

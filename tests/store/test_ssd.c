@@ -381,12 +381,48 @@ static void wait_done(redisContext *c, long long n) {
     cr_assert_geq(offload_stat(c, "done"), n, "every put reached the owner's disk");
 }
 
+/* The daemon's /metrics value of the unlabelled metric name, or -1 when absent. */
+static long long daemon_metric(int http_port, const char *name) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)http_port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "daemon HTTP port");
+    const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
+    io_all(fd, (void *)req, strlen(req), true);
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap);
+    ssize_t k;
+    while (len + 1 < cap && (k = recv(fd, buf + len, cap - 1 - len, 0)) > 0) {
+        len += (size_t)k;
+    }
+    buf[len] = '\0';
+    close(fd);
+    char pat[200];
+    snprintf(pat, sizeof(pat), "\n%s ", name);
+    const char *at = strstr(buf, pat);
+    long long v = at != NULL ? strtoll(at + strlen(pat), NULL, 10) : -1;
+    free(buf);
+    return v;
+}
+
 /*
  * Puts keys 0..n-1 into daemon d's segment (eager offload), waits until all are on its disk,
- * then restarts d on the same directory: every key is now disk-only, held by the new d.
+ * then restarts d on the same directory: every key is now disk-only, held by the new d. The
+ * daemon serves /metrics on http_port when it is not 0.
  */
-static void make_disk_only(struct st_daemon *d, const char *proto, int n, redisContext *c) {
-    const char *extra[] = {"--ssd_offload_path", dir_b, NULL};
+static void make_disk_only(struct st_daemon *d, const char *proto, int n, redisContext *c,
+                           int http_port) {
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", http_port);
+    const char *extra[] = {"--ssd_offload_path",
+                           dir_b,
+                           http_port ? "--enable_http_server" : NULL,
+                           "--http_host",
+                           "127.0.0.1",
+                           "--http_port",
+                           ps,
+                           NULL};
     st_daemon_extra = extra;
     st_daemon_start(d, &M, 0, proto, "4mb", "10", "0");
     struct crescent_store *w = st_store(&M, proto, 0); /* writes into the daemon's segment */
@@ -413,7 +449,8 @@ static void staged_reads(const char *proto) {
     st_master_start(&M, "--memory 0 --enable_offload yes --default_kv_lease_ttl 2000");
     redisContext *c = st_redis(&M);
     struct st_daemon d;
-    make_disk_only(&d, proto, 8, c);
+    int http = st_daemon_free_port();
+    make_disk_only(&d, proto, 8, c, http);
     char ep[128];
     disk_endpoint(c, d.client_id, ep, sizeof(ep));
     struct crescent_store *b = st_store(&M, proto, 0);
@@ -435,6 +472,8 @@ static void staged_reads(const char *proto) {
     cr_assert_eq(s.in_use, 0);
     cr_assert_eq(s.gc_freed, 0);
     cr_assert_eq(s.cap, 1342177280ll, "MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES default");
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_staged_bytes_total"), 8ll * VAL);
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_staging_released_total"), 8);
     crescent_store_destroy(b);
     cr_assert_eq(st_daemon_stop(&d), 0);
     redisFree(c);
@@ -472,7 +511,8 @@ Test(ssd, gc_frees_an_unreleased_staging_buffer) {
     st_master_start(&M, "--memory 0 --enable_offload yes");
     redisContext *c = st_redis(&M);
     struct st_daemon d;
-    make_disk_only(&d, "tcp", 1, c);
+    int http = st_daemon_free_port();
+    make_disk_only(&d, "tcp", 1, c, http);
     char ep[128], k[32];
     disk_endpoint(c, d.client_id, ep, sizeof(ep));
     key_of(k, 0);
@@ -489,6 +529,8 @@ Test(ssd, gc_frees_an_unreleased_staging_buffer) {
     cr_assert_eq(s.in_use, 0);
     cr_assert_eq(s.live, 0);
     cr_assert_eq(raw_release(fd, id), -ENOENT, "a late release finds nothing");
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_staging_gc_freed_total"), 1);
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_staging_bytes"), 0);
     close(fd);
     /* A normal read still works (and releases its buffer). */
     struct crescent_store *b = st_store(&M, "tcp", 0);
@@ -523,7 +565,7 @@ Test(ssd, full_staging_area_is_a_clear_error_not_a_hang) {
     st_master_start(&M, "--memory 0 --enable_offload yes");
     redisContext *c = st_redis(&M);
     struct st_daemon d;
-    make_disk_only(&d, "tcp", 1, c);
+    make_disk_only(&d, "tcp", 1, c, 0);
     char ep[128], k[32];
     disk_endpoint(c, d.client_id, ep, sizeof(ep));
     key_of(k, 0);
@@ -622,7 +664,7 @@ Test(ssd, promotion_after_n_reads_then_memory_reads) {
                         "--promotion_on_hit yes --promotion_admission_threshold 3");
     redisContext *c = st_redis(&M);
     struct st_daemon d;
-    make_disk_only(&d, "tcp", 2, c);
+    make_disk_only(&d, "tcp", 2, c, 0);
     char ep[128];
     disk_endpoint(c, d.client_id, ep, sizeof(ep));
     struct crescent_store *b = st_store(&M, "tcp", 0);
