@@ -161,7 +161,8 @@ void srv_mc_offloadstats_command(struct srv_client *c) {
              {"cap_kept", st.cap_kept},
              {"force_evicted", st.force_evicted},
              {"disk_replicas", st.disk_replicas},
-             {"promoted", st.promoted}};
+             {"promoted", st.promoted},
+             {"disk_reads", st.disk_reads}};
     size_t n = sizeof(f) / sizeof(f[0]);
     resp_add_map_hdr(&c->out, c->proto, (long)n);
     for (size_t i = 0; i < n; i++) {

@@ -52,8 +52,13 @@ static int srv_mc_get_one(struct srv_client *c, const char *key, size_t klen, in
     size_t n = 0;
     int64_t ttl = 0;
     int rc = pool_get_replicas(srv_mc_pool, key, klen, now, d, &n, &ttl);
-    if (rc == 0)
-        srv_mc_add_get_reply(c, ttl, d, n);
+    if (rc < 0)
+        return rc;
+    int disk_only = n > 0;
+    for (size_t i = 0; i < n && disk_only; i++)
+        disk_only = d[i].type == POOL_REPLICA_LOCAL_DISK;
+    int promote = disk_only && pool_offload_read_hit(srv_mc_pool, key, klen);
+    srv_mc_add_get_reply(c, ttl, d, n, promote);
     return rc;
 }
 

@@ -203,6 +203,10 @@ static const struct cm_cfg_entry srv_entries[] = {
     {"promotion_on_hit", "promotion-on-hit", CM_CFG_BOOL, 0, &srv_cfg.promotion_on_hit, 0, 1, 0, 0,
      "no", NULL, srv_apply_pool,
      "with enable_offload: readers may give disk-only objects a memory replica (MC.PROMOTESTART)"},
+    POOL_INT("promotion_admission_threshold", "promotion-admission-threshold",
+             promotion_admission_threshold, 1, 1000000, "2",
+             "with promotion_on_hit: the read of a disk-only object that reaches this count tells "
+             "its reader to promote it"),
     DBL_ENTRY("offload_cap_ratio", "offload-cap-ratio", 0, offload_cap_ratio, 0.0, 1.0, "0.5",
               srv_apply_pool, "per-cycle offload cap = offloading_queue_limit x this ratio"),
     {"io-backend", "io_backend", CM_CFG_ENUM, CM_CFG_IMMUTABLE, &srv_cfg.io_backend, 0, 0, 0, 0,

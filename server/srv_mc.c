@@ -127,6 +127,7 @@ static void srv_mc_config(struct pool_config *cfg) {
     cfg->offloading_queue_limit = (uint32_t)srv_cfg.offloading_queue_limit;
     cfg->offload_cap_ratio = srv_cfg.offload_cap_ratio;
     cfg->promotion_on_hit = srv_cfg.promotion_on_hit;
+    cfg->promotion_admission_threshold = (uint32_t)srv_cfg.promotion_admission_threshold;
     if (srv_oplog_enabled()) { /* evictions and segment drops go to the op-log */
         cfg->on_evict = srv_oplog_on_evict;
         cfg->on_seg_drop = srv_oplog_on_seg_drop;
@@ -569,10 +570,14 @@ void srv_mc_add_replicas(struct srv_client *c, const struct pool_replica_desc *d
 }
 
 void srv_mc_add_get_reply(struct srv_client *c, int64_t lease_ttl_ms,
-                          const struct pool_replica_desc *d, size_t n) {
-    cm_buf_reserve(&c->out, 96);
+                          const struct pool_replica_desc *d, size_t n, int promote) {
+    cm_buf_reserve(&c->out, 128);
     char *o = c->out.data + c->out.len;
-    o = c->proto == 3 ? SRV_MC_LIT(o, "%2\r\n") : SRV_MC_LIT(o, "*4\r\n");
+    if (promote) /* the reader of a disk-only object should promote it (MC.PROMOTESTART) */
+        o = c->proto == 3 ? SRV_MC_LIT(o, "%3\r\n$7\r\npromote\r\n:1\r\n")
+                          : SRV_MC_LIT(o, "*6\r\n$7\r\npromote\r\n:1\r\n");
+    else
+        o = c->proto == 3 ? SRV_MC_LIT(o, "%2\r\n") : SRV_MC_LIT(o, "*4\r\n");
     o = SRV_MC_LIT(o, "$12\r\nlease_ttl_ms\r\n");
     o = srv_mc_put_int(o, lease_ttl_ms);
     o = SRV_MC_LIT(o, "$8\r\nreplicas\r\n*");

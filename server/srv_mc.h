@@ -109,9 +109,10 @@ void srv_mc_add_replica(struct srv_client *c, const struct pool_replica_desc *d)
 /* Appends an array of n replica descriptors. */
 void srv_mc_add_replicas(struct srv_client *c, const struct pool_replica_desc *d, size_t n);
 
-/* Appends the MC.GETREPLICAS map (lease_ttl_ms, replicas). */
+/* Appends the MC.GETREPLICAS map (lease_ttl_ms, replicas; first `promote 1` when promote is
+ * set: the reader of this disk-only object should promote it, docs/store.md). */
 void srv_mc_add_get_reply(struct srv_client *c, int64_t lease_ttl_ms,
-                          const struct pool_replica_desc *d, size_t n);
+                          const struct pool_replica_desc *d, size_t n, int promote);
 
 /* Appends one segment description (9 fields). */
 void srv_mc_add_segment(struct srv_client *c, const struct pool_segment_info *s);

@@ -68,10 +68,11 @@ struct srv_config {
     int enable_offload;
     int offload_on_evict;
     char *ssd_offload_path;
-    int offload_force_evict;          /* client SSD tiers (server/pool/pool_offload.c) */
-    long long offloading_queue_limit; /* ... */
-    double offload_cap_ratio;         /* ... */
-    int promotion_on_hit;             /* ... */
+    int offload_force_evict;                 /* client SSD tiers (server/pool/pool_offload.c) */
+    long long offloading_queue_limit;        /* ... */
+    double offload_cap_ratio;                /* ... */
+    int promotion_on_hit;                    /* ... */
+    long long promotion_admission_threshold; /* ... */
     long long metrics_port;
     char *metrics_host;
     long long databases;

@@ -10,6 +10,7 @@
 #include "common/fmacros.h"
 
 #include "client/daemon/cli_d.h"
+#include "client/store/cli_store.h"
 #include "common/cm_time.h"
 
 #include <stdio.h>
@@ -128,6 +129,31 @@ static void cli_d_metrics_transfer(const struct cli_d_http_ctx *ctx, struct cm_b
               "Reconnections of the store to the master.", m.master_reconnects);
 }
 
+/* The SSD tier's staging area (docs/storage.md, "Reads"): only with --ssd_offload_path. */
+static void cli_d_metrics_offload(const struct cli_d_http_ctx *ctx, struct cm_buf *b) {
+    struct cli_ssd_stats o;
+    if (cli__ssd_stats(ctx->st, &o) < 0) {
+        return;
+    }
+    cli_d_u64(b, "crescent_client_offload_staging_capacity_bytes", "gauge",
+              "Size of the SSD tier's staging area (MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES).",
+              o.capacity);
+    cli_d_u64(b, "crescent_client_offload_staging_bytes", "gauge",
+              "Bytes staged now for peers' reads of offloaded values.", o.in_use);
+    cli_d_u64(b, "crescent_client_offload_staged_total", "counter",
+              "Offloaded values staged for peers' reads.", o.staged);
+    cli_d_u64(b, "crescent_client_offload_staged_bytes_total", "counter",
+              "Bytes staged for peers' reads.", o.staged_bytes);
+    cli_d_u64(b, "crescent_client_offload_staging_released_total", "counter",
+              "Staged values released by their reader.", o.released);
+    cli_d_u64(b, "crescent_client_offload_staging_gc_freed_total", "counter",
+              "Staged values freed by the GC (not released within "
+              "MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS).",
+              o.gc_freed);
+    cli_d_u64(b, "crescent_client_offload_staging_refused_total", "counter",
+              "Stage requests refused because the staging area was full.", o.refused_full);
+}
+
 static void cli_d_metrics_dummies(struct cli_d_server *dummies, struct cm_buf *b) {
     struct crescent_store_daemon_stats s = {0};
     if (dummies != NULL) {
@@ -185,6 +211,7 @@ void cli_d_metrics_render(const struct cli_d_http_ctx *ctx, struct cli_d_server 
                           struct cm_buf *out) {
     cli_d_metrics_process(ctx, master_ok, out);
     cli_d_metrics_transfer(ctx, out);
+    cli_d_metrics_offload(ctx, out);
     cli_d_metrics_dummies(dummies, out);
     cli_d_metrics_segments(segs, n, out);
 }

@@ -16,27 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reads key's value (size bytes, then the checksum trailer when trailer is not NULL) from the
- * owner of LOCAL_DISK replica r. Returns 0 or a negative code. */
-static int cli_read_offloaded(struct crescent_store *st, const char *key,
-                              const struct cli_replica *r, void *buf, uint64_t size,
-                              unsigned char *trailer) {
-    if (trailer == NULL) {
-        return cli__ssd_read(st, r->endpoint, key, buf, size);
-    }
-    char *whole = malloc(size + CLI_TRAILER);
-    if (whole == NULL) {
-        return -ENOMEM;
-    }
-    int err = cli__ssd_read(st, r->endpoint, key, whole, size + CLI_TRAILER);
-    if (err == 0) {
-        memcpy(buf, whole, size);
-        memcpy(trailer, whole + size, CLI_TRAILER);
-    }
-    free(whole);
-    return err;
-}
-
 /* Reads the object described by a GETREPLICAS map (requested at t0_ms) into buf (cap bytes),
  * or into a new malloc'ed buffer when alloc is not NULL. Returns the size or a negative code. */
 static int64_t cli_read_map(struct crescent_store *st, const char *key, const redisReply *map,
@@ -92,14 +71,17 @@ static int64_t cli_read_map(struct crescent_store *st, const char *key, const re
     bool from_disk = false;
     for (int i = 0; i < n && err < 0; i++) {
         if (!reps[i].memory && strcmp(reps[i].protocol, "offload") == 0) {
-            err = cli_read_offloaded(st, key, &reps[i], buf, size, st->checksum ? trailer : NULL);
+            err = cli__ssd_read(st, &reps[i], key, buf, size, zero_copy,
+                                st->checksum ? trailer : NULL);
             from_disk = err == 0;
         }
     }
     if (err == 0 && st->checksum) {
         err = cli__trailer_check(trailer, buf, size);
     }
-    if (err == 0 && from_disk) {
+    const redisReply *promote = cli__field(map, "promote"); /* the master's admission count */
+    if (err == 0 && from_disk && promote != NULL && promote->type == REDIS_REPLY_INTEGER &&
+        promote->integer == 1) {
         cli__ssd_promote(st, key, buf, size, st->checksum ? trailer : NULL);
     }
     if (err == 0 && cm_mono_ms() > t0_ms + (uint64_t)ttl->integer) {

@@ -5,13 +5,26 @@
  * master (MC.MOUNTDISK) named by this client's offload endpoint, a heartbeat thread that
  * drains the client's offload queue (MC.OFFLOADFETCH: copy each value from this client's own
  * segment memory to the store, then MC.OFFLOADDONE), re-registration of everything the
- * restart scan found, and a small TCP server on the offload endpoint that answers peers'
- * reads of offloaded values. Readers use cli__ssd_read() when a key's only replicas are
- * LOCAL_DISK.
+ * restart scan found, and the offload endpoint, where peers ask this client to stage an
+ * offloaded value in a staging area registered with its transfer engine. Readers use
+ * cli__ssd_read() when a key's only replicas are LOCAL_DISK and pull the staged bytes with
+ * the transfer engine, like a memory replica (docs/storage.md, "Reads").
  *
- * Offload read protocol (one TCP connection, any number of requests in turn): request = 'G',
- * key length (u32 little-endian), key bytes; reply = a signed 64-bit little-endian length
- * (negative: -errno or -CRESCENT_STORE_E* code; no payload), then that many value bytes.
+ * Offload endpoint protocol: one TCP connection, requests in turn, integers little-endian;
+ * every reply starts with an i64 status (0, or -errno / -CM_E* code: nothing follows):
+ *   'S' u32 klen, key, u64 size  -> u64 id, u64 addr, u64 len, u32 crc32c, u32 gc_ttl_ms,
+ *                                   u32 desc_len, desc (the owner engine's segment descriptor)
+ *   'R' u64 id                   -> (status only: 0, or -ENOENT when unknown or freed by GC)
+ *   'T'                          -> CLI_SSD_NSTATS u64 counters (cli_ssd_serve_stats order)
+ * 'S' errors: not found, -EMSGSIZE (stored size differs), -EFBIG (larger than the staging
+ * area), -ENOSPC (staging area full now: retry).
+ *
+ * DESIGN: the staging area is one buffer of MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES with at
+ * most CLI_SSD_MAX_STAGED extents, first fit; only the server thread touches it (stage,
+ * release, GC), so it needs no lock. An extent not released within
+ * MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS is freed by the next sweep (every
+ * MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_INTERVAL_SECONDS); the reader checks the CRC-32C, so bytes
+ * overwritten after a GC are never returned as the value.
  *
  * Threads: the heartbeat thread and the server thread are started by cli__ssd_start() and
  * joined by cli__ssd_stop(); sto is thread-safe. The heartbeat uses its own master connection.
@@ -19,12 +32,15 @@
 #include "common/fmacros.h"
 
 #include "client/store/cli_store.h"
+#include "common/cm_errno.h"
 #include "common/cm_time.h"
 #include "storage/sto.h"
+#include "storage/sto_record.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -32,13 +48,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CLI_SSD_FETCH     256 /* tasks per MC.OFFLOADFETCH */
-#define CLI_SSD_REG_BATCH 256 /* keys per re-registration MC.OFFLOADDONE */
-#define CLI_SSD_MAX_CONNS 64  /* peer connections served at once */
-#define CLI_SSD_IO_MS     5000
+#define CLI_SSD_FETCH       256 /* tasks per MC.OFFLOADFETCH */
+#define CLI_SSD_REG_BATCH   256 /* keys per re-registration MC.OFFLOADDONE */
+#define CLI_SSD_MAX_CONNS   64  /* peer connections served at once */
+#define CLI_SSD_IO_MS       5000
+#define CLI_SSD_MAX_STAGED  1024 /* staged extents at once */
+#define CLI_SSD_ALIGN       ((size_t)64)
+#define CLI_SSD_STAGE_REPLY 44 /* fixed part of a stage reply (status included) */
+#define CLI_SSD_NSTATS      8
+#define CLI_SSD_TRIES       4 /* stage attempts while the owner's staging area is full */
+
+/* One staged extent of the staging area. */
+struct cli_ssd_staged {
+    uint64_t id;          /* the reader's handle (never 0) */
+    size_t off, len;      /* extent in the staging area */
+    uint64_t deadline_ms; /* freed by the GC after this (monotonic) */
+};
 
 struct cli_ssd {
     struct sto *sto;
@@ -53,25 +82,39 @@ struct cli_ssd {
     bool stop;
     unsigned interval_ms;
     bool mounted; /* the master knows our disk */
+
+    /* The staging area (server thread only, see DESIGN). */
+    void *stage;
+    size_t stage_cap;
+    bool stage_shared, stage_registered;
+    uint64_t gc_ttl_ms, gc_interval_ms;
+    struct cli_ssd_staged staged[CLI_SSD_MAX_STAGED]; /* sorted by off */
+    size_t n_staged;
+    uint64_t next_id;
+    struct cli_ssd_stats stats; /* written by the server thread, read anywhere (atomics) */
 };
+
+/* Adds v to a staging counter (relaxed atomics: cli__ssd_stats reads from other threads). */
+#define CLI_SSD_ADD(field, v) __atomic_add_fetch(&(field), (uint64_t)(v), __ATOMIC_RELAXED)
 
 /* ---- small I/O helpers ------------------------------------------------------------------- */
 
-static void cli_ssd_le64(unsigned char *d, uint64_t v) {
-    for (int i = 0; i < 8; i++) {
+static void cli_ssd_le(unsigned char *d, uint64_t v, int n) {
+    for (int i = 0; i < n; i++) {
         d[i] = (unsigned char)(v >> (8 * i));
     }
 }
 
-static uint64_t cli_ssd_get64(const unsigned char *d) {
+static uint64_t cli_ssd_get(const unsigned char *d, int n) {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) {
+    for (int i = n - 1; i >= 0; i--) {
         v = (v << 8) | d[i];
     }
     return v;
 }
 
-/* Writes or reads exactly n bytes on a blocking socket. Returns 0 or -errno. */
+/* Writes or reads exactly n bytes on a blocking socket. Returns 0 or -errno (-ECONNRESET when
+ * the peer closed the connection). */
 static int cli_ssd_full(int fd, void *buf, size_t n, bool wr) {
     char *p = buf;
     while (n > 0) {
@@ -96,48 +139,238 @@ static void cli_ssd_timeouts(int fd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* ---- the offload read server ------------------------------------------------------------- */
+/* ---- the staging area (server thread only) ----------------------------------------------- */
 
-/* Serves one request on fd. Returns 0, or -1 when the connection should close. */
-static int cli_ssd_serve_one(struct cli_ssd *s, int fd) {
-    unsigned char hdr[5];
-    if (cli_ssd_full(fd, hdr, 5, false) < 0 || hdr[0] != 'G') {
+/* Allocates the registered staging area (MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES bytes; memfd
+ * memory with the shm transport, so same-host readers map it). Returns 0 or a negative code. */
+static int cli_ssd_stage_init(struct crescent_store *st, struct cli_ssd *s, uint64_t size,
+                              uint64_t ttl_ms, uint64_t gc_interval_s) {
+    s->stage_cap = (size_t)size;
+    s->gc_ttl_ms = ttl_ms;
+    s->gc_interval_ms = gc_interval_s * 1000;
+    if (strcmp(st->protocol, "shm") == 0 &&
+        crescent_xfer_alloc_shared(st->eng, s->stage_cap, &s->stage) == 0) {
+        s->stage_shared = true;
+    } else {
+        void *p =
+            mmap(NULL, s->stage_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            return cli_fail(ENOMEM,
+                            "ssd: cannot allocate the %zu-byte staging buffer "
+                            "(MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES)",
+                            s->stage_cap);
+        }
+        s->stage = p;
+    }
+    int rc = crescent_xfer_register(st->eng, s->stage, s->stage_cap, "cpu:0", CRESCENT_XFER_REMOTE);
+    if (rc < 0) {
+        return cli_fail(-rc, "ssd: register the staging buffer: %s", crescent_xfer_strerror(rc));
+    }
+    s->stage_registered = true;
+    return 0;
+}
+
+static void cli_ssd_stage_fini(struct crescent_store *st, struct cli_ssd *s) {
+    if (s->stage == NULL) {
+        return;
+    }
+    if (s->stage_registered) {
+        crescent_xfer_unregister(st->eng, s->stage);
+    }
+    if (s->stage_shared) {
+        crescent_xfer_free_shared(st->eng, s->stage);
+    } else {
+        munmap(s->stage, s->stage_cap);
+    }
+    s->stage = NULL;
+}
+
+/* Finds room for len bytes (first fit between the staged extents, which are sorted by
+ * offset). Returns the index the new extent goes to and its offset in *off, or -1. */
+static long cli_ssd_stage_fit(const struct cli_ssd *s, size_t len, size_t *off) {
+    if (s->n_staged == CLI_SSD_MAX_STAGED) {
         return -1;
     }
-    uint32_t klen =
-        (uint32_t)hdr[1] | (uint32_t)hdr[2] << 8 | (uint32_t)hdr[3] << 16 | (uint32_t)hdr[4] << 24;
-    if (klen == 0 || klen > STO_KEY_MAX) {
+    size_t at = 0;
+    for (size_t i = 0; i <= s->n_staged; i++) {
+        size_t next = i < s->n_staged ? s->staged[i].off : s->stage_cap;
+        if (next >= at && next - at >= len) {
+            *off = at;
+            return (long)i;
+        }
+        if (i < s->n_staged) {
+            at = (s->staged[i].off + s->staged[i].len + CLI_SSD_ALIGN - 1) & ~(CLI_SSD_ALIGN - 1);
+        }
+    }
+    return -1;
+}
+
+static void cli_ssd_stage_drop(struct cli_ssd *s, size_t i) {
+    CLI_SSD_ADD(s->stats.in_use, -(uint64_t)s->staged[i].len);
+    CLI_SSD_ADD(s->stats.live, -(uint64_t)1);
+    memmove(&s->staged[i], &s->staged[i + 1], (s->n_staged - i - 1) * sizeof(s->staged[0]));
+    s->n_staged--;
+}
+
+/* Frees every staged extent whose TTL has passed (the reader never released it). */
+static void cli_ssd_stage_gc(struct crescent_store *st, struct cli_ssd *s) {
+    uint64_t now = cm_mono_ms();
+    for (size_t i = 0; i < s->n_staged;) {
+        if (now >= s->staged[i].deadline_ms) {
+            cli_log(st, 3,
+                    "store client %s: staging buffer %llu not released within %llu ms, freed",
+                    st->client_id, (unsigned long long)s->staged[i].id,
+                    (unsigned long long)s->gc_ttl_ms);
+            cli_ssd_stage_drop(s, i);
+            CLI_SSD_ADD(s->stats.gc_freed, 1);
+        } else {
+            i++;
+        }
+    }
+}
+
+/* ---- the offload endpoint server ---------------------------------------------------------- */
+
+/* Sends a bare status reply. Returns 0 or -1 (close the connection). */
+static int cli_ssd_status(int fd, int64_t status) {
+    unsigned char b[8];
+    cli_ssd_le(b, (uint64_t)status, 8);
+    return cli_ssd_full(fd, b, 8, true) < 0 ? -1 : 0;
+}
+
+/*
+ * 'S': stages key (the reader expects `want` bytes) in the staging area. Errors go back as a
+ * status: -CM_EOBJECT_NOT_FOUND-style codes from sto, -EMSGSIZE (size differs), -EFBIG (larger
+ * than the whole area), -ENOSPC (area or extent table full now: retry).
+ */
+static int cli_ssd_serve_stage(struct crescent_store *st, struct cli_ssd *s, int fd) {
+    unsigned char hdr[4], w[8];
+    if (cli_ssd_full(fd, hdr, 4, false) < 0) {
         return -1;
     }
+    uint32_t klen = (uint32_t)cli_ssd_get(hdr, 4);
     char key[STO_KEY_MAX];
-    if (cli_ssd_full(fd, key, klen, false) < 0) {
+    if (klen == 0 || klen > STO_KEY_MAX || cli_ssd_full(fd, key, klen, false) < 0 ||
+        cli_ssd_full(fd, w, 8, false) < 0) {
         return -1;
     }
+    uint64_t want = cli_ssd_get(w, 8);
     ssize_t size = sto_get_size(s->sto, key, klen);
-    char *val = NULL;
-    ssize_t n = size;
-    if (size >= 0) {
-        val = malloc(size ? (size_t)size : 1);
-        n = val ? sto_get(s->sto, key, klen, val, (size_t)size) : -ENOMEM;
+    if (size < 0) {
+        return cli_ssd_status(fd, size);
     }
-    unsigned char len[8];
-    cli_ssd_le64(len, (uint64_t)(int64_t)n);
-    int rc = cli_ssd_full(fd, len, 8, true);
-    if (rc == 0 && n > 0) {
-        rc = cli_ssd_full(fd, val, (size_t)n, true);
+    if ((uint64_t)size != want) {
+        return cli_ssd_status(fd, -EMSGSIZE);
     }
-    free(val);
+    if ((size_t)size > s->stage_cap) {
+        return cli_ssd_status(fd, -EFBIG);
+    }
+    size_t off = 0;
+    long at = cli_ssd_stage_fit(s, (size_t)size ? (size_t)size : 1, &off);
+    if (at < 0) {
+        cli_ssd_stage_gc(st, s);
+        at = cli_ssd_stage_fit(s, (size_t)size ? (size_t)size : 1, &off);
+    }
+    if (at < 0) {
+        CLI_SSD_ADD(s->stats.refused_full, 1);
+        return cli_ssd_status(fd, -ENOSPC);
+    }
+    char *dst = (char *)s->stage + off;
+    ssize_t n = sto_get(s->sto, key, klen, dst, (size_t)size);
+    if (n < 0 || n != size) {
+        return cli_ssd_status(fd, n < 0 ? n : -EIO);
+    }
+    struct cli_ssd_staged e = {.id = ++s->next_id,
+                               .off = off,
+                               .len = (size_t)size ? (size_t)size : 1,
+                               .deadline_ms = cm_mono_ms() + s->gc_ttl_ms};
+    memmove(&s->staged[at + 1], &s->staged[at], (s->n_staged - (size_t)at) * sizeof(e));
+    s->staged[at] = e;
+    s->n_staged++;
+    CLI_SSD_ADD(s->stats.in_use, e.len);
+    CLI_SSD_ADD(s->stats.live, 1);
+    CLI_SSD_ADD(s->stats.staged, 1);
+    CLI_SSD_ADD(s->stats.staged_bytes, size);
+    uint32_t crc = sto_crc32c(0, dst, (size_t)size);
+    ssize_t dlen = crescent_xfer_export_desc(st->eng, NULL, 0);
+    unsigned char *r = dlen > 0 ? malloc(CLI_SSD_STAGE_REPLY + (size_t)dlen) : NULL;
+    if (r == NULL ||
+        crescent_xfer_export_desc(st->eng, r + CLI_SSD_STAGE_REPLY, (size_t)dlen) < 0) {
+        free(r);
+        return cli_ssd_status(fd, -ENOMEM); /* the extent goes with the GC */
+    }
+    cli_ssd_le(r, 0, 8);
+    cli_ssd_le(r + 8, e.id, 8);
+    cli_ssd_le(r + 16, (uint64_t)(uintptr_t)dst, 8);
+    cli_ssd_le(r + 24, (uint64_t)size, 8);
+    cli_ssd_le(r + 32, crc, 4);
+    cli_ssd_le(r + 36, s->gc_ttl_ms > UINT32_MAX ? UINT32_MAX : s->gc_ttl_ms, 4);
+    cli_ssd_le(r + 40, (uint64_t)dlen, 4);
+    int rc = cli_ssd_full(fd, r, CLI_SSD_STAGE_REPLY + (size_t)dlen, true);
+    free(r);
     return rc < 0 ? -1 : 0;
 }
 
+/* 'R': releases staged extent id. Status 0, or -ENOENT (unknown, released or freed by GC). */
+static int cli_ssd_serve_release(struct cli_ssd *s, int fd) {
+    unsigned char b[8];
+    if (cli_ssd_full(fd, b, 8, false) < 0) {
+        return -1;
+    }
+    uint64_t id = cli_ssd_get(b, 8);
+    for (size_t i = 0; i < s->n_staged; i++) {
+        if (s->staged[i].id == id) {
+            cli_ssd_stage_drop(s, i);
+            CLI_SSD_ADD(s->stats.released, 1);
+            return cli_ssd_status(fd, 0);
+        }
+    }
+    return cli_ssd_status(fd, -ENOENT);
+}
+
+/* 'T': the staging counters (status 0, then CLI_SSD_NSTATS u64). */
+static int cli_ssd_serve_stats(struct crescent_store *st, int fd) {
+    struct cli_ssd_stats c;
+    cli__ssd_stats(st, &c);
+    const uint64_t v[CLI_SSD_NSTATS] = {c.capacity, c.in_use,   c.live,         c.staged,
+                                        c.released, c.gc_freed, c.refused_full, c.staged_bytes};
+    unsigned char b[8 + 8 * CLI_SSD_NSTATS];
+    cli_ssd_le(b, 0, 8);
+    for (int i = 0; i < CLI_SSD_NSTATS; i++) {
+        cli_ssd_le(b + 8 + 8 * i, v[i], 8);
+    }
+    return cli_ssd_full(fd, b, sizeof(b), true) < 0 ? -1 : 0;
+}
+
+/* Serves one request on fd. Returns 0, or -1 when the connection should close. */
+static int cli_ssd_serve_one(struct crescent_store *st, struct cli_ssd *s, int fd) {
+    unsigned char op;
+    if (cli_ssd_full(fd, &op, 1, false) < 0) {
+        return -1;
+    }
+    switch (op) {
+    case 'S':
+        return cli_ssd_serve_stage(st, s, fd);
+    case 'R':
+        return cli_ssd_serve_release(s, fd);
+    case 'T':
+        return cli_ssd_serve_stats(st, fd);
+    default:
+        return -1;
+    }
+}
+
 static void *cli_ssd_server_main(void *arg) {
-    struct cli_ssd *s = arg;
+    struct crescent_store *st = arg;
+    struct cli_ssd *s = st->ssd;
     struct pollfd p[CLI_SSD_MAX_CONNS + 2];
     size_t n = 2;
     p[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
     p[1] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
     for (;;) {
-        if (poll(p, n, -1) < 0) {
+        /* While something is staged, wake every GC interval to free what outlived its TTL. */
+        int timeout = s->n_staged > 0 ? (int)s->gc_interval_ms : -1;
+        if (poll(p, n, timeout) < 0) {
             if (errno == EINTR) {
                 continue;
             }
@@ -146,6 +379,7 @@ static void *cli_ssd_server_main(void *arg) {
         if (p[0].revents) {
             break;
         }
+        cli_ssd_stage_gc(st, s);
         if ((p[1].revents & POLLIN) && n < CLI_SSD_MAX_CONNS + 2) {
             int fd = accept(s->lfd, NULL, NULL);
             if (fd >= 0) {
@@ -154,7 +388,7 @@ static void *cli_ssd_server_main(void *arg) {
             }
         }
         for (size_t i = 2; i < n; i++) {
-            if (p[i].revents && cli_ssd_serve_one(s, p[i].fd) < 0) {
+            if (p[i].revents && cli_ssd_serve_one(st, s, p[i].fd) < 0) {
                 close(p[i].fd);
                 p[i--] = p[--n];
             }
@@ -453,7 +687,9 @@ int cli__ssd_start(struct crescent_store *st, const char *path) {
     if (rc < 0) {
         return cli_fail(-rc, "ssd_offload_path %s: %s", path, err);
     }
-    if ((rc = cli_ssd_listen(st, s)) < 0) {
+    if ((rc = cli_ssd_stage_init(st, s, cfg.local_buffer_size, cfg.buffer_gc_ttl_ms,
+                                 cfg.buffer_gc_interval_s)) < 0 ||
+        (rc = cli_ssd_listen(st, s)) < 0) {
         return rc;
     }
     if (pipe2(s->wake, O_CLOEXEC) < 0) {
@@ -462,7 +698,7 @@ int cli__ssd_start(struct crescent_store *st, const char *path) {
     if ((rc = cli_ssd_mount(st, s)) < 0) {
         return rc;
     }
-    if ((rc = pthread_create(&s->srv_thr, NULL, cli_ssd_server_main, s)) != 0) {
+    if ((rc = pthread_create(&s->srv_thr, NULL, cli_ssd_server_main, st)) != 0) {
         return cli_fail(rc, "ssd: server thread: %s", strerror(rc));
     }
     s->srv_on = true;
@@ -508,11 +744,30 @@ void cli__ssd_stop(struct crescent_store *st) {
             close(s->wake[i]);
         }
     }
+    cli_ssd_stage_fini(st, s);
     sto_close(s->sto);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);
     st->ssd = NULL;
+}
+
+/* Copies the staging counters of st's SSD tier; see cli_store.h. */
+int cli__ssd_stats(const struct crescent_store *st, struct cli_ssd_stats *out) {
+    memset(out, 0, sizeof(*out));
+    if (st->ssd == NULL) {
+        return -ENOENT;
+    }
+    const struct cli_ssd_stats *c = &st->ssd->stats;
+    out->capacity = st->ssd->stage_cap;
+    out->in_use = __atomic_load_n(&c->in_use, __ATOMIC_RELAXED);
+    out->live = __atomic_load_n(&c->live, __ATOMIC_RELAXED);
+    out->staged = __atomic_load_n(&c->staged, __ATOMIC_RELAXED);
+    out->released = __atomic_load_n(&c->released, __ATOMIC_RELAXED);
+    out->gc_freed = __atomic_load_n(&c->gc_freed, __ATOMIC_RELAXED);
+    out->refused_full = __atomic_load_n(&c->refused_full, __ATOMIC_RELAXED);
+    out->staged_bytes = __atomic_load_n(&c->staged_bytes, __ATOMIC_RELAXED);
+    return 0;
 }
 
 /* The offload endpoint of st's SSD tier, or NULL. */
@@ -549,45 +804,176 @@ static int cli_ssd_connect(const char *endpoint) {
     return fd;
 }
 
-/* Reads key's offloaded value (size bytes) from the SSD tier at endpoint; see cli_store.h. */
-int cli__ssd_read(struct crescent_store *st, const char *endpoint, const char *key, void *dst,
-                  uint64_t size) {
-    size_t klen = strlen(key);
-    if (st->ssd != NULL && strcmp(endpoint, st->ssd->endpoint) == 0) {
-        ssize_t n = sto_get(st->ssd->sto, key, klen, dst, size);
-        if (n < 0 || (uint64_t)n != size) {
-            return cli_fail(CRESCENT_STORE_EOBJECT_NOT_FOUND, "ssd read of own disk: %s",
-                            n < 0 ? strerror((int)-n) : "size mismatch");
-        }
-        return 0;
+/* Reads key's value (size bytes, then the trailer when not NULL) from this client's own disk. */
+static int cli_ssd_read_own(struct crescent_store *st, const char *key, void *dst, uint64_t size,
+                            unsigned char *trailer) {
+    uint64_t all = size + (trailer != NULL ? CLI_TRAILER : 0);
+    char *whole = trailer != NULL ? malloc(all ? all : 1) : dst;
+    if (whole == NULL) {
+        return -ENOMEM;
     }
-    int fd = cli_ssd_connect(endpoint);
-    if (fd < 0) {
-        return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "ssd owner %s unreachable: %s", endpoint,
-                        strerror(-fd));
+    ssize_t n = sto_get(st->ssd->sto, key, strlen(key), whole, all);
+    if (n >= 0 && (uint64_t)n == all && trailer != NULL) {
+        memcpy(dst, whole, size);
+        memcpy(trailer, whole + size, CLI_TRAILER);
     }
-    unsigned char hdr[5] = {'G', (unsigned char)klen, (unsigned char)(klen >> 8),
-                            (unsigned char)(klen >> 16), (unsigned char)(klen >> 24)};
-    unsigned char len[8];
-    int rc = cli_ssd_full(fd, hdr, 5, true);
-    if (rc == 0) {
-        rc = cli_ssd_full(fd, (void *)key, klen, true);
+    if (trailer != NULL) {
+        free(whole);
     }
-    if (rc == 0) {
-        rc = cli_ssd_full(fd, len, 8, false);
-    }
-    int64_t n = rc == 0 ? (int64_t)cli_ssd_get64(len) : 0;
-    if (rc == 0 && n == (int64_t)size) {
-        rc = cli_ssd_full(fd, dst, size, false);
-    } else if (rc == 0) {
-        rc = n < 0 ? (int)n : -EPROTO;
-    }
-    close(fd);
-    if (rc < 0) {
-        return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "ssd read from %s: %s", endpoint,
-                        strerror(-rc));
+    if (n < 0 || (uint64_t)n != all) {
+        return cli_fail(CRESCENT_STORE_EOBJECT_NOT_FOUND, "ssd read of own disk: %s",
+                        n < 0 ? strerror((int)-n) : "size mismatch");
     }
     return 0;
+}
+
+/* A stage reply: where the owner staged the bytes. */
+struct cli_ssd_grant {
+    uint64_t id, addr, len, ttl_ms;
+    uint32_t crc;
+    unsigned char *desc; /* malloc'ed */
+    size_t desc_len;
+};
+
+/* Maps an 'S' error status from owner ep to a store error (cli_fail). */
+static int cli_ssd_stage_err(const char *ep, int64_t status, uint64_t all) {
+    switch (status) {
+    case -ENOSPC:
+        return cli_fail(CRESCENT_STORE_ENO_AVAILABLE_HANDLE,
+                        "ssd owner %s: its staging buffer is full (%d tries); retry later, or "
+                        "raise MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES there",
+                        ep, CLI_SSD_TRIES);
+    case -EFBIG:
+        return cli_fail(CRESCENT_STORE_EBUFFER_OVERFLOW,
+                        "ssd owner %s: a %llu-byte value exceeds its staging buffer "
+                        "(MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES)",
+                        ep, (unsigned long long)all);
+    case -CM_EOBJECT_NOT_FOUND:
+        return cli_fail(CRESCENT_STORE_EOBJECT_NOT_FOUND, "ssd owner %s: not on its disk", ep);
+    default:
+        return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "ssd owner %s: staging failed: %s", ep,
+                        status == -EMSGSIZE ? "stored size differs" : strerror((int)-status));
+    }
+}
+
+/* Sends 'S' for key (all bytes expected) on fd and reads the grant. Returns 0, a negative
+ * status from the owner (g untouched), or INT64_MIN when the connection broke (-errno
+ * in *io). */
+static int64_t cli_ssd_stage(int fd, const char *key, uint64_t all, struct cli_ssd_grant *g,
+                             int *io) {
+    size_t klen = strlen(key);
+    unsigned char hdr[5], sz[8], r[CLI_SSD_STAGE_REPLY];
+    hdr[0] = 'S';
+    cli_ssd_le(hdr + 1, klen, 4);
+    cli_ssd_le(sz, all, 8);
+    if ((*io = cli_ssd_full(fd, hdr, 5, true)) < 0 ||
+        (*io = cli_ssd_full(fd, (void *)key, klen, true)) < 0 ||
+        (*io = cli_ssd_full(fd, sz, 8, true)) < 0 || (*io = cli_ssd_full(fd, r, 8, false)) < 0) {
+        return INT64_MIN;
+    }
+    int64_t status = (int64_t)cli_ssd_get(r, 8);
+    if (status < 0) {
+        return status;
+    }
+    if ((*io = cli_ssd_full(fd, r + 8, CLI_SSD_STAGE_REPLY - 8, false)) < 0) {
+        return INT64_MIN;
+    }
+    g->id = cli_ssd_get(r + 8, 8);
+    g->addr = cli_ssd_get(r + 16, 8);
+    g->len = cli_ssd_get(r + 24, 8);
+    g->crc = (uint32_t)cli_ssd_get(r + 32, 4);
+    g->ttl_ms = cli_ssd_get(r + 36, 4);
+    g->desc_len = (size_t)cli_ssd_get(r + 40, 4);
+    g->desc = g->desc_len > 0 && g->desc_len <= (1u << 20) ? malloc(g->desc_len) : NULL;
+    if (g->desc == NULL) {
+        *io = -EPROTO;
+        return INT64_MIN;
+    }
+    if ((*io = cli_ssd_full(fd, g->desc, g->desc_len, false)) < 0) {
+        free(g->desc);
+        g->desc = NULL;
+        return INT64_MIN;
+    }
+    return 0;
+}
+
+/* Pulls the granted bytes with the transfer engine into dst (size bytes) and trailer, checks
+ * the CRC-32C. Returns 0 or a negative code (cli_fail). */
+static int cli_ssd_pull(struct crescent_store *st, const char *ep, const struct cli_ssd_grant *g,
+                        void *dst, uint64_t size, bool zero_copy, unsigned char *trailer) {
+    struct cli_replica rep;
+    memset(&rep, 0, sizeof(rep));
+    snprintf(rep.segment, sizeof(rep.segment), "offload-stage@%s", ep);
+    rep.desc = (const char *)g->desc;
+    rep.desc_len = g->desc_len;
+    rep.addr = g->addr;
+    rep.size = g->len;
+    rep.complete = true;
+    rep.memory = true;
+    int rc = cli__read_replica(st, &rep, dst, size, zero_copy, trailer);
+    if (rc < 0) {
+        return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "ssd owner %s: pulling the staged bytes: %s",
+                        ep, crescent_store_last_error());
+    }
+    uint32_t crc = sto_crc32c(0, dst, size);
+    if (trailer != NULL) {
+        crc = sto_crc32c(crc, trailer, CLI_TRAILER);
+    }
+    if (crc != g->crc) {
+        return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL,
+                        "ssd owner %s: staged bytes fail their CRC-32C (freed by the owner's GC "
+                        "after MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS?)",
+                        ep);
+    }
+    return 0;
+}
+
+/* Reads a LOCAL_DISK replica through its owner; see cli_store.h. */
+int cli__ssd_read(struct crescent_store *st, const struct cli_replica *r, const char *key,
+                  void *dst, uint64_t size, bool zero_copy, unsigned char *trailer) {
+    const char *ep = r->endpoint;
+    if (st->ssd != NULL && strcmp(ep, st->ssd->endpoint) == 0) {
+        return cli_ssd_read_own(st, key, dst, size, trailer);
+    }
+    uint64_t all = size + (trailer != NULL ? CLI_TRAILER : 0);
+    int fd = cli_ssd_connect(ep);
+    if (fd < 0) {
+        return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "ssd owner %s unreachable: %s", ep,
+                        strerror(-fd));
+    }
+    struct cli_ssd_grant g = {0};
+    int io = 0;
+    int64_t status = -ENOSPC;
+    for (int i = 0; i < CLI_SSD_TRIES && status == -ENOSPC; i++) {
+        if (i > 0) { /* the owner's staging area is full: let its readers release */
+            usleep((useconds_t)(10000u << i));
+        }
+        status = cli_ssd_stage(fd, key, all, &g, &io);
+    }
+    if (status == INT64_MIN) {
+        close(fd);
+        return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL,
+                        "ssd owner %s: connection lost while staging the value (%s; owner "
+                        "died?)",
+                        ep, strerror(-io));
+    }
+    if (status < 0) {
+        close(fd);
+        return cli_ssd_stage_err(ep, status, all);
+    }
+    int rc = g.len == all ? cli_ssd_pull(st, ep, &g, dst, size, zero_copy, trailer)
+                          : cli_fail(CRESCENT_STORE_ETRANSFER_FAIL,
+                                     "ssd owner %s: staged %llu bytes, expected %llu", ep,
+                                     (unsigned long long)g.len, (unsigned long long)all);
+    unsigned char rel[9], st8[8];
+    rel[0] = 'R';
+    cli_ssd_le(rel + 1, g.id, 8);
+    if (cli_ssd_full(fd, rel, 9, true) == 0) { /* best effort: the GC frees it otherwise */
+        (void)cli_ssd_full(fd, st8, 8, false);
+    }
+    close(fd);
+    free(g.desc);
+    return rc;
 }
 
 /* Promotes key back to memory after a disk read; see cli_store.h. */

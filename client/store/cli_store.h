@@ -155,12 +155,31 @@ void cli__reply_free(redisReply *r);
 int cli__ssd_start(struct crescent_store *st, const char *path);
 /* Joins the SSD threads, unmounts the local-disk segment (best effort), closes the store. */
 void cli__ssd_stop(struct crescent_store *st);
+/* Staging counters of an SSD tier (its offload endpoint's staging area). */
+struct cli_ssd_stats {
+    uint64_t capacity; /* bytes of the staging area (MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES) */
+    uint64_t in_use;   /* bytes staged now */
+    uint64_t live;     /* extents staged now */
+    uint64_t staged;   /* stage requests served */
+    uint64_t released; /* extents released by their reader */
+    uint64_t gc_freed; /* extents freed by the GC (not released within the TTL) */
+    uint64_t refused_full; /* stage requests refused: no room */
+    uint64_t staged_bytes; /* bytes staged in all */
+};
+/* Copies the staging counters of st's SSD tier into *out. Returns 0, or -ENOENT (all zero)
+ * when st has no SSD tier. Thread-safe. */
+int cli__ssd_stats(const struct crescent_store *st, struct cli_ssd_stats *out);
 /* The offload endpoint ("ip:port") of st's SSD tier, or NULL when it has none. */
 const char *cli__ssd_endpoint(const struct crescent_store *st);
-/* Reads the size-byte offloaded value of key from the owner at endpoint (a LOCAL_DISK replica)
- * into dst. Returns 0 or a negative code (cli_fail). Thread-safe. */
-int cli__ssd_read(struct crescent_store *st, const char *endpoint, const char *key, void *dst,
-                  uint64_t size);
+/* Reads the value of key (size bytes, then the checksum trailer into trailer when not NULL)
+ * from LOCAL_DISK replica r: from this client's own disk, or through r's owner, which stages it
+ * in a buffer registered with its transfer engine; the bytes are pulled with the transfer
+ * engine (straight into dst when zero_copy: dst is registered) and checked against the
+ * owner's CRC-32C, then the staging buffer is released. A full staging area is retried a few
+ * times, then fails with NO_AVAILABLE_HANDLE. Returns 0 or a negative code (cli_fail).
+ * Thread-safe. */
+int cli__ssd_read(struct crescent_store *st, const struct cli_replica *r, const char *key,
+                  void *dst, uint64_t size, bool zero_copy, unsigned char *trailer);
 
 /* Promotion on hit after a read of a disk-only object: asks the master for a memory replica
  * (MC.PROMOTESTART), writes value (size bytes, then trailer when not NULL) there and ends it

@@ -63,6 +63,7 @@ void pool_config_default(struct pool_config *cfg) {
     cfg->strategy = POOL_STRATEGY_RANDOM;
     cfg->offloading_queue_limit = 50000;
     cfg->offload_cap_ratio = 0.5;
+    cfg->promotion_admission_threshold = 2;
     cfg->alloc_align = 64;
     cfg->evict_sample = 16;
     cfg->view_version = 1;
@@ -89,7 +90,8 @@ static int pool_config_valid(const struct pool_config *c) {
     if ((unsigned)c->strategy > POOL_STRATEGY_LOCAL_FIRST || c->evict_sample == 0)
         return 0;
     if (c->offloading_queue_limit < 1 || c->offloading_queue_limit > 100000000u ||
-        !(c->offload_cap_ratio >= 0 && c->offload_cap_ratio <= 1))
+        !(c->offload_cap_ratio >= 0 && c->offload_cap_ratio <= 1) ||
+        c->promotion_admission_threshold < 1)
         return 0;
     return 1;
 }

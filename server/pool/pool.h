@@ -203,13 +203,14 @@ struct pool_config {
     pool_event_cb *on_event; /* optional object-event hook */
     void *on_event_arg;
     /* Client SSD tiers (pool_offload.c; Mooncake's flags of the same names). */
-    int enable_offload;              /* 0: clients may mount local-disk segments */
-    int offload_on_evict;            /* 0: queue at eviction instead of at put end */
-    int offload_force_evict;         /* 0: victims beyond the per-cycle cap are dropped */
-    uint32_t offloading_queue_limit; /* 50000: tasks per client queue (1..1e8) */
-    double offload_cap_ratio;        /* 0.5: per-cycle cap = queue limit x ratio */
-    int promotion_on_hit;            /* 0: readers may promote disk-only objects to memory */
-    pool_seg_drop_cb *on_seg_drop;   /* optional segment-drop hook */
+    int enable_offload;                     /* 0: clients may mount local-disk segments */
+    int offload_on_evict;                   /* 0: queue at eviction instead of at put end */
+    int offload_force_evict;                /* 0: victims beyond the per-cycle cap are dropped */
+    uint32_t offloading_queue_limit;        /* 50000: tasks per client queue (1..1e8) */
+    double offload_cap_ratio;               /* 0.5: per-cycle cap = queue limit x ratio */
+    int promotion_on_hit;                   /* 0: readers may promote disk-only objects to memory */
+    uint32_t promotion_admission_threshold; /* 2: disk-only reads before a reader promotes */
+    pool_seg_drop_cb *on_seg_drop;          /* optional segment-drop hook */
     void *on_seg_drop_arg;
 };
 
@@ -644,6 +645,7 @@ struct pool_offload_stats {
     uint64_t force_evicted; /* victims dropped beyond the cap (offload_force_evict) */
     uint64_t disk_replicas; /* LOCAL_DISK replicas now */
     uint64_t promoted;      /* promotions started (pool_promote_start) */
+    uint64_t disk_reads;    /* reads of disk-only objects counted (pool_offload_read_hit) */
 };
 
 /* Fills *st. O(clients). */
@@ -711,6 +713,17 @@ long pool_offload_fetch(struct pool *p, const struct pool_uuid *client, size_t m
  */
 int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
                       uint64_t size, int64_t now);
+
+/*
+ * Counts one read (a granted MC.GETREPLICAS) of the object key when it is disk-only: it has a
+ * LOCAL_DISK replica and no COMPLETE MEMORY replica. The count lives in the object's first
+ * LOCAL_DISK replica, restarts at 0 when a promotion starts and does not move while a
+ * promotion (or another copy) is in flight. Returns 1 when the caller should tell this reader
+ * to promote the object: promotion_on_hit is on and the count has reached
+ * promotion_admission_threshold (every later read says so until a promotion starts); else 0.
+ * stats.disk_reads counts every read of a disk-only object. Not thread-safe.
+ */
+int pool_offload_read_hit(struct pool *p, const void *key, size_t klen);
 
 /*
  * Promotion on hit: with promotion_on_hit, a client that has just read a disk-only object (all

@@ -442,6 +442,36 @@ int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void
     return POOL_OK;
 }
 
+/* Returns 1 when o has a COMPLETE MEMORY replica. */
+static int pool_has_readable_mem(const struct pool_obj *o) {
+    const struct pool_rep *reps = pool__reps(o);
+    for (uint32_t i = 0; i < o->nrep; i++)
+        if (reps[i].type == POOL_REPLICA_MEMORY && reps[i].status == POOL_REPLICA_COMPLETE)
+            return 1;
+    return 0;
+}
+
+/* Counts a read of a disk-only object; see pool.h. The count is kept in the handle field of
+ * the object's first LOCAL_DISK replica (unused there: such a replica holds no pool buffer). */
+int pool_offload_read_hit(struct pool *p, const void *key, size_t klen) {
+    struct pool_obj *o = pool__obj_find(p, key, klen, pool__key_hash(p, key, klen));
+    if (!o || pool_has_readable_mem(o))
+        return 0;
+    struct pool_rep *reps = pool__reps(o);
+    struct pool_rep *d = NULL;
+    for (uint32_t i = 0; i < o->nrep && !d; i++)
+        if (reps[i].type == POOL_REPLICA_LOCAL_DISK)
+            d = &reps[i];
+    if (!d)
+        return 0;
+    p->ostats.disk_reads++;
+    if (o->flags & (POOL_OF_INFLIGHT | POOL_OF_TASK))
+        return 0; /* a promotion (or another copy) is in flight: not counted */
+    if (d->handle < UINT32_MAX)
+        d->handle++;
+    return p->cfg.promotion_on_hit && d->handle >= p->cfg.promotion_admission_threshold;
+}
+
 /* Starts the promotion of a disk-only object back to memory; see pool.h. */
 int pool_promote_start(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
                        int64_t now, struct pool_replica_desc *out) {
@@ -474,6 +504,9 @@ int pool_promote_start(struct pool *p, const struct pool_uuid *client, const voi
         }
     }
     o = pool__obj_grow(p, o, 1);
+    for (uint32_t i = 0; i < o->nrep; i++)
+        if (pool__reps(o)[i].type == POOL_REPLICA_LOCAL_DISK)
+            pool__reps(o)[i].handle = 0; /* the read count starts over */
     pool__reps(o)[o->nrep] = rep;
     pool__fill_desc(p, o, &pool__reps(o)[o->nrep], out);
     o->nrep++;

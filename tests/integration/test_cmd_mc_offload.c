@@ -140,3 +140,34 @@ Test(mco, promotestart_gives_memory_back) {
     IT_ERR("OBJECT_NOT_FOUND object not found", it_c, "MC.PROMOTESTART %s nokey", CA);
     cr_assert_eq(it_field_int(it_cmd(it_c, "MC.OFFLOADSTATS"), "promoted"), 1);
 }
+
+/* MC.GETREPLICAS of a disk-only key: the read that reaches promotion_admission_threshold (and
+ * every later one until a promotion starts) carries `promote 1`; memory reads never do. */
+Test(mco, getreplicas_says_promote_at_the_admission_threshold) {
+    IT_CRESCENT_ONLY();
+    mco_restart("enable_offload yes\npromotion_on_hit yes\n");
+    mco_client(CA, "sa", 1 << 20);
+    IT_OK(it_c, "MC.MOUNTDISK %s 127.0.0.1:9100", CA);
+    redisReply *d = it_cmd(it_c, "MC.OFFLOADDONE %s dk 100", CA);
+    cr_assert_str_eq(d->element[0]->str, "OK");
+    redisReply *r = it_cmd(it_c, "MC.GETREPLICAS dk");
+    cr_assert_eq(r->elements, 4, "read 1 of 2 (the default threshold): no promote field");
+    r = it_cmd(it_c, "MC.GETREPLICAS dk");
+    cr_assert_eq(r->elements, 6);
+    cr_assert_eq(it_field_int(r, "promote"), 1, "read 2: promote");
+    cr_assert_str_eq(it_field_str(it_field(r, "replicas")->element[0], "type"), "LOCAL_DISK");
+    r = it_cmd(it_c, "MC.BATCHGETREPLICAS dk");
+    cr_assert_eq(it_field_int(r->element[0], "promote"), 1, "the batch form too");
+    r = it_cmd(it_c, "MC.PROMOTESTART %s dk", CA);
+    cr_assert_str_eq(it_field_str(r, "type"), "MEMORY");
+    r = it_cmd(it_c, "MC.GETREPLICAS dk");
+    cr_assert_eq(r->elements, 4, "a promotion in flight: no promote field");
+    IT_OK(it_c, "MC.COPYEND %s dk", CA);
+    r = it_cmd(it_c, "MC.GETREPLICAS dk");
+    cr_assert_eq(r->elements, 4, "in memory: no promote field");
+    cr_assert_eq(it_field_int(it_cmd(it_c, "MC.OFFLOADSTATS"), "disk_reads"), 4);
+    IT_OK(it_c, "CONFIG SET promotion_admission_threshold 1");
+    IT_ERR("ERR CONFIG SET failed (possibly related to argument 'promotion_admission_threshold') "
+           "- argument must be between 1 and 1000000 inclusive",
+           it_c, "CONFIG SET promotion_admission_threshold 0");
+}

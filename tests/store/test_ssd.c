@@ -6,18 +6,31 @@
  * back byte-exact, the evicted ones from SSD; force-evict drops victims beyond the cap; a second
  * client reads the first one's offloaded values; the owner dies and its LOCAL_DISK replicas
  * vanish (OBJECT_NOT_FOUND); a restarted client re-registers its disk and reads promote
- * disk-only objects back to memory. No timing thresholds: waits poll with generous deadlines.
+ * disk-only objects back to memory.
+ * Reads through the owner's staging buffer (docs/storage.md, "Reads"): byte-exact over tcp, shm
+ * and fabric with the reader's transfer-engine counters moving the bytes, the GC of an
+ * unreleased staging buffer, a full staging area, an owner that dies mid-stage, and promotion
+ * after promotion_admission_threshold reads. The staging protocol is spoken raw where a test
+ * needs an unreleased buffer. No timing thresholds: waits poll with generous deadlines.
  */
 #include "common/fmacros.h"
 
 #include "tests/store/daemon_test_util.h"
 #include "tests/store/store_test_util.h"
 
+#include "crescent/transfer.h"
+
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SEG   (4u << 20)   /* a 4 MiB segment */
@@ -184,7 +197,7 @@ Test(ssd, force_evict_drops_victims_beyond_the_cap) {
 
 Test(ssd, restart_re_registers_what_the_scan_found_and_reads_promote) {
     st_master_start(&M, "--memory 0 --enable_offload yes --default_kv_lease_ttl 300 "
-                        "--promotion_on_hit yes");
+                        "--promotion_on_hit yes --promotion_admission_threshold 1");
     struct crescent_store *a = ssd_store(SEG, dir_a);
     for (int i = 0; i < 8; i++) {
         cr_assert_eq(put_retry(a, i, st_now_ms() + 60000), 0);
@@ -256,5 +269,424 @@ Test(ssd, owner_dies_and_its_disk_replicas_vanish) {
     cr_assert(gone, "the dead owner's LOCAL_DISK replicas are dropped");
     cr_assert_eq(get_exact(w, victim), -CRESCENT_STORE_EOBJECT_NOT_FOUND);
     crescent_store_destroy(w);
+    redisFree(c);
+}
+
+/* ---- reads through the owner's staging buffer ---------------------------------------------- */
+
+/* The offload endpoint of the client id (MC.QUERYDISK) into ep. */
+static void disk_endpoint(redisContext *c, const char *id, char *ep, size_t cap) {
+    redisReply *r = st_cmd(c, "MC.QUERYDISK %s", id);
+    cr_assert_eq(r->type == REDIS_REPLY_ERROR, 0, "MC.QUERYDISK: %s", r->str);
+    snprintf(ep, cap, "%s", st_field(r, "endpoint")->str);
+    freeReplyObject(r);
+}
+
+/* A raw connection to an offload endpoint "ip:port". */
+static int ep_connect(const char *ep) {
+    char host[64];
+    snprintf(host, sizeof(host), "%s", ep);
+    char *colon = strrchr(host, ':');
+    cr_assert_not_null(colon);
+    *colon = '\0';
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+    cr_assert_eq(inet_pton(AF_INET, host, &sa.sin_addr), 1);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "connect %s", ep);
+    return fd;
+}
+
+static void io_all(int fd, void *buf, size_t n, bool wr) {
+    char *p = buf;
+    while (n > 0) {
+        ssize_t k = wr ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+        cr_assert_gt(k, 0, "offload endpoint connection broke");
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+static int64_t get_le(const unsigned char *b, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        v = (v << 8) | b[i];
+    }
+    return (int64_t)v;
+}
+
+static void put_le(unsigned char *b, uint64_t v, int n) {
+    for (int i = 0; i < n; i++) {
+        b[i] = (unsigned char)(v >> (8 * i));
+    }
+}
+
+/* 'S' for key (size bytes): returns the status; *id the staging id when 0. The descriptor that
+ * follows is read and dropped. */
+static int64_t raw_stage(int fd, const char *key, uint64_t size, uint64_t *id) {
+    unsigned char h[5] = {'S'}, z[8], r[44];
+    put_le(h + 1, strlen(key), 4);
+    put_le(z, size, 8);
+    io_all(fd, h, 5, true);
+    io_all(fd, (void *)key, strlen(key), true);
+    io_all(fd, z, 8, true);
+    io_all(fd, r, 8, false);
+    int64_t status = get_le(r, 8);
+    if (status < 0) {
+        return status;
+    }
+    io_all(fd, r + 8, 36, false);
+    *id = (uint64_t)get_le(r + 8, 8);
+    cr_assert_eq(get_le(r + 24, 8), (int64_t)size, "staged length");
+    size_t dlen = (size_t)get_le(r + 40, 4);
+    char *desc = malloc(dlen);
+    io_all(fd, desc, dlen, false);
+    free(desc);
+    return 0;
+}
+
+/* 'R' id: returns the status. */
+static int64_t raw_release(int fd, uint64_t id) {
+    unsigned char b[9] = {'R'}, r[8];
+    put_le(b + 1, id, 8);
+    io_all(fd, b, 9, true);
+    io_all(fd, r, 8, false);
+    return get_le(r, 8);
+}
+
+/* The owner's staging counters ('T'). */
+struct stage_stats {
+    int64_t cap, in_use, live, staged, released, gc_freed, refused_full, staged_bytes;
+};
+
+static struct stage_stats raw_stats(const char *ep) {
+    int fd = ep_connect(ep);
+    unsigned char op = 'T', b[72];
+    io_all(fd, &op, 1, true);
+    io_all(fd, b, sizeof(b), false);
+    close(fd);
+    cr_assert_eq(get_le(b, 8), 0);
+    int64_t v[8];
+    for (int i = 0; i < 8; i++) {
+        v[i] = get_le(b + 8 + 8 * i, 8);
+    }
+    return (struct stage_stats){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+}
+
+static void wait_done(redisContext *c, long long n) {
+    long long deadline = st_now_ms() + 60000;
+    while (offload_stat(c, "done") < n && st_now_ms() < deadline) {
+        st_sleep_ms(100);
+    }
+    cr_assert_geq(offload_stat(c, "done"), n, "every put reached the owner's disk");
+}
+
+/* The daemon's /metrics value of the unlabelled metric name, or -1 when absent. */
+static long long daemon_metric(int http_port, const char *name) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)http_port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "daemon HTTP port");
+    const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
+    io_all(fd, (void *)req, strlen(req), true);
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap);
+    ssize_t k;
+    while (len + 1 < cap && (k = recv(fd, buf + len, cap - 1 - len, 0)) > 0) {
+        len += (size_t)k;
+    }
+    buf[len] = '\0';
+    close(fd);
+    char pat[200];
+    snprintf(pat, sizeof(pat), "\n%s ", name);
+    const char *at = strstr(buf, pat);
+    long long v = at != NULL ? strtoll(at + strlen(pat), NULL, 10) : -1;
+    free(buf);
+    return v;
+}
+
+/*
+ * Puts keys 0..n-1 into daemon d's segment (eager offload), waits until all are on its disk,
+ * then restarts d on the same directory: every key is now disk-only, held by the new d. The
+ * daemon serves /metrics on http_port when it is not 0.
+ */
+static void make_disk_only(struct st_daemon *d, const char *proto, int n, redisContext *c,
+                           int http_port) {
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", http_port);
+    const char *extra[] = {"--ssd_offload_path",
+                           dir_b,
+                           http_port ? "--enable_http_server" : NULL,
+                           "--http_host",
+                           "127.0.0.1",
+                           "--http_port",
+                           ps,
+                           NULL};
+    st_daemon_extra = extra;
+    st_daemon_start(d, &M, 0, proto, "4mb", "10", "0");
+    struct crescent_store *w = st_store(&M, proto, 0); /* writes into the daemon's segment */
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(put_retry(w, i, st_now_ms() + 60000), 0, "put %d: %s", i,
+                     crescent_store_last_error());
+    }
+    crescent_store_destroy(w);
+    wait_done(c, n);
+    cr_assert_eq(st_daemon_stop(d), 0);
+    st_daemon_start(d, &M, 0, proto, "4mb", "10", "0");
+    st_daemon_extra = NULL;
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(disk_only(c, i), 1, "key %d is disk-only after the restart", i);
+    }
+}
+
+/* proto's metrics interface (crescent_store_metrics): 1 shm, 2 tcp, 3 other (fabric). */
+static int iface_of(const char *proto) {
+    return strcmp(proto, "shm") == 0 ? 1 : strcmp(proto, "tcp") == 0 ? 2 : 3;
+}
+
+static void staged_reads(const char *proto) {
+    st_master_start(&M, "--memory 0 --enable_offload yes --default_kv_lease_ttl 2000");
+    redisContext *c = st_redis(&M);
+    struct st_daemon d;
+    int http = st_daemon_free_port();
+    make_disk_only(&d, proto, 8, c, http);
+    char ep[128];
+    disk_endpoint(c, d.client_id, ep, sizeof(ep));
+    struct crescent_store *b = st_store(&M, proto, 0);
+    struct crescent_store_metrics m0, m1;
+    OK(crescent_store_metrics(b, &m0));
+    for (int i = 0; i < 8; i++) {
+        cr_assert_eq(get_exact(b, i), 0, "key %d through staging: %s", i,
+                     crescent_store_last_error());
+    }
+    OK(crescent_store_metrics(b, &m1));
+    int k = iface_of(proto);
+    cr_assert_eq(m1.read_bytes[k] - m0.read_bytes[k], 8ull * VAL,
+                 "the transfer engine (%s) moved every value", proto);
+    cr_assert_eq(m1.read_ops[k] - m0.read_ops[k], 8);
+    struct stage_stats s = raw_stats(ep);
+    cr_assert_eq(s.staged, 8);
+    cr_assert_eq(s.staged_bytes, 8ll * VAL);
+    cr_assert_eq(s.released, 8, "the reader released every staging buffer");
+    cr_assert_eq(s.in_use, 0);
+    cr_assert_eq(s.gc_freed, 0);
+    cr_assert_eq(s.cap, 1342177280ll, "MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES default");
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_staged_bytes_total"), 8ll * VAL);
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_staging_released_total"), 8);
+    crescent_store_destroy(b);
+    cr_assert_eq(st_daemon_stop(&d), 0);
+    redisFree(c);
+}
+
+Test(ssd, staged_reads_tcp) {
+    staged_reads("tcp");
+}
+
+Test(ssd, staged_reads_shm) {
+    staged_reads("shm");
+}
+
+/* 1 when the fabric transport is built and libfabric's tcp;ofi_rxm provider works. */
+static bool fabric_ok(void) {
+    struct crescent_xfer_engine *e = NULL;
+    struct crescent_xfer_opts o = CRESCENT_XFER_OPTS_INIT;
+    if (crescent_xfer_engine_create(&o, &e) < 0) {
+        return false;
+    }
+    bool ok = crescent_xfer_install(e, "fabric", NULL) == 0;
+    crescent_xfer_engine_destroy(e);
+    return ok;
+}
+
+Test(ssd, staged_reads_fabric) {
+    if (!fabric_ok()) {
+        cr_skip_test("no fabric transport or libfabric tcp;ofi_rxm provider");
+    }
+    staged_reads("fabric");
+}
+
+Test(ssd, gc_frees_an_unreleased_staging_buffer) {
+    setenv("MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS", "200", 1);
+    st_master_start(&M, "--memory 0 --enable_offload yes");
+    redisContext *c = st_redis(&M);
+    struct st_daemon d;
+    int http = st_daemon_free_port();
+    make_disk_only(&d, "tcp", 1, c, http);
+    char ep[128], k[32];
+    disk_endpoint(c, d.client_id, ep, sizeof(ep));
+    key_of(k, 0);
+    int fd = ep_connect(ep);
+    uint64_t id = 0;
+    cr_assert_eq(raw_stage(fd, k, VAL, &id), 0);
+    cr_assert_eq(raw_stats(ep).live, 1);
+    long long deadline = st_now_ms() + 30000;
+    while (raw_stats(ep).gc_freed < 1 && st_now_ms() < deadline) {
+        st_sleep_ms(100);
+    }
+    struct stage_stats s = raw_stats(ep);
+    cr_assert_eq(s.gc_freed, 1, "the GC freed the buffer nobody released");
+    cr_assert_eq(s.in_use, 0);
+    cr_assert_eq(s.live, 0);
+    cr_assert_eq(raw_release(fd, id), -ENOENT, "a late release finds nothing");
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_staging_gc_freed_total"), 1);
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_staging_bytes"), 0);
+    close(fd);
+    /* A normal read still works (and releases its buffer). */
+    struct crescent_store *b = st_store(&M, "tcp", 0);
+    cr_assert_eq(get_exact(b, 0), 0, "%s", crescent_store_last_error());
+    cr_assert_eq(raw_stats(ep).released, 1);
+    crescent_store_destroy(b);
+    cr_assert_eq(st_daemon_stop(&d), 0);
+    redisFree(c);
+}
+
+Test(ssd, bad_gc_ttl_is_a_start_up_error_naming_the_variable) {
+    setenv("MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS", "soon", 1);
+    st_master_start(&M, "--memory 0 --enable_offload yes");
+    struct crescent_store_config cfg = CRESCENT_STORE_CONFIG_INIT;
+    cfg.global_segment_size = SEG;
+    cfg.ssd_offload_path = dir_a;
+    struct crescent_store *st = NULL;
+    int rc = crescent_store_create(M.addr, &cfg, &st);
+    cr_assert_lt(rc, 0);
+    cr_assert_null(st);
+    cr_assert(strstr(crescent_store_last_error(), "MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS"),
+              "error names the variable: %s", crescent_store_last_error());
+    setenv("MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS", "0", 1);
+    rc = crescent_store_create(M.addr, &cfg, &st);
+    cr_assert_lt(rc, 0, "a TTL of 0 is refused");
+    cr_assert(strstr(crescent_store_last_error(), "MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS"));
+}
+
+Test(ssd, full_staging_area_is_a_clear_error_not_a_hang) {
+    setenv("MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES", "1048576", 1); /* 8 values of 128 KiB */
+    setenv("MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS", "600000", 1);  /* no GC in this test */
+    st_master_start(&M, "--memory 0 --enable_offload yes");
+    redisContext *c = st_redis(&M);
+    struct st_daemon d;
+    make_disk_only(&d, "tcp", 1, c, 0);
+    char ep[128], k[32];
+    disk_endpoint(c, d.client_id, ep, sizeof(ep));
+    key_of(k, 0);
+    int fd = ep_connect(ep);
+    uint64_t ids[16];
+    int n = 0;
+    int64_t status = 0;
+    while (n < 16 && (status = raw_stage(fd, k, VAL, &ids[n])) == 0) {
+        n++;
+    }
+    cr_assert_eq(n, 8, "1 MiB holds 8 staged 128 KiB values");
+    cr_assert_eq(status, -ENOSPC);
+    struct crescent_store *b = st_store(&M, "tcp", 0);
+    char *v = NULL;
+    size_t len = 0;
+    ERR(CRESCENT_STORE_ENO_AVAILABLE_HANDLE, crescent_store_get(b, k, (void **)&v, &len));
+    cr_assert(strstr(crescent_store_last_error(), "staging buffer is full"), "%s",
+              crescent_store_last_error());
+    cr_assert_geq(raw_stats(ep).refused_full, 2, "the reader retried");
+    cr_assert_eq(raw_release(fd, ids[0]), 0);
+    cr_assert_eq(get_exact(b, 0), 0, "room again: %s", crescent_store_last_error());
+    close(fd);
+    crescent_store_destroy(b);
+    cr_assert_eq(st_daemon_stop(&d), 0);
+    redisFree(c);
+}
+
+/* A fake owner: registers a client, mounts a disk at its own listener, reports key 0 as
+ * offloaded (a disk-only object), then dies (SIGKILL) when a reader's request arrives. */
+static pid_t fake_owner(int *ready_fd) {
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    cr_assert_eq(listen(lfd, 4), 0);
+    cr_assert_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+    char ep[64], k[32];
+    snprintf(ep, sizeof(ep), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+    key_of(k, 0);
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(p[0]);
+        const char *id = "0123456789abcdef0123456789abcdef";
+        redisContext *c = redisConnect("127.0.0.1", M.port);
+        freeReplyObject(redisCommand(c, "MC.REGISTER %s 127.0.0.1", id));
+        freeReplyObject(redisCommand(c, "MC.MOUNTDISK %s %s", id, ep));
+        redisReply *r = redisCommand(c, "MC.OFFLOADDONE %s %s %u", id, k, VAL);
+        char ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+                  r->element[0]->type == REDIS_REPLY_STATUS;
+        freeReplyObject(r);
+        if (write(p[1], &ok, 1) != 1) {
+            _exit(1);
+        }
+        int fd = accept(lfd, NULL, NULL);
+        char op;
+        if (fd >= 0 && recv(fd, &op, 1, 0) == 1) {
+            raise(SIGKILL); /* dies with the stage request in hand */
+        }
+        _exit(1);
+    }
+    close(lfd);
+    close(p[1]);
+    *ready_fd = p[0];
+    return pid;
+}
+
+Test(ssd, owner_dying_mid_stage_is_a_clear_error) {
+    st_master_start(&M, "--memory 0 --enable_offload yes");
+    int rfd;
+    pid_t pid = fake_owner(&rfd);
+    char ok = 0;
+    cr_assert_eq(read(rfd, &ok, 1), 1);
+    close(rfd);
+    cr_assert_eq(ok, 1, "the fake owner registered a disk-only key");
+    redisContext *c = st_redis(&M);
+    cr_assert_eq(disk_only(c, 0), 1);
+    struct crescent_store *b = st_store(&M, "tcp", 0);
+    char k[32], *v = NULL;
+    size_t len = 0;
+    key_of(k, 0);
+    ERR(CRESCENT_STORE_ETRANSFER_FAIL, crescent_store_get(b, k, (void **)&v, &len));
+    cr_assert(strstr(crescent_store_last_error(), "connection lost while staging"), "%s",
+              crescent_store_last_error());
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    crescent_store_destroy(b);
+    redisFree(c);
+}
+
+Test(ssd, promotion_after_n_reads_then_memory_reads) {
+    st_master_start(&M, "--memory 0 --enable_offload yes --default_kv_lease_ttl 2000 "
+                        "--promotion_on_hit yes --promotion_admission_threshold 3");
+    redisContext *c = st_redis(&M);
+    struct st_daemon d;
+    make_disk_only(&d, "tcp", 2, c, 0);
+    char ep[128];
+    disk_endpoint(c, d.client_id, ep, sizeof(ep));
+    struct crescent_store *b = st_store(&M, "tcp", 0);
+    for (int read = 1; read <= 2; read++) {
+        cr_assert_eq(get_exact(b, 0), 0, "read %d: %s", read, crescent_store_last_error());
+        cr_assert_eq(disk_only(c, 0), 1, "read %d of 3: not promoted yet", read);
+    }
+    cr_assert_eq(offload_stat(c, "promoted"), 0);
+    cr_assert_eq(get_exact(b, 0), 0, "read 3: %s", crescent_store_last_error());
+    cr_assert_eq(offload_stat(c, "promoted"), 1, "the third read was told to promote");
+    cr_assert_eq(disk_only(c, 0), 0, "key 0 has a memory replica again");
+    long long disk_reads = offload_stat(c, "disk_reads");
+    long long staged = raw_stats(ep).staged;
+    cr_assert_eq(disk_reads, 3);
+    cr_assert_eq(staged, 3);
+    cr_assert_eq(get_exact(b, 0), 0, "read 4: %s", crescent_store_last_error());
+    cr_assert_eq(offload_stat(c, "disk_reads"), disk_reads, "read 4 was a memory read");
+    cr_assert_eq(raw_stats(ep).staged, staged, "nothing staged for read 4");
+    /* Key 1 was not read three times: still on disk only. */
+    cr_assert_eq(get_exact(b, 1), 0);
+    cr_assert_eq(disk_only(c, 1), 1);
+    crescent_store_destroy(b);
+    cr_assert_eq(st_daemon_stop(&d), 0);
     redisFree(c);
 }

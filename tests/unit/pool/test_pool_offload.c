@@ -404,3 +404,61 @@ Test(pool_offload, promotion_gives_a_disk_only_object_memory_again) {
     pt_check();
     pt_destroy();
 }
+
+Test(pool_offload, read_hits_of_disk_only_objects_admit_promotion_at_the_threshold) {
+    struct pool_config cfg;
+    pool_config_default(&cfg);
+    cr_assert_eq(cfg.promotion_admission_threshold, 2, "Mooncake's default");
+    cfg.seed = 42;
+    cfg.enable_offload = 1;
+    cfg.promotion_on_hit = 1;
+    cfg.promotion_admission_threshold = 3;
+    pt_create(&cfg);
+    pt_client(1, "hostA", 0);
+    pt_client(2, "hostB", 0);
+    cr_assert_eq(pt_mount(2, "b", 0x20000000, 1 * MB, 0), 0);
+    cr_assert_eq(disk_mount(1, "127.0.0.1:7000"), 0);
+    cr_assert_eq(done(1, "p", OBJ, 0), 0);
+    put_on(2, "m", "b", 0); /* a memory object is never counted */
+    cr_assert_eq(pool_offload_read_hit(P, "m", 1), 0);
+    cr_assert_eq(pool_offload_read_hit(P, "absent", 6), 0);
+    struct pool_offload_stats st;
+    pool_offload_get_stats(P, &st);
+    cr_assert_eq(st.disk_reads, 0);
+    cr_assert_eq(pool_offload_read_hit(P, "p", 1), 0, "read 1 of 3");
+    cr_assert_eq(pool_offload_read_hit(P, "p", 1), 0, "read 2 of 3");
+    cr_assert_eq(pool_offload_read_hit(P, "p", 1), 1, "read 3: promote");
+    cr_assert_eq(pool_offload_read_hit(P, "p", 1), 1, "unpromoted: every later read says so");
+    struct pool_uuid id2 = pt_id(2);
+    struct pool_replica_desc d;
+    cr_assert_eq(pool_promote_start(P, &id2, "p", 1, 1, &d), 0);
+    cr_assert_eq(pool_offload_read_hit(P, "p", 1), 0, "a promotion in flight: no second one");
+    cr_assert_eq(pool_copy_revoke(P, &id2, "p", 1, 2), 0);
+    /* The promotion reset the count: three more reads. */
+    cr_assert_eq(pool_offload_read_hit(P, "p", 1), 0);
+    cr_assert_eq(pool_offload_read_hit(P, "p", 1), 0);
+    cr_assert_eq(pool_offload_read_hit(P, "p", 1), 1);
+    cr_assert_eq(pool_promote_start(P, &id2, "p", 1, 3, &d), 0);
+    cr_assert_eq(pool_copy_end(P, &id2, "p", 1, 4), 0);
+    cr_assert_eq(pool_offload_read_hit(P, "p", 1), 0, "in memory: not counted");
+    pool_offload_get_stats(P, &st);
+    cr_assert_eq(st.disk_reads, 8);
+    pt_check();
+    pt_destroy();
+    /* promotion_on_hit off: counted, never admitted. */
+    pool_config_default(&cfg);
+    cfg.seed = 42;
+    cfg.enable_offload = 1;
+    cfg.promotion_admission_threshold = 1;
+    pt_create(&cfg);
+    pt_client(1, "hostA", 0);
+    cr_assert_eq(disk_mount(1, "127.0.0.1:7000"), 0);
+    cr_assert_eq(done(1, "p", OBJ, 0), 0);
+    cr_assert_eq(pool_offload_read_hit(P, "p", 1), 0);
+    pool_offload_get_stats(P, &st);
+    cr_assert_eq(st.disk_reads, 1);
+    pt_destroy();
+    cfg.promotion_admission_threshold = 0;
+    struct pool *bad = NULL;
+    cr_assert_eq(pool_create(&cfg, &bad), POOL_EINVALID_PARAMS, "threshold 0 is refused");
+}
