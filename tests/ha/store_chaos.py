@@ -143,7 +143,10 @@ def main():
                 if os.path.exists(m.log):
                     print("---- master %d" % m.idx)
                     print(open(m.log).read()[-4000:], end="")
-        tmp.remove()
+        if os.environ.get("CRESCENT_KEEP_TMP"):
+            print("logs kept in %s" % tmp.path)
+        else:
+            tmp.remove()
     return rc
 
 

@@ -119,6 +119,7 @@ class Master:
                      "--client_live_ttl_sec", str(GRACE_S), "--logfile", self.log]
         if memory is not None:
             self.args += ["--memory", memory]
+        self.args += os.environ.get("CRESCENT_MASTER_ARGS", "").split()  # e.g. --loglevel verbose
         if os.environ.get("CRESCENT_IO_BACKEND"):  # make test runs both network backends
             self.args += ["--io-backend", os.environ["CRESCENT_IO_BACKEND"]]
         self.addr = "127.0.0.1:%d" % self.port
