@@ -215,6 +215,62 @@ def follow(cluster, master, tmp, kind):
           "no sanitizer report from the application")
 
 
+def daemon_remount(tmp, backend, master):
+    """Masters without an op-log (a new leader starts empty): crescent-client --master URI
+    remounts its segment on the new leader."""
+    print("crescent-client --master %s, masters without an op-log" % master)
+    cid = cluster_id() + "-nolog"
+    masters = [T.Master(tmp, i, backend, "", cid) for i in (11, 12)]
+    cluster = T.Cluster(masters)
+    for m in masters:
+        m.start()
+    leader, epoch, _ = cluster.wait_leader()
+    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    if leader is None:
+        return
+    log = os.path.join(tmp, "daemon.log")
+    d = subprocess.Popen([os.path.join(H.BUILD, "bin", "crescent-client"), "--master", master,
+                          "--port", str(H.free_port()), "--global_segment_size", "16mb",
+                          "--local_buffer_size", "1mb", "--logfile", log],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=app_env(cid))
+    H._children.append(d)
+    ready = d.stdout.readline().strip()
+    check(ready.startswith("crescent-client ready: client "), "the daemon joined: %s" % ready)
+    if not ready.startswith("crescent-client ready"):
+        return
+    seg = ready.split()[5]
+
+    def mounted(m):
+        try:
+            return any(T.fields(s).get("name") == seg for s in T.call1(m.port, "MC.SEGMENTS"))
+        except (OSError, ConnectionError):
+            return False
+    check(mounted(leader), "its segment %s is mounted on the leader" % seg)
+    leader.proc.send_signal(signal.SIGKILL)
+    leader.proc.wait()
+    new, epoch, took = cluster.wait_leader(exclude=leader)
+    check(new is not None, "a new leader serves after %.1f s (epoch %s)" % (took or 0, epoch))
+    t0 = time.time()
+    while new is not None and time.time() - t0 < 15 and not mounted(new):
+        time.sleep(0.2)
+    check(new is not None and mounted(new), "the daemon remounted %s on the empty new leader "
+          "within %.1f s" % (seg, time.time() - t0))
+    text = open(log).read() if os.path.exists(log) else ""
+    check("remounted 1 segment" in text, "its log says so")
+    d.send_signal(signal.SIGTERM)
+    try:
+        d.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        d.kill()
+        d.wait()
+    check(d.returncode == 0, "the daemon exits 0 on SIGTERM (rc %s)" % d.returncode)
+    for m in masters:
+        if m.alive():
+            m.proc.terminate()
+            m.proc.wait()
+
+
 def cluster_id():
     return "client-follow-%d" % os.getpid()
 
@@ -249,6 +305,8 @@ def main():
         t0 = time.time()
         bad_addresses(kind, master, cluster_id(), tmp.path)
         follow(cluster, master, tmp.path, kind)
+        if kind == "redis":
+            daemon_remount(tmp.path, backend, master)
         print("client follows the leader (%s): %d failures in %.1f s"
               % (kind, len(failures), time.time() - t0))
         ok = not failures
