@@ -30,6 +30,7 @@
 struct cli_leader {
     struct ha_elector *obs; /* observe-only elector: the watch thread and on-demand reads */
     char uri[1024];         /* the backend URI handed to ha/ (';' became ',') */
+    char shown[1024];       /* the address as given, password masked: for messages */
     char cluster[256];      /* MC_STORE_CLUSTER_ID */
     uint64_t epoch;         /* epoch of the leader st points at (under st->addr_mu) */
 };
@@ -147,7 +148,7 @@ int cli__leader_resolve(struct crescent_store *st) {
     char err[512];
     int rc = ha_elector_get_holder(st->leader->obs, &view, err, sizeof(err));
     if (rc < 0) {
-        return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s: %s", st->leader->uri, err);
+        return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s: %s", st->leader->shown, err);
     }
     rc = cli_leader_take(st, view.holder, view.epoch);
     if (rc == 1) {
@@ -185,7 +186,7 @@ bool cli__failover_wait(struct crescent_store *st, uint64_t *deadline, uint32_t 
 /* The backend URI of an HA form for ha/: Mooncake's ';' between etcd endpoints becomes ','. */
 static int cli_leader_uri(struct cli_leader *l, const char *master) {
     if (strlen(master) >= sizeof(l->uri)) {
-        return cli_fail(EINVAL, "master address '%.64s...' is too long", master);
+        return cli_fail(EINVAL, "master address '%.64s...' is too long", l->shown);
     }
     strcpy(l->uri, master);
     for (char *p = l->uri; *p; p++) {
@@ -205,7 +206,7 @@ static int cli_leader_uri(struct cli_leader *l, const char *master) {
 
 /* Waits (up to the fail-over window) until the record names a leader. Returns 0 or a negative
  * code (cli_fail). */
-static int cli_leader_first(struct crescent_store *st, const char *master) {
+static int cli_leader_first(struct crescent_store *st) {
     uint64_t deadline = cm_mono_ms() + st->failover_ms;
     for (;;) {
         int rc = cli__leader_resolve(st);
@@ -221,7 +222,7 @@ static int cli_leader_first(struct crescent_store *st, const char *master) {
                             "master %s: no leader of cluster '%s' recorded within %u ms "
                             "(MC_STORE_CLUSTER_ID must be the masters' --cluster_id, a k8s:// "
                             "Lease theirs; is a master running?)",
-                            master, st->leader->cluster, st->failover_ms);
+                            st->leader->shown, st->leader->cluster, st->failover_ms);
         }
         uint64_t left = deadline - now;
         usleep((useconds_t)(left < CLI_FAILOVER_POLL ? left : CLI_FAILOVER_POLL) * 1000);
@@ -231,11 +232,12 @@ static int cli_leader_first(struct crescent_store *st, const char *master) {
 /* Opens the leader view of an HA form: checks the URI, opens the backend (reachability and
  * credentials are checked here, bounded by ha/'s 3 s I/O timeout), waits for a recorded leader
  * and points st at it. Returns 0 or a negative code (cli_fail). */
-static int cli_leader_open(struct crescent_store *st, const char *master) {
+static int cli_leader_open(struct crescent_store *st, const char *master, const char *shown) {
     st->leader = calloc(1, sizeof(*st->leader));
     if (st->leader == NULL) {
         return cli_fail(ENOMEM, "out of memory");
     }
+    snprintf(st->leader->shown, sizeof(st->leader->shown), "%s", shown);
     int rc = cli_leader_uri(st->leader, master);
     if (rc < 0) {
         return rc;
@@ -253,15 +255,29 @@ static int cli_leader_open(struct crescent_store *st, const char *master) {
     rc = ha_elector_create(&cfg, &st->leader->obs, err, sizeof(err));
     if (rc < 0) {
         bool bad = rc == -CM_EBAD_URI || rc == -EINVAL;
-        return cli_fail(bad ? EINVAL : CRESCENT_STORE_ERPC_FAIL, "master address '%s': %s", master,
+        return cli_fail(bad ? EINVAL : CRESCENT_STORE_ERPC_FAIL, "master address '%s': %s", shown,
                         err);
     }
-    rc = cli_leader_first(st, master);
+    rc = cli_leader_first(st);
     if (rc < 0) {
         return rc;
     }
     rc = ha_elector_start(st->leader->obs);
-    return rc < 0 ? cli_fail(-rc, "master %s: cannot start the leader watch", master) : 0;
+    return rc < 0 ? cli_fail(-rc, "master %s: cannot start the leader watch", shown) : 0;
+}
+
+/* Copies the address in into out (cap bytes) with the password of "scheme://user:password@"
+ * replaced by "***", so messages and logs never show it. */
+static void cli_mask_password(const char *in, char *out, size_t cap) {
+    const char *auth = strstr(in, "://");
+    auth = auth != NULL ? auth + 3 : in;
+    const char *slash = strchr(auth, '/'), *at = strchr(auth, '@');
+    const char *colon = at != NULL ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    if (at == NULL || (slash != NULL && slash < at) || colon == NULL) {
+        snprintf(out, cap, "%s", in);
+        return;
+    }
+    snprintf(out, cap, "%.*s***%s", (int)(colon + 1 - in), in, at);
 }
 
 /* Parses the master address (any form above) into st; for an HA form opens the leader view
@@ -277,6 +293,8 @@ int cli__master_open(struct crescent_store *st, const char *master, uint32_t fai
                    ? 0
                    : cli_fail(EINVAL, "master address '%s' is not host:port", master);
     }
+    char shown[1024];
+    cli_mask_password(master, shown, sizeof(shown));
     size_t sl = (size_t)(sep - master);
     if (!((sl == 5 && memcmp(master, "redis", 5) == 0) ||
           (sl == 4 && memcmp(master, "etcd", 4) == 0) ||
@@ -285,9 +303,9 @@ int cli__master_open(struct crescent_store *st, const char *master, uint32_t fai
                         "master address '%s': unknown scheme '%.*s' (use host:port, "
                         "redis://host:port, etcd://host:port[;host:port...] or "
                         "k8s://[namespace/]lease)",
-                        master, (int)(sl < 32 ? sl : 32), master);
+                        shown, (int)(sl < 32 ? sl : 32), master);
     }
-    return cli_leader_open(st, master);
+    return cli_leader_open(st, master, shown);
 }
 
 /* Stops the leader watch and frees the leader view (NULL view accepted). Called from destroy
@@ -300,7 +318,8 @@ void cli__master_close(struct crescent_store *st) {
     }
 }
 
-/* The cluster id and backend URI of st's leader view, for messages ("" without one). */
+/* The backend address of st's leader view as given, password masked, for messages ("" without
+ * one). */
 const char *cli__leader_desc(const struct crescent_store *st) {
-    return st->leader != NULL ? st->leader->uri : "";
+    return st->leader != NULL ? st->leader->shown : "";
 }

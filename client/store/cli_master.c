@@ -523,7 +523,7 @@ int cli__ping_start(struct crescent_store *st) {
 void cli__ping_stop(struct crescent_store *st) {
     if (st->ping_started) {
         pthread_mutex_lock(&st->ping_mu);
-        st->stop = true;
+        __atomic_store_n(&st->stop, true, __ATOMIC_RELAXED); /* read by cli__failover_wait */
         pthread_cond_broadcast(&st->ping_cv);
         pthread_mutex_unlock(&st->ping_mu);
         pthread_join(st->ping_thr, NULL);
