@@ -5,7 +5,8 @@
  *   client_follow run MASTER       puts and gets checksummed objects until told to stop
  *   client_follow create MASTER MS create with failover_timeout_ms MS and report how it went
  * run prints "READY <client-id> <segment>", then "PROGRESS acked=N failed=F gets=G getfail=H
- * ms=<monotonic ms of the last acknowledged put>" every 100 ms, "FAIL put|get <i> <code> <msg>"
+ * ms=<monotonic ms of the last acknowledged put>" every 100 ms, "GAP <ms> <ms>" when two
+ * acknowledged puts are 500 ms or more apart (a fail-over), "FAIL put|get <i> <code> <msg>"
  * per failed call, "BAD <key> ..." for a get whose bytes are wrong and "LOG <line>" for the
  * library's log lines. On "check" from stdin it stops putting, reads back every acknowledged
  * object and prints "VERIFY acked=N ok=M bad=B missing=X other=O health=H"; on "quit" it
@@ -119,8 +120,8 @@ static int cf_check(struct crescent_store *st, unsigned i, unsigned char *want) 
         cf_say("FAIL get %u %s %s\n", i, crescent_store_err_name(rc), crescent_store_last_error());
         return rc == -CRESCENT_STORE_EOBJECT_NOT_FOUND ? 2 : 3;
     }
-    int bad = got_n != n || memcmp(got, want, n) != 0 || cf_sum(got, got_n - 4) !=
-                                                             *(const uint32_t *)((char *)got + got_n - 4);
+    int bad = got_n != n || memcmp(got, want, n) != 0 ||
+              cf_sum(got, got_n - 4) != *(const uint32_t *)((char *)got + got_n - 4);
     if (bad) {
         cf_say("BAD %s size %zu want %zu\n", key, got_n, n);
     }
@@ -135,9 +136,13 @@ static void cf_put_one(struct cf_run *r, unsigned char *v, unsigned char *tmp) {
     size_t size = cf_value(i, v);
     int rc = crescent_store_put(r->st, key, v, size, &r->rc);
     if (rc == 0) {
+        uint64_t now = cf_ms();
+        if (r->last_ok_ms != 0 && now - r->last_ok_ms >= 500) {
+            cf_say("GAP %llu %llu\n", (unsigned long long)r->last_ok_ms, (unsigned long long)now);
+        }
         r->acked[i] = 1;
         r->n_acked++;
-        r->last_ok_ms = cf_ms();
+        r->last_ok_ms = now;
     } else {
         r->failed++;
         cf_say("FAIL put %u %s %s\n", i, crescent_store_err_name(rc), crescent_store_last_error());
@@ -197,8 +202,8 @@ static int cf_run_mode(const char *master) {
         usleep(CF_PAUSE_US);
         if (cf_ms() - last >= 100) {
             last = cf_ms();
-            cf_say("PROGRESS acked=%u failed=%u gets=%u getfail=%u ms=%llu\n", r.n_acked,
-                   r.failed, r.gets, r.getfail, (unsigned long long)r.last_ok_ms);
+            cf_say("PROGRESS acked=%u failed=%u gets=%u getfail=%u ms=%llu\n", r.n_acked, r.failed,
+                   r.gets, r.getfail, (unsigned long long)r.last_ok_ms);
         }
     }
     while (atomic_load(&cf_state) == 0) {
