@@ -267,7 +267,7 @@ static int cli_command_fns(struct crescent_store *st, redisContext **slot, int a
                 continue;
             }
             char why[160];
-            snprintf(why, sizeof(why), "%s", crescent_store_last_error());
+            snprintf(why, sizeof(why), "lost the connection: %s", crescent_store_last_error());
             free(req);
             return cli_no_master(st, why, window_ms);
         }
