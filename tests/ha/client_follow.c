@@ -120,8 +120,11 @@ static int cf_check(struct crescent_store *st, unsigned i, unsigned char *want) 
         cf_say("FAIL get %u %s %s\n", i, crescent_store_err_name(rc), crescent_store_last_error());
         return rc == -CRESCENT_STORE_EOBJECT_NOT_FOUND ? 2 : 3;
     }
-    int bad = got_n != n || memcmp(got, want, n) != 0 ||
-              cf_sum(got, got_n - 4) != *(const uint32_t *)((char *)got + got_n - 4);
+    uint32_t sum = 0;
+    if (got_n >= 4) {
+        memcpy(&sum, (const char *)got + got_n - 4, 4);
+    }
+    int bad = got_n != n || memcmp(got, want, n) != 0 || cf_sum(got, got_n - 4) != sum;
     if (bad) {
         cf_say("BAD %s size %zu want %zu\n", key, got_n, n);
     }

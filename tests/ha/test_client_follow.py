@@ -267,11 +267,17 @@ def daemon_remount(tmp, backend, master):
     except subprocess.TimeoutExpired:
         d.kill()
         d.wait()
+    rest = d.stdout.read()
     check(d.returncode == 0, "the daemon exits 0 on SIGTERM (rc %s)" % d.returncode)
+    check("Sanitizer" not in rest and "runtime error:" not in rest,
+          "no sanitizer report from the daemon")
     for m in masters:
         if m.alive():
             m.proc.terminate()
             m.proc.wait()
+    logs = "".join(open(m.log + ".err").read() for m in masters if os.path.exists(m.log + ".err"))
+    check("Sanitizer" not in logs and "runtime error:" not in logs,
+          "no sanitizer report from those masters")
 
 
 def cluster_id():
@@ -310,6 +316,14 @@ def main():
         follow(cluster, master, tmp.path, kind)
         if kind == "redis":
             daemon_remount(tmp.path, backend, master)
+        for m in masters:
+            if m.alive():
+                m.proc.terminate()
+                m.proc.wait()
+        logs = "".join(open(f).read() for m in masters for f in (m.log + ".err",)
+                       if os.path.exists(f))
+        check("Sanitizer" not in logs and "runtime error:" not in logs,
+              "no sanitizer report from the masters")
         print("client follows the leader (%s): %d failures in %.1f s"
               % (kind, len(failures), time.time() - t0))
         ok = not failures
