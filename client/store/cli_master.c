@@ -192,11 +192,16 @@ static void cli_drop_stale(struct crescent_store *st, redisContext **slot) {
 
 /* The error of a command that found no master: with an HA form, after the fail-over window. */
 static int cli_no_master(struct crescent_store *st, const char *why, uint32_t window_ms) {
+    char host[sizeof(st->host)];
+    pthread_mutex_lock(&st->addr_mu); /* the leader view may move it meanwhile */
+    memcpy(host, st->host, sizeof(host));
+    int port = st->port;
+    pthread_mutex_unlock(&st->addr_mu);
     if (st->leader == NULL)
-        return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d %s", st->host, st->port, why);
+        return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d %s", host, port, why);
     return cli_fail(CRESCENT_STORE_ERPC_FAIL,
                     "master: no leader reachable through %s within %u ms (last tried %s:%d: %s)",
-                    cli__leader_desc(st), window_ms, st->host, st->port, why);
+                    cli__leader_desc(st), window_ms, host, port, why);
 }
 
 /* Sends the formatted request on *slot and reads one reply (built with fns when not NULL).

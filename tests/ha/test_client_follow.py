@@ -344,7 +344,7 @@ def main():
             ap = os.path.join(tmp.path, "app.err")
             if os.path.exists(ap):
                 print("---- application stderr")
-                print(open(ap).read()[-3000:], end="")
+                print(open(ap).read()[-12000:], end="")
         tmp.remove()
     return 0 if ok else 1
 
