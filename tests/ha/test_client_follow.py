@@ -176,7 +176,7 @@ def follow(cluster, master, tmp, kind):
         while time.time() - t1 < 60 and app.last_ok_ms() <= t_kill and app.p.poll() is None:
             time.sleep(0.1)
         ok = app.last_ok_ms() > t_kill and app.wait_acked(app.acked() + 50, timeout=60)
-        gap = [b for a, b in app.gaps if a <= t_kill < b]
+        gap = [b for a, b in app.gaps if t_kill < b]  # the first pause that ends after the kill
         check(ok,
               "puts go on through the new leader (%d acknowledged; the first after the kill "
               "at +%s ms)" % (app.acked(), gap[0] - t_kill if gap else "?"))
