@@ -57,24 +57,28 @@ $(BUILD)/lib/libxfer.a: $(XFER_OBJS)
 # with hiredis.
 CLI_STORE_SRCS := $(sort $(wildcard client/store/*.c))
 CLI_STORE_OBJS := $(call objs,$(CLI_STORE_SRCS))
-# The SSD tier of a real client (client/store/cli_ssd.c) uses storage/ (libsto).
-CLI_STORE_LIBS := $(shell pkg-config --libs hiredis liburing) -lpthread
+# The SSD tier of a real client (client/store/cli_ssd.c) uses storage/ (libsto); the leader view
+# of the HA master address forms (client/store/cli_leader.c) uses ha/ (libha.a, whose objects
+# stay local to libcrescent.so through client/libcrescent.map).
+CLI_HA_LIB     := $(BUILD)/lib/libha.a
+CLI_STORE_LIBS := $(shell pkg-config --libs hiredis liburing libcurl jansson yaml-0.1) -lpthread
 CLI_STO_OBJS   := $(call objs,$(wildcard storage/*.c))
 ALL_SRCS += $(CLI_STORE_SRCS)
 $(CLI_STORE_OBJS): MOD_CFLAGS += -fvisibility=hidden $(shell pkg-config --cflags hiredis)
 CRESCENT_SO_OBJS := $(XFER_OBJS) $(CLI_STORE_OBJS) $(CLI_STO_OBJS) $(COMMON_OBJS)
 LIBS_OUT += $(BUILD)/lib/libcrescent.so $(BUILD)/lib/libcrescent.a
 
-$(BUILD)/lib/libcrescent.so.0: $(CRESCENT_SO_OBJS) client/libcrescent.map
+$(BUILD)/lib/libcrescent.so.0: $(CRESCENT_SO_OBJS) $(CLI_HA_LIB) client/libcrescent.map
 	$(LINK) -shared -Wl,-soname,libcrescent.so.0 -Wl,--version-script=client/libcrescent.map \
-	    -Wl,-z,defs $(CRESCENT_SO_OBJS) $(XFER_LIBS) $(CLI_STORE_LIBS)
+	    -Wl,-z,defs $(CRESCENT_SO_OBJS) $(CLI_HA_LIB) $(XFER_LIBS) $(CLI_STORE_LIBS)
 
 $(BUILD)/lib/libcrescent.so: $(BUILD)/lib/libcrescent.so.0
 	@ln -sf libcrescent.so.0 $@
 
-$(BUILD)/lib/libcrescent.a: $(CRESCENT_SO_OBJS)
+# The static library carries the ha/ objects too (HA_OBJS, from ha/module.mk at recipe time).
+$(BUILD)/lib/libcrescent.a: $(CRESCENT_SO_OBJS) $(CLI_HA_LIB)
 	@mkdir -p $(dir $@)
-	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
+	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $(CRESCENT_SO_OBJS) $(HA_OBJS)
 
 # ---- crescent-client: the standalone real client daemon (client/daemon/, prefix cli_d_) ----
 # Linked with the store client objects (not the shared library): it uses their internals for
@@ -85,7 +89,7 @@ ALL_SRCS   += $(CLI_D_SRCS)
 BINS       += $(BUILD)/bin/crescent-client
 $(call objs,$(CLI_D_SRCS)): MOD_CFLAGS += $(shell pkg-config --cflags hiredis libmicrohttpd)
 
-$(BUILD)/bin/crescent-client: $(call objs,$(CLI_D_SRCS)) $(CLI_STORE_OBJS) \
+$(BUILD)/bin/crescent-client: $(call objs,$(CLI_D_SRCS)) $(CLI_STORE_OBJS) $(CLI_HA_LIB) \
                               $(BUILD)/lib/libxfer.a $(RC_LIB) $(BUILD)/lib/libsto.a \
                               $(BUILD)/lib/libcm.a
 	$(LINK) $^ $(XFER_LIBS) $(CLI_STORE_LIBS) $(shell pkg-config --libs libmicrohttpd) \
@@ -97,7 +101,7 @@ ALL_SRCS += $(XFER_BENCH_SRCS)
 BINS     += $(BUILD)/bin/crescent-bench
 $(call objs,$(XFER_BENCH_SRCS)): MOD_CFLAGS += $(XFER_DEFS)
 
-$(BUILD)/bin/crescent-bench: $(call objs,$(XFER_BENCH_SRCS)) $(CLI_STORE_OBJS) \
+$(BUILD)/bin/crescent-bench: $(call objs,$(XFER_BENCH_SRCS)) $(CLI_STORE_OBJS) $(CLI_HA_LIB) \
                              $(BUILD)/lib/libxfer.a $(BUILD)/lib/libsto.a $(BUILD)/lib/libcm.a
 	$(LINK) $^ $(XFER_LIBS) $(CLI_STORE_LIBS) -lm
 

@@ -56,7 +56,7 @@ struct cli_d_opts {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: crescent-client [--master HOST:PORT] [--protocol tcp|shm|fabric|rdma]\n"
+    fprintf(f, "usage: crescent-client [--master ADDR] [--protocol tcp|shm|fabric|rdma]\n"
                "                       [--device_names LIST] [--host HOST] [--port N]\n"
                "                       [--global_segment_size SIZE] [--local_buffer_size SIZE]\n"
                "                       [--ssd_offload_path DIR] [--client_live_ttl_sec N]\n"
@@ -77,7 +77,11 @@ static void help(void) {
         "the bytes straight between the pool and the peers' segments.\n"
         "\n"
         "Options:\n"
-        "  --master HOST:PORT         crescent-master (default 127.0.0.1:50051);\n"
+        "  --master ADDR              crescent-master: HOST:PORT (default 127.0.0.1:50051),\n"
+        "                             or the election backend of an HA group of masters,\n"
+        "                             redis://HOST:PORT, etcd://HOST:PORT[;HOST:PORT...] or\n"
+        "                             k8s://[NAMESPACE/]LEASE, whose leader is followed\n"
+        "                             (cluster id: $MC_STORE_CLUSTER_ID, default crescent);\n"
         "                             --master_server_address is an alias\n"
         "  --protocol P               transfer protocol: tcp (default), shm, fabric, rdma\n"
         "  --device_names LIST        NICs for fabric / rdma, comma-separated (default any)\n"
@@ -228,6 +232,23 @@ static const struct option cli_d_longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* --master: HOST:PORT, or an HA group's election backend (redis://, etcd://, k8s://; the
+ * store checks the rest). Returns 0 or the usage error's exit status. */
+static int cli_d_master_ok(const char *v) {
+    const char *sep = strstr(v, "://");
+    if (sep == NULL) {
+        return strchr(v, ':') ? 0 : usage_error("--master: '%s' is not HOST:PORT", v);
+    }
+    size_t n = (size_t)(sep - v);
+    if ((n == 5 && !strncmp(v, "redis", 5)) || (n == 4 && !strncmp(v, "etcd", 4)) ||
+        (n == 3 && !strncmp(v, "k8s", 3))) {
+        return 0;
+    }
+    return usage_error("--master: unknown scheme in '%s' (HOST:PORT, redis://HOST:PORT, "
+                       "etcd://HOST:PORT[;HOST:PORT...] or k8s://[NAMESPACE/]LEASE)",
+                       v);
+}
+
 /* gflags' booleans: true / false, 1 / 0, yes / no, t / f, y / n (any case). -1 otherwise. */
 static int parse_bool(const char *s) {
     static const char *const yes[] = {"true", "1", "yes", "t", "y"}, *const no[] = {"false", "0",
@@ -260,7 +281,7 @@ static int parse_value(int c, const char *v, struct cli_d_opts *o) {
         return parse_long("--http_port", v, 0, 65535, &o->http_port);
     case OPT_MASTER:
         o->master = v;
-        return strchr(v, ':') ? 0 : usage_error("--master: '%s' is not HOST:PORT", v);
+        return cli_d_master_ok(v);
     case OPT_PROTOCOL:
         o->protocol = v;
         return !strcmp(v, "tcp") || !strcmp(v, "shm") || !strcmp(v, "fabric") || !strcmp(v, "rdma")

@@ -4,6 +4,8 @@
  * retry on a broken connection; requests written in RESP by cli_format, replies read by
  * hiredis), error replies mapped to CRESCENT_STORE_E* codes, replica descriptor parsing (RESP2
  * flat maps), remount, and the 1 s ping thread that follows NEED_REMOUNT and a restarted master.
+ * With an HA address form (cli_leader.c) a command that finds no leader waits for one up to the
+ * fail-over window and is then sent again; the ping thread pings a new leader at once.
  */
 #include "common/fmacros.h"
 
@@ -130,16 +132,20 @@ static char *cli_format(int argc, const char **argv, const size_t *lens, size_t 
     return buf;
 }
 
-#define CLI_MAX_REDIRECTS 100 /* -NOTLEADER / -LOADING answers followed per command */
-#define CLI_REDIRECT_WAIT 200 /* ms before asking again when no leader is known */
+#define CLI_MAX_REDIRECTS 100  /* -NOTLEADER / -LOADING answers followed per command (host:port) */
+#define CLI_REDIRECT_WAIT 200  /* ms before asking again when no leader is known */
+#define CLI_PING_WINDOW   1000 /* ms a ping waits for a leader (HA forms); the next ping retries */
 
 /*
  * HA masters (docs/ha.md): a standby answers "-NOTLEADER host:port" (or "-NOTLEADER none ..."
  * while no leader is known) and a leader replaying its op-log "-LOADING ...". Points st at the
- * named leader and returns 0 (ask again at once), returns CLI_REDIRECT_WAIT (ask again after a
- * pause), or -1 for any other reply. A refused command was not executed, so repeating it is safe.
+ * named leader and returns 0 (ask again at once), returns CLI_REDIRECT_WAIT with *unknown set
+ * when the standby names nobody (ask again after a pause; with an HA address form, after a look
+ * at the election record), or -1 for any other reply. A refused command was not executed, so
+ * repeating it is safe.
  */
-static int cli_redirect(struct crescent_store *st, const redisReply *r) {
+static int cli_redirect(struct crescent_store *st, const redisReply *r, bool *unknown) {
+    *unknown = false;
     if (r->type != REDIS_REPLY_ERROR)
         return -1;
     if (r->len >= 8 && memcmp(r->str, "LOADING ", 8) == 0)
@@ -148,96 +154,153 @@ static int cli_redirect(struct crescent_store *st, const redisReply *r) {
         return -1;
     const char *a = r->str + 10, *end = r->str + r->len;
     const char *sp = memchr(a, ' ', (size_t)(end - a));
-    if (sp != NULL)
-        end = sp;
-    const char *colon = NULL;
-    for (const char *q = a; q < end; q++)
-        if (*q == ':')
-            colon = q;
-    size_t hl = colon != NULL ? (size_t)(colon - a) : 0;
-    if (hl >= 2 && a[0] == '[' && a[hl - 1] == ']') { /* [v6]:port */
-        a++;
-        hl -= 2;
-    }
-    char *pe;
-    long port = colon != NULL ? strtol(colon + 1, &pe, 10) : 0;
-    if (colon == NULL || hl == 0 || hl >= sizeof(st->host) || pe != end || port < 1 || port > 65535)
-        return CLI_REDIRECT_WAIT; /* "none": the standby knows no leader yet */
-    pthread_mutex_lock(&st->addr_mu);
-    memcpy(st->host, a, hl);
-    st->host[hl] = '\0';
-    st->port = (int)port;
-    pthread_mutex_unlock(&st->addr_mu);
-    return 0;
+    if (cli__set_master(st, a, (size_t)((sp != NULL ? sp : end) - a)) == 0)
+        return 0;
+    *unknown = true; /* "none": the standby knows no leader yet */
+    return CLI_REDIRECT_WAIT;
 }
 
+/* Whether to ask again after a redirect: with a host:port address up to CLI_MAX_REDIRECTS
+ * times (pausing wait_ms), with an HA form within the fail-over window (pausing after the
+ * third redirect in a row, so two masters naming each other cannot spin). */
+static bool cli_follow(struct crescent_store *st, int wait_ms, bool unknown, int *redirects,
+                       uint64_t *deadline, uint32_t window_ms) {
+    if (st->leader == NULL) {
+        if ((*redirects)++ >= CLI_MAX_REDIRECTS)
+            return false;
+        if (wait_ms > 0)
+            usleep((useconds_t)wait_ms * 1000);
+        return true;
+    }
+    bool pause = wait_ms > 0 || ++*redirects > 3;
+    return cli__failover_wait(st, deadline, window_ms, unknown, pause);
+}
+
+/* HA forms: drops *slot when it is connected to another master than st's current address (the
+ * leader view moved on), so the next command goes to the new leader at once. */
+static void cli_drop_stale(struct crescent_store *st, redisContext **slot) {
+    if (st->leader == NULL || *slot == NULL || (*slot)->tcp.host == NULL)
+        return;
+    pthread_mutex_lock(&st->addr_mu);
+    bool stale = (*slot)->tcp.port != st->port || strcmp((*slot)->tcp.host, st->host) != 0;
+    pthread_mutex_unlock(&st->addr_mu);
+    if (stale) {
+        redisFree(*slot);
+        *slot = NULL;
+    }
+}
+
+/* The error of a command that found no master: with an HA form, after the fail-over window. */
+static int cli_no_master(struct crescent_store *st, const char *why, uint32_t window_ms) {
+    char host[sizeof(st->host)];
+    pthread_mutex_lock(&st->addr_mu); /* the leader view may move it meanwhile */
+    memcpy(host, st->host, sizeof(host));
+    int port = st->port;
+    pthread_mutex_unlock(&st->addr_mu);
+    if (st->leader == NULL)
+        return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d %s", host, port, why);
+    return cli_fail(CRESCENT_STORE_ERPC_FAIL,
+                    "master: no leader reachable through %s within %u ms (last tried %s:%d: %s)",
+                    cli__leader_desc(st), window_ms, host, port, why);
+}
+
+/* Sends the formatted request on *slot and reads one reply (built with fns when not NULL).
+ * Returns the reply, or NULL on an I/O error (then *slot is freed and NULL). */
+static void *cli_roundtrip(redisContext **slot, const char *req, size_t flen,
+                           redisReplyObjectFunctions *fns) {
+    redisReplyObjectFunctions *saved = (*slot)->reader->fn;
+    if (fns != NULL) {
+        (*slot)->reader->fn = fns;
+    }
+    void *r = NULL;
+    struct cli_nopipe np;
+    cli_nopipe_begin(&np);
+    int ok = redisAppendFormattedCommand(*slot, req, flen) == REDIS_OK &&
+             redisGetReply(*slot, &r) == REDIS_OK && r != NULL;
+    cli_nopipe_end(&np);
+    if (!ok) {
+        cli_fail(CRESCENT_STORE_ERPC_FAIL, "%s", (*slot)->errstr);
+        redisFree(*slot); /* with fns still set: it frees a partial reply of fns */
+        *slot = NULL;
+        return NULL;
+    }
+    (*slot)->reader->fn = saved;
+    return r;
+}
+
+/*
+ * One command with the master side of fail-over: a broken connection is reopened and the
+ * command sent again (once with a host:port address; with an HA form, after a look at the
+ * election record, until window_ms has passed since the trouble began), -NOTLEADER and
+ * -LOADING are followed (cli_redirect). A command whose answer was lost may have run on the
+ * old leader; sent again, a non-idempotent one can then fail (a repeated MC.REMOVE gets
+ * OBJECT_NOT_FOUND), but no success is ever reported that a master did not answer.
+ */
 static int cli_command_fns(struct crescent_store *st, redisContext **slot, int argc,
                            const char **argv, const size_t *lens, redisReply **out,
-                           redisReplyObjectFunctions *fns) {
+                           redisReplyObjectFunctions *fns, uint32_t window_ms) {
     *out = NULL;
     size_t flen = 0;
     char *req = cli_format(argc, argv, lens, &flen);
     if (req == NULL) {
         return cli_fail(ENOMEM, "master: out of memory for a request");
     }
-    int redirects = 0;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    int redirects = 0, io_errors = 0;
+    uint64_t deadline = 0; /* end of the fail-over window, from the first trouble */
+    for (;;) {
+        cli_drop_stale(st, slot);
         if (*slot == NULL) {
             *slot = cli__connect(st);
             if (*slot == NULL) {
+                if (cli__failover_wait(st, &deadline, window_ms, true, true)) {
+                    continue;
+                }
                 free(req);
-                return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d unreachable", st->host,
-                                st->port);
+                return cli_no_master(st, "unreachable", window_ms);
             }
-            if (attempt > 0 || slot == &st->rc) { /* the main one first connects in create */
+            if (io_errors > 0 || redirects > 0 || slot == &st->rc) {
                 __atomic_fetch_add(&st->m.master_reconnects, 1, __ATOMIC_RELAXED);
             }
         }
-        redisReplyObjectFunctions *saved = (*slot)->reader->fn;
-        if (fns != NULL) {
-            (*slot)->reader->fn = fns;
-        }
-        void *r = NULL;
-        struct cli_nopipe np;
-        cli_nopipe_begin(&np);
-        int ok = redisAppendFormattedCommand(*slot, req, flen) == REDIS_OK &&
-                 redisGetReply(*slot, &r) == REDIS_OK && r != NULL;
-        cli_nopipe_end(&np);
-        if (ok) {
-            (*slot)->reader->fn = saved;
-            int wait_ms = redirects < CLI_MAX_REDIRECTS ? cli_redirect(st, r) : -1;
-            if (wait_ms >= 0) { /* an HA standby or a recovering leader: follow, ask again */
-                if (fns != NULL)
-                    cli__reply_free(r);
-                else
-                    freeReplyObject(r);
-                redisFree(*slot);
-                *slot = NULL;
-                redirects++;
-                if (wait_ms > 0)
-                    usleep((useconds_t)wait_ms * 1000);
-                attempt = -1;
+        void *r = cli_roundtrip(slot, req, flen, fns);
+        if (r == NULL) {
+            io_errors++;
+            /* Once at once (an idle connection the master closed), then as a fail-over. */
+            if ((st->leader == NULL && io_errors < 2) ||
+                (st->leader != NULL &&
+                 (io_errors == 1 || cli__failover_wait(st, &deadline, window_ms, true, true)))) {
                 continue;
             }
-            *out = r;
+            char why[160];
+            snprintf(why, sizeof(why), "lost the connection: %s", crescent_store_last_error());
             free(req);
-            return 0;
+            return cli_no_master(st, why, window_ms);
         }
-        cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s:%d: %s", st->host, st->port, (*slot)->errstr);
-        redisFree(*slot); /* with fns still set: it frees a partial reply of fns */
-        *slot = NULL;
+        bool unknown;
+        int wait_ms = cli_redirect(st, r, &unknown);
+        if (wait_ms >= 0 && cli_follow(st, wait_ms, unknown, &redirects, &deadline, window_ms)) {
+            if (fns != NULL)
+                cli__reply_free(r);
+            else
+                freeReplyObject(r);
+            redisFree(*slot); /* an HA standby or a recovering leader: ask again */
+            *slot = NULL;
+            continue;
+        }
+        *out = r; /* past the window a -NOTLEADER / -LOADING reply is the answer */
+        free(req);
+        return 0;
     }
-    free(req);
-    return -CRESCENT_STORE_ERPC_FAIL;
 }
 
 /* Runs one command on *slot (connecting first when it is NULL); on a connection error the
- * connection is dropped, reopened and the command sent once more. *out is the reply (any type;
- * the caller frees it with freeReplyObject). Returns 0 or -CRESCENT_STORE_ERPC_FAIL. The caller
- * serialises uses of *slot. */
+ * connection is dropped, reopened and the command sent once more (with an HA address form:
+ * until a leader answers or the fail-over window has passed); -NOTLEADER and -LOADING are
+ * followed. *out is the reply (any type; the caller frees it with freeReplyObject). Returns 0 or
+ * -CRESCENT_STORE_ERPC_FAIL. The caller serialises uses of *slot. */
 int cli__command(struct crescent_store *st, redisContext **slot, int argc, const char **argv,
                  const size_t *lens, redisReply **out) {
-    return cli_command_fns(st, slot, argc, argv, lens, out, NULL);
+    return cli_command_fns(st, slot, argc, argv, lens, out, NULL, st->failover_ms);
 }
 
 /* cli__command on the main connection under st->mu. Thread-safe. */
@@ -254,7 +317,7 @@ int cli__cmd(struct crescent_store *st, int argc, const char **argv, const size_
 int cli__cmd_fast(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
                   redisReply **out) {
     pthread_mutex_lock(&st->mu);
-    int rc = cli_command_fns(st, &st->rc, argc, argv, lens, out, &cli__arena_fns);
+    int rc = cli_command_fns(st, &st->rc, argc, argv, lens, out, &cli__arena_fns, st->failover_ms);
     pthread_mutex_unlock(&st->mu);
     return rc;
 }
@@ -399,8 +462,14 @@ int cli__remount(struct crescent_store *st, redisContext **slot) {
 static void cli_ping_once(struct crescent_store *st) {
     const char *argv[] = {"MC.PING", st->client_id};
     redisReply *r;
-    int rc = cli__command(st, &st->ping_rc, 2, argv, NULL, &r);
+    int rc = cli_command_fns(st, &st->ping_rc, 2, argv, NULL, &r, NULL, CLI_PING_WINDOW);
     if (rc < 0) {
+        __atomic_store_n(&st->health, 2, __ATOMIC_RELAXED);
+        return;
+    }
+    bool unknown;
+    if (cli_redirect(st, r, &unknown) >= 0) { /* no leader serves yet: ask again next time */
+        freeReplyObject(r);
         __atomic_store_n(&st->health, 2, __ATOMIC_RELAXED);
         return;
     }
@@ -429,7 +498,10 @@ static void *cli_ping_main(void *arg) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += CLI_PING_MS / 1000;
-        pthread_cond_timedwait(&st->ping_cv, &st->ping_mu, &ts);
+        if (!st->ping_now) { /* a new leader (cli_leader.c) is pinged at once */
+            pthread_cond_timedwait(&st->ping_cv, &st->ping_mu, &ts);
+        }
+        st->ping_now = false;
         if (st->stop) {
             break;
         }
@@ -456,7 +528,7 @@ int cli__ping_start(struct crescent_store *st) {
 void cli__ping_stop(struct crescent_store *st) {
     if (st->ping_started) {
         pthread_mutex_lock(&st->ping_mu);
-        st->stop = true;
+        __atomic_store_n(&st->stop, true, __ATOMIC_RELAXED); /* read by cli__failover_wait */
         pthread_cond_broadcast(&st->ping_cv);
         pthread_mutex_unlock(&st->ping_mu);
         pthread_join(st->ping_thr, NULL);

@@ -47,22 +47,6 @@ static bool cli_env_bool(const char *name, bool def) {
     return def;
 }
 
-static int cli_parse_master(struct crescent_store *st, const char *master) {
-    const char *colon = strrchr(master, ':');
-    if (colon == NULL || colon == master || (size_t)(colon - master) >= sizeof(st->host)) {
-        return cli_fail(EINVAL, "master address '%s' is not host:port", master);
-    }
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end != '\0' || port <= 0 || port > 65535) {
-        return cli_fail(EINVAL, "master address '%s' has a bad port", master);
-    }
-    memcpy(st->host, master, (size_t)(colon - master));
-    st->host[colon - master] = '\0';
-    st->port = (int)port;
-    return 0;
-}
-
 static int cli_client_id(struct crescent_store *st) {
     unsigned char b[16];
     if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
@@ -133,10 +117,6 @@ static int cli_stage_init(struct crescent_store *st, uint64_t size) {
 
 static int cli_init(struct crescent_store *st, const char *master,
                     const struct crescent_store_config *cfg) {
-    int rc = cli_parse_master(st, master);
-    if (rc < 0) {
-        return rc;
-    }
     const char *proto = cfg->protocol ? cfg->protocol : "tcp";
     if (strlen(proto) >= sizeof(st->protocol)) {
         return cli_fail(EINVAL, "unknown protocol '%s'", proto);
@@ -155,12 +135,14 @@ static int cli_init(struct crescent_store *st, const char *master,
     if (st->hostname == NULL) {
         return -ENOMEM;
     }
-    if ((rc = cli_client_id(st)) < 0 || (rc = cli_engine(st, cfg)) < 0 ||
-        (rc = cli_stage_init(st, cfg->local_buffer_size)) < 0) {
+    int rc;
+    if ((rc = cli_client_id(st)) < 0 ||
+        (rc = cli__master_open(st, master, cfg->failover_timeout_ms)) < 0 ||
+        (rc = cli_engine(st, cfg)) < 0 || (rc = cli_stage_init(st, cfg->local_buffer_size)) < 0) {
         return rc;
     }
     st->rc = cli__connect(st);
-    if (st->rc == NULL) {
+    if (st->rc == NULL && st->leader == NULL) { /* HA forms: MC.REGISTER waits for a leader */
         return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s unreachable", master);
     }
     const char *reg[] = {"MC.REGISTER", st->client_id, st->hostname};
@@ -245,6 +227,7 @@ void crescent_store_destroy(struct crescent_store *st) {
     }
     cli__ssd_stop(st);
     cli__ping_stop(st);
+    cli__master_close(st); /* after the threads that may read the leader record */
     cli_dummy_destroy(st);
     for (size_t i = 0; i < st->n_segs; i++) {
         if (st->rc != NULL) {

@@ -66,14 +66,16 @@ struct cli_replica {
 };
 
 struct crescent_store {
-    char host[256]; /* master host (changed by -NOTLEADER: read under addr_mu) */
+    char host[256]; /* master host (changed by -NOTLEADER and the leader view: addr_mu) */
     int port;       /* master port (likewise) */
     pthread_mutex_t addr_mu;
-    uint32_t timeout_ms; /* master timeout */
-    char client_id[33];  /* 32 hex digits */
-    char *hostname;      /* local host (MC.REGISTER) */
-    char protocol[16];   /* transfer protocol */
-    char endpoint[128];  /* the engine's listener */
+    struct cli_leader *leader; /* HA address forms: the leader view (cli_leader.c), or NULL */
+    uint32_t failover_ms;      /* how long one call waits for a leader (HA forms) */
+    uint32_t timeout_ms;       /* master timeout */
+    char client_id[33];        /* 32 hex digits */
+    char *hostname;            /* local host (MC.REGISTER) */
+    char protocol[16];         /* transfer protocol */
+    char endpoint[128];        /* the engine's listener */
     crescent_store_log_cb *log_cb;
     void *log_arg;
 
@@ -105,6 +107,7 @@ struct crescent_store {
     pthread_mutex_t ping_mu;
     pthread_cond_t ping_cv;
     bool stop;
+    bool ping_now;         /* ping at once (a new leader), under ping_mu */
     int health;            /* 0 healthy, 2 master unreachable (atomic) */
     redisContext *ping_rc; /* ping thread's connection */
 
@@ -143,6 +146,15 @@ int cli__parse_replicas(const redisReply *arr, struct cli_replica *out, size_t m
 int cli__remount(struct crescent_store *st, redisContext **slot);
 int cli__ping_start(struct crescent_store *st);
 void cli__ping_stop(struct crescent_store *st);
+
+/* cli_leader.c: master address forms and the leader view of an HA group */
+int cli__master_open(struct crescent_store *st, const char *master, uint32_t failover_ms);
+void cli__master_close(struct crescent_store *st);
+int cli__set_master(struct crescent_store *st, const char *a, size_t len);
+int cli__leader_resolve(struct crescent_store *st);
+bool cli__failover_wait(struct crescent_store *st, uint64_t *deadline, uint32_t window_ms,
+                        bool resolve, bool pause);
+const char *cli__leader_desc(const struct crescent_store *st);
 
 /* cli_reply.c: replies in one arena (cli__cmd_fast) */
 extern redisReplyObjectFunctions cli__arena_fns;

@@ -32,3 +32,12 @@ $(HA_PROBE): $(call objs,tests/ha/ha_api_probe.c) $(BUILD)/lib/libha.a $(BUILD)/
 	$(LINK) $^ $(HA_LIBS) $(MALLOC_LIBS)
 ALL_SRCS += tests/ha/ha_api_probe.c
 all: $(HA_PROBE)
+
+# client_follow: an application on libcrescent.so whose master address is an election backend
+# (redis://, etcd://, k8s://); run by test_client_follow.py from the test_master_ha*.sh scripts.
+HA_FOLLOW := $(BUILD)/tests/ha/client_follow
+$(HA_FOLLOW): $(call objs,tests/ha/client_follow.c) $(BUILD)/lib/libcrescent.so
+	$(LINK) $(call objs,tests/ha/client_follow.c) -L$(BUILD)/lib \
+	    -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent
+ALL_SRCS += tests/ha/client_follow.c
+all: $(HA_FOLLOW)

@@ -96,6 +96,9 @@ struct crescent_store_config {
                                         there and stay readable through this client after
                                         eviction (docs/storage.md, "The pool tier"); NULL or
                                         "" = none. MOONCAKE_OFFLOAD_* variables tune it */
+    uint32_t failover_timeout_ms;  /**< with an HA master address (redis://, etcd://, k8s://):
+                                        how long create and each call wait for a leader during
+                                        a fail-over before failing; 0 = 30000 */
 };
 
 /** Static initialiser of struct crescent_store_config. */
@@ -130,11 +133,15 @@ struct crescent_store_replica {
 /**
  * @brief Connects to the master, creates the transfer engine, allocates and mounts the global
  * segment and the local buffer, and starts the ping thread.
- * @param[in] master "host:port" of crescent-master
+ * @param[in] master "host:port" of crescent-master, or the election backend of an HA group of
+ * masters: "redis://host:port", "etcd://host:port[;host:port...]" or "k8s://[namespace/]lease";
+ * the leader is read from the record of cluster $MC_STORE_CLUSTER_ID (default "crescent") and
+ * followed across fail-overs (docs/store.md, "Master address")
  * @param[in] cfg configuration (NULL = defaults)
  * @param[out] out the store; destroy with crescent_store_destroy()
- * @return 0, -EINVAL (NULL or malformed argument), -ENOMEM, -CRESCENT_STORE_ERPC_FAIL (master
- * unreachable), a master error, or a transfer engine error
+ * @return 0, -EINVAL (NULL or malformed argument, unknown scheme), -ENOMEM,
+ * -CRESCENT_STORE_ERPC_FAIL (master or election backend unreachable, no leader recorded within
+ * failover_timeout_ms), a master error, or a transfer engine error
  */
 CRESCENT_API int crescent_store_create(const char *master, const struct crescent_store_config *cfg,
                                        struct crescent_store **out);
