@@ -10,6 +10,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_offload.h"
 #include "server/srv_pool_kv.h"
 #include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
@@ -252,8 +253,8 @@ void srv_get_command(struct srv_client *c) {
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
     if (o && o->type != SRV_TYPE_STRING)
         srv_reply_error(c, SRV_ERR_WRONGTYPE);
-    else if (o)
-        srv_reply_value(c, o);
+    else if (o && !(srv_obj_offloaded(o) && srv_offload_get_async(c, o)))
+        srv_reply_value(c, o); /* else read off the loop, replied later (srv_offload.h) */
     srv_db_unlock(&r);
     int hit = o != NULL || srv_pkv_get(c, c->argv[1].p, c->argv[1].len);
     if (!hit) {

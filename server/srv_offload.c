@@ -6,6 +6,7 @@
 
 #include "server/srv_client.h"
 #include "server/srv_db.h"
+#include "server/srv_defer.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
@@ -265,6 +266,75 @@ int srv_offload_reply(struct srv_client *c, struct srv_obj *o) {
     }
     if (rc < 0)
         resp_add_null(&c->out, c->proto);
+    return 1;
+}
+
+/* ---------------------------------------------------------------- GET off the loop */
+
+/* A GET whose read-back runs on the deferred-work pool (srv_defer.h). */
+struct srv_off_get {
+    struct srv_defer d;
+    struct srv_obj *o; /* pinned: its record, generation and disk copy stay while we read */
+    uint32_t gen;      /* o's disk generation when the GET ran */
+    int rc;            /* the read's result */
+    char *buf;         /* o->vlen bytes read */
+};
+
+/* Pool thread: the disk read. o is pinned, so its key, length and generation do not change. */
+static void srv_off_get_work(struct srv_defer *d) {
+    struct srv_off_get *g = (struct srv_off_get *)(void *)d;
+    g->buf = cm_malloc(g->o->vlen ? g->o->vlen : 1);
+    g->rc = srv_offload_read(g->o, g->buf);
+}
+
+/*
+ * Moves the value read into the segment when o is still the record of its key, still on disk
+ * under the same generation, referenced only by the table and our pin, and there is room: the
+ * same rule as a synchronous GET, checked again now that no lock was held across the read.
+ * Returns 1 when promoted.
+ */
+static int srv_off_get_promote(struct srv_off_get *g) {
+    struct srv_obj *o = g->o;
+    struct srv_db_ref r;
+    srv_db_rdlock();
+    srv_db_lock(&r, o->key, o->klen);
+    int done = srv_db_peek(&r, srv_now_ms()) == o && srv_obj_offloaded(o) && o->handle == g->gen &&
+               srv_obj_promote_buf(o, g->buf) == 0;
+    srv_db_unlock(&r);
+    srv_db_rdunlock();
+    return done;
+}
+
+/*
+ * Loop thread: the reply. It is the value as of the GET (the read holds that record's disk
+ * copy even if a DEL or SET replaced the key meanwhile), a null when the read failed, as
+ * before; nothing when the client went away.
+ */
+static void srv_off_get_done(struct srv_defer *d, struct srv_client *c) {
+    struct srv_off_get *g = (struct srv_off_get *)(void *)d;
+    if (g->rc == 0 && !srv_off_get_promote(g))
+        cm_atomic_add_relaxed(&srv_off.buffered_reads, 1);
+    if (c && g->rc == 0)
+        resp_add_bulk(&c->out, g->buf, g->o->vlen);
+    else if (c)
+        resp_add_null(&c->out, c->proto);
+    srv_obj_unref(g->o); /* the last reference when the key was deleted meanwhile */
+    cm_free(g->buf);
+    cm_free(g);
+}
+
+int srv_offload_get_async(struct srv_client *c, struct srv_obj *o) {
+    if (!srv_off_store || !srv_client_can_defer(c))
+        return 0;
+    struct srv_off_get *g = cm_calloc(1, sizeof(*g));
+    if (srv_client_defer(c, &g->d, srv_off_get_done) < 0) {
+        cm_free(g);
+        return 0;
+    }
+    srv_obj_ref(o);
+    g->o = o;
+    g->gen = o->handle;
+    srv_defer_submit(&g->d, srv_off_get_work);
     return 1;
 }
 
