@@ -105,26 +105,52 @@ unsigned srv_defer_pending(void) {
 
 /* ---------------------------------------------------------------- the pool */
 
+/* Takes the head of the queue and, for a batch callback, the others queued with the same one
+ * (pool mutex held). Returns how many are in ds. */
+static unsigned srv_defer_take(struct srv_defer **ds) {
+    struct srv_defer *d = srv_dp.head;
+    srv_dp.head = d->next;
+    ds[0] = d;
+    unsigned n = 1;
+    if (d->batch) {
+        struct srv_defer **pp = &srv_dp.head;
+        while (*pp && n < SRV_DEFER_BATCH) {
+            if ((*pp)->batch == d->batch) {
+                ds[n++] = *pp;
+                *pp = (*pp)->next;
+            } else {
+                pp = &(*pp)->next;
+            }
+        }
+    }
+    srv_dp.tail = NULL;
+    for (struct srv_defer *x = srv_dp.head; x; x = x->next)
+        srv_dp.tail = x;
+    return n;
+}
+
 static void *srv_defer_thread(void *arg) {
     (void)arg;
+    struct srv_defer *ds[SRV_DEFER_BATCH];
     pthread_mutex_lock(&srv_dp.mu);
     for (;;) {
         while (!srv_dp.head && !srv_dp.stopping)
             pthread_cond_wait(&srv_dp.cv, &srv_dp.mu);
-        struct srv_defer *d = srv_dp.head;
-        if (!d)
-            break; /* stopping and nothing queued */
-        srv_dp.head = d->next;
         if (!srv_dp.head)
-            srv_dp.tail = NULL;
+            break; /* stopping and nothing queued */
+        unsigned n = srv_defer_take(ds);
         unsigned delay = srv_dp.delay_ms;
         pthread_mutex_unlock(&srv_dp.mu);
         if (delay) {
             struct timespec ts = {delay / 1000, (long)(delay % 1000) * 1000000L};
             nanosleep(&ts, NULL);
         }
-        d->work(d);
-        srv_defer_complete(d);
+        if (ds[0]->batch)
+            ds[0]->batch(ds, n);
+        else
+            ds[0]->work(ds[0]);
+        for (unsigned i = 0; i < n; i++)
+            srv_defer_complete(ds[i]);
         pthread_mutex_lock(&srv_dp.mu);
     }
     pthread_mutex_unlock(&srv_dp.mu);
@@ -145,15 +171,18 @@ static void srv_defer_start_pool(void) {
     }
 }
 
-void srv_defer_submit(struct srv_defer *d, srv_defer_work_cb *work) {
-    d->work = work;
+/* Queues d (work or batch set) for the pool. */
+static void srv_defer_queue(struct srv_defer *d) {
     d->next = NULL;
     pthread_mutex_lock(&srv_dp.mu);
     if (!srv_dp.started && !srv_dp.stopping)
         srv_defer_start_pool();
     if (srv_dp.started == 0) { /* no thread (start failed, or after shutdown): run it here */
         pthread_mutex_unlock(&srv_dp.mu);
-        work(d);
+        if (d->batch)
+            d->batch(&d, 1);
+        else
+            d->work(d);
         srv_defer_complete(d);
         return;
     }
@@ -164,6 +193,18 @@ void srv_defer_submit(struct srv_defer *d, srv_defer_work_cb *work) {
     srv_dp.tail = d;
     pthread_cond_signal(&srv_dp.cv);
     pthread_mutex_unlock(&srv_dp.mu);
+}
+
+void srv_defer_submit(struct srv_defer *d, srv_defer_work_cb *work) {
+    d->work = work;
+    d->batch = NULL;
+    srv_defer_queue(d);
+}
+
+void srv_defer_submit_batch(struct srv_defer *d, srv_defer_batch_cb *batch) {
+    d->work = NULL;
+    d->batch = batch;
+    srv_defer_queue(d);
 }
 
 void srv_defer_shutdown(struct srv_worker *workers, unsigned n) {

@@ -36,9 +36,14 @@ struct srv_defer;
 
 /* Threads of the deferred-work pool (blocking disk reads and transfers; see docs/storage.md). */
 #define SRV_DEFER_THREADS 8
+/* Deferrals one pool thread takes together for a batch callback. */
+#define SRV_DEFER_BATCH 16
 
 /* Runs on a pool thread: the slow part. Must not touch the client. */
 typedef void srv_defer_work_cb(struct srv_defer *d);
+
+/* As srv_defer_work_cb for n deferrals submitted with the same callback, done together. */
+typedef void srv_defer_batch_cb(struct srv_defer **ds, unsigned n);
 
 /*
  * Runs on the owning loop thread once the work is complete. c is the suspended client, still
@@ -51,6 +56,7 @@ typedef void srv_defer_done_cb(struct srv_defer *d, struct srv_client *c);
 /* A deferral, embedded by the handler in its job (container_of back to it). */
 struct srv_defer {
     srv_defer_work_cb *work;
+    srv_defer_batch_cb *batch;
     srv_defer_done_cb *done;
     struct srv_client *c;   /* loop thread only: the suspended client, NULL once it is gone */
     struct srv_worker *w;   /* the loop that resumes it */
@@ -72,6 +78,13 @@ int srv_client_defer(struct srv_client *c, struct srv_defer *d, srv_defer_done_c
 
 /* Runs work(d) on a pool thread, then completes d. d must be deferred. Any thread. */
 void srv_defer_submit(struct srv_defer *d, srv_defer_work_cb *work);
+
+/*
+ * As srv_defer_submit, but the pool thread that takes d also takes the other deferrals queued
+ * with the same batch callback (up to SRV_DEFER_BATCH) and runs them in one batch call: for
+ * work whose cost is a round trip that many can share (disk reads submitted together).
+ */
+void srv_defer_submit_batch(struct srv_defer *d, srv_defer_batch_cb *batch);
 
 /* Hands a deferred d back to its loop, whose wake hook calls d->done. Any thread; once. */
 void srv_defer_complete(struct srv_defer *d);

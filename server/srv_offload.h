@@ -67,6 +67,13 @@ int srv_offload_write(const struct srv_obj *o, const void *val, uint32_t *gen);
 int srv_offload_read(const struct srv_obj *o, void *buf);
 
 /*
+ * Reads the values of n offloaded objects (each pinned, or under its shard lock) into bufs[i]
+ * (o[i]->vlen bytes each), the reads submitted together (sto_batch_get); rc[i] is 0 or a
+ * negative error, counted and logged as for srv_offload_read. Any thread.
+ */
+void srv_offload_read_many(struct srv_obj *const *o, char *const *bufs, int *rc, unsigned n);
+
+/*
  * Removes offloaded o's disk copy (value and expiry). promoted = 1: its value just moved back
  * into memory; 0: the record is being freed (DEL, overwrite, expiry, FLUSHALL), and after
  * srv_offload_stop() the copy is kept instead.
