@@ -256,7 +256,12 @@ void srv_get_command(struct srv_client *c) {
     else if (o && !(srv_obj_offloaded(o) && srv_offload_get_async(c, o)))
         srv_reply_value(c, o); /* else read off the loop, replied later (srv_offload.h) */
     srv_db_unlock(&r);
-    int hit = o != NULL || srv_pkv_get(c, c->argv[1].p, c->argv[1].len);
+    int hit = o != NULL;
+    if (!hit) {
+        hit = srv_pkv_get_async(c, c->argv[1].p, c->argv[1].len);
+        if (hit == 2)
+            return; /* the pool read runs off the loop; it replies and counts (srv_pool_kv.h) */
+    }
     if (!hit) {
         resp_add_null(&c->out, c->proto);
         srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);

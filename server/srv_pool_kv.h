@@ -11,7 +11,10 @@
  * runs get replicas (a read lease) -> READ of one replica straight into the reply buffer. The
  * master's transfer engine (tcp and shm, no listener) is created on first use; segments opened
  * from replica descriptors are cached by segment name and descriptor bytes. Transfers are
- * synchronous on the calling event-loop thread, bounded by SRV_PKV_TIMEOUT_MS.
+ * bounded by SRV_PKV_TIMEOUT_MS. A plain GET's read runs on the deferred-work pool
+ * (srv_pkv_get_async, srv_defer.h) while its client waits; every other transfer (SET's writes,
+ * SET ... GET's read of the old value, MGET, GETDEL, GET inside MULTI/EXEC) is synchronous on
+ * the calling event-loop thread.
  *
  * Threads: every function may be called from any event-loop thread with the keyspace lock held
  * (shared or exclusive). They take the pool mutex briefly and never hold it during a transfer
@@ -62,6 +65,15 @@ void srv_pkv_stop(void);
  * be read within SRV_PKV_TIMEOUT_MS (the caller replies nil).
  */
 int srv_pkv_get(struct srv_client *c, const char *key, size_t klen);
+
+/*
+ * GET's path for a key the keyspace does not hold: as srv_pkv_get, but when c's command may be
+ * deferred (srv_defer.h) the transfer runs on the deferred-work pool while c waits and its
+ * loop serves others; returns 2 then, and the reply (the value, or nil and a keymiss event),
+ * and the hit/miss count come later, on c's loop. Returns 1 (replied) or 0 (nothing appended:
+ * reply nil) when it ran synchronously (inside MULTI/EXEC) or had nothing to read.
+ */
+int srv_pkv_get_async(struct srv_client *c, const char *key, size_t klen);
 
 /* 1 when the pool holds key readable (no lease granted), else 0. */
 int srv_pkv_exists(const char *key, size_t klen);
