@@ -3,7 +3,8 @@
  * GET of an offloaded value read off the event loop (server/srv_defer.h, docs/storage.md): the
  * client waits while the loop serves others; its pipelined commands keep their order. On both
  * network backends: many clients pipelining GETs of disk, memory and missing keys get every
- * reply in order and byte-exact; other clients are served while a read is in flight; a client
+ * reply in order and byte-exact (one event loop and three); other clients are served while a
+ * read is in flight; a client
  * killed, disconnecting or half-closing while its read is in flight; DEL and SET of the key
  * during the read; GET inside MULTI/EXEC; shutdown with a read in flight. The server's test
  * knob CRESCENT_TEST_DEFER_DELAY_MS holds every deferred read that long, to catch it in flight.
@@ -105,16 +106,16 @@ static void pick_keys(redisContext *c) {
     cr_assert(nd == NDISK && nm == NDISK, "found %d disk and %d memory keys", nd, nm);
 }
 
-/* Starts it_srv (one event loop, backend, reads held delay_ms), fills it and picks keys. */
-static void start(const char *backend, int delay_ms) {
+/* Starts it_srv (threads event loops, backend, reads held delay_ms), fills it, picks keys. */
+static void start_threads(const char *backend, int delay_ms, int threads) {
     if (it_target_is_redis())
         cr_skip_test("crescent-only: the SSD tier");
     snprintf(disk_dir, sizeof(disk_dir), "/tmp/crescent-defer.XXXXXX");
     cr_assert_not_null(mkdtemp(disk_dir), "mkdtemp: %s", strerror(errno));
     char conf[512], delay[16];
     snprintf(conf, sizeof(conf),
-             "enable_offload yes\nssd_offload_path %s\nio-backend %s\nthreads 1\n", disk_dir,
-             backend);
+             "enable_offload yes\nssd_offload_path %s\nio-backend %s\nthreads %d\n", disk_dir,
+             backend, threads);
     struct it_opts o = {.memory = MEMORY, .conf = conf};
     /* Read by the server's pool when it starts (at the first deferred GET): the fill and the
      * key picking below defer nothing, so they are not slowed down. */
@@ -125,6 +126,11 @@ static void start(const char *backend, int delay_ms) {
     it_c = it_connect(&it_srv);
     fill(it_c);
     pick_keys(it_c);
+}
+
+/* As start_threads with one event loop (a held read must not stall the others' replies). */
+static void start(const char *backend, int delay_ms) {
+    start_threads(backend, delay_ms, 1);
 }
 
 static void teardown(void) {
@@ -175,8 +181,8 @@ static int pick(int k, int j) {
     return (int)(((unsigned)k * 7919u + (unsigned)j * 104729u) % (2 * NDISK + 2));
 }
 
-static void pipelined(const char *backend, int delay_ms) {
-    start(backend, delay_ms);
+static void pipelined(const char *backend, int delay_ms, int threads) {
+    start_threads(backend, delay_ms, threads);
     redisContext *cs[NCLIENTS];
     for (int k = 0; k < NCLIENTS; k++)
         cs[k] = it_connect(&it_srv);
@@ -224,19 +230,28 @@ static void pipelined(const char *backend, int delay_ms) {
 TestSuite(offload_defer, .fini = teardown, .timeout = 300);
 
 Test(offload_defer, pipelined_clients_in_order_epoll) {
-    pipelined("epoll", 0);
+    pipelined("epoll", 0, 1);
 }
 
 Test(offload_defer, pipelined_clients_in_order_uring) {
-    pipelined("uring", 0);
+    pipelined("uring", 0, 1);
 }
 
 Test(offload_defer, pipelined_clients_slow_reads_epoll) {
-    pipelined("epoll", 2);
+    pipelined("epoll", 2, 1);
 }
 
 Test(offload_defer, pipelined_clients_slow_reads_uring) {
-    pipelined("uring", 2);
+    pipelined("uring", 2, 1);
+}
+
+/* Three event loops: each deferral comes back to the loop that owns its client. */
+Test(offload_defer, pipelined_clients_three_loops_epoll) {
+    pipelined("epoll", 1, 3);
+}
+
+Test(offload_defer, pipelined_clients_three_loops_uring) {
+    pipelined("uring", 1, 3);
 }
 
 /* ---------------------------------------------------------------- one read in flight */
