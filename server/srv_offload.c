@@ -330,21 +330,16 @@ static void srv_off_get_work(struct srv_defer **ds, unsigned n) {
         ((struct srv_off_get *)(void *)ds[i])->rc = rcs[i];
 }
 
-/*
- * Moves the value read into the segment when o is still the record of its key, still on disk
- * under the same generation, referenced only by the table and our pin, and there is room: the
- * same rule as a synchronous GET, checked again now that no lock was held across the read.
- * Returns 1 when promoted.
- */
-static int srv_off_get_promote(struct srv_off_get *g) {
-    struct srv_obj *o = g->o;
+int srv_offload_after_read(struct srv_obj *o, uint32_t gen, const char *buf) {
     struct srv_db_ref r;
     srv_db_rdlock();
     srv_db_lock(&r, o->key, o->klen);
-    int done = srv_db_peek(&r, srv_now_ms()) == o && srv_obj_offloaded(o) && o->handle == g->gen &&
-               srv_obj_promote_buf(o, g->buf) == 0;
+    int done = srv_db_peek(&r, srv_now_ms()) == o && srv_obj_offloaded(o) && o->handle == gen &&
+               srv_obj_promote_buf(o, buf) == 0;
     srv_db_unlock(&r);
     srv_db_rdunlock();
+    if (!done)
+        cm_atomic_add_relaxed(&srv_off.buffered_reads, 1);
     return done;
 }
 
@@ -355,8 +350,8 @@ static int srv_off_get_promote(struct srv_off_get *g) {
  */
 static void srv_off_get_done(struct srv_defer *d, struct srv_client *c) {
     struct srv_off_get *g = (struct srv_off_get *)(void *)d;
-    if (g->rc == 0 && !srv_off_get_promote(g))
-        cm_atomic_add_relaxed(&srv_off.buffered_reads, 1);
+    if (g->rc == 0)
+        srv_offload_after_read(g->o, g->gen, g->buf);
     if (c && g->rc == 0)
         resp_add_bulk(&c->out, g->buf, g->o->vlen);
     else if (c)

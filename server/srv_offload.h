@@ -113,6 +113,15 @@ int srv_offload_reply(struct srv_client *c, struct srv_obj *o);
  */
 int srv_offload_get_async(struct srv_client *c, struct srv_obj *o);
 
+/*
+ * After a read of offloaded o (pinned once by the caller, disk generation gen when pinned) into
+ * buf, off the loop: promotes o into the segment when it is still the record of its key under
+ * that generation, nothing else references it and there is room (srv_obj_promote_buf), else
+ * counts a buffered read. Returns 1 when promoted. Loop thread, no lock held (takes the
+ * keyspace lock shared and o's shard lock).
+ */
+int srv_offload_after_read(struct srv_obj *o, uint32_t gen, const char *buf);
+
 /* INFO's "# Offload" section. */
 void srv_offload_info(struct cm_buf *b);
 

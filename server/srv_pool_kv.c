@@ -399,6 +399,10 @@ int srv_pkv_get(struct srv_client *c, const char *key, size_t klen) {
     return srv_pkv_read_into(&c->out, key, klen);
 }
 
+int srv_pkv_get_buf(struct cm_buf *b, const char *key, size_t klen) {
+    return srv_pkv_read_into(b, key, klen);
+}
+
 /* A GET whose transfer runs on the deferred-work pool (srv_defer.h). */
 struct srv_pkv_get {
     struct srv_defer d;

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct cm_buf;
 struct srv_client;
 struct srv_arg;
 
@@ -65,6 +66,9 @@ void srv_pkv_stop(void);
  * be read within SRV_PKV_TIMEOUT_MS (the caller replies nil).
  */
 int srv_pkv_get(struct srv_client *c, const char *key, size_t klen);
+
+/* As srv_pkv_get, appending to b instead of a client's reply (MGET finished off the loop). */
+int srv_pkv_get_buf(struct cm_buf *b, const char *key, size_t klen);
 
 /*
  * GET's path for a key the keyspace does not hold: as srv_pkv_get, but when c's command may be

@@ -8,6 +8,7 @@
  * killed, disconnecting or half-closing while its read is in flight; DEL and SET of the key
  * during the read; GET inside MULTI/EXEC; shutdown with a read in flight. The server's test
  * knob CRESCENT_TEST_DEFER_DELAY_MS holds every deferred read that long, to catch it in flight.
+ * MGET with disk values is deferred as a whole.
  */
 #include "common/fmacros.h"
 
@@ -450,6 +451,72 @@ Test(offload_defer, exec_sync_and_half_close_epoll) {
 
 Test(offload_defer, exec_sync_and_half_close_uring) {
     exec_and_half_close("uring");
+}
+
+/* Asserts element e of an MGET reply is key i's value of generation 1. */
+static void assert_elem(const redisReply *r, size_t e, int i) {
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements > e);
+    assert_val(r->element[e], i, 1, "MGET");
+}
+
+/*
+ * MGET of disk, memory, missing and wrong-type keys, pipelined with GET and PING: one deferral
+ * for all of its disk values, every element in place; a DEL of one of its keys while its reads
+ * are held does not change what it returns (the values as of the MGET).
+ */
+static void mget_mixed(const char *backend) {
+    start(backend, 1500);
+    IT_INT(2, it_c, "RPUSH alist x y");
+    redisContext *a = it_connect(&it_srv);
+    char d0[32], d1[32], d2[32], m0[32], m1[32], m2[32];
+    key_of(disk_keys[10], d0);
+    key_of(disk_keys[11], d1);
+    key_of(disk_keys[12], d2);
+    key_of(mem_keys[4], m0);
+    key_of(mem_keys[5], m1);
+    key_of(mem_keys[6], m2);
+    redisAppendCommand(a, "MGET %s %s nosuchkey %s alist", d0, m0, d1);
+    redisAppendCommand(a, "GET %s", d2);
+    redisAppendCommand(a, "MGET %s %s", m1, m2);
+    redisAppendCommand(a, "PING");
+    int done = 0;
+    while (!done)
+        cr_assert_eq(redisBufferWrite(a, &done), REDIS_OK);
+    wait_blocked(it_c, 1);
+    IT_INT(1, it_c, "DEL %s", d0);
+    redisReply *r = NULL;
+    cr_assert_eq(redisGetReply(a, (void **)&r), REDIS_OK);
+    cr_assert_eq(r->elements, 5);
+    assert_elem(r, 0, disk_keys[10]);
+    assert_elem(r, 1, mem_keys[4]);
+    cr_assert_eq(r->element[2]->type, REDIS_REPLY_NIL);
+    assert_elem(r, 3, disk_keys[11]);
+    cr_assert_eq(r->element[4]->type, REDIS_REPLY_NIL, "MGET of a list is nil");
+    freeReplyObject(r);
+    cr_assert_eq(redisGetReply(a, (void **)&r), REDIS_OK);
+    assert_val(r, disk_keys[12], 1, "GET after MGET");
+    freeReplyObject(r);
+    cr_assert_eq(redisGetReply(a, (void **)&r), REDIS_OK);
+    cr_assert_eq(r->elements, 2);
+    assert_elem(r, 0, mem_keys[5]);
+    assert_elem(r, 1, mem_keys[6]);
+    freeReplyObject(r);
+    cr_assert_eq(redisGetReply(a, (void **)&r), REDIS_OK);
+    cr_assert(r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0);
+    freeReplyObject(r);
+    it_close(a);
+    IT_NIL(it_c, "GET %s", d0);
+    wait_blocked(it_c, 0);
+    cr_assert_eq(info_u64(it_c, "offload_disk_objects"), info_u64(it_c, "offloaded_keys"));
+    cr_assert_eq(info_u64(it_c, "offload_read_failures"), 0);
+}
+
+Test(offload_defer, mget_mixed_keys_epoll) {
+    mget_mixed("epoll");
+}
+
+Test(offload_defer, mget_mixed_keys_uring) {
+    mget_mixed("uring");
 }
 
 /* SIGTERM while a read is in flight: the server waits for it, drops it and exits cleanly. */
