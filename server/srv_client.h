@@ -5,7 +5,8 @@
  * values) inserted at given offsets of the buffer and sent with writev, so large values go to
  * the socket without a copy. On the io_uring backend the output in flight moves to a separate
  * send state (struct srv_tx) until its completion. A client belongs to the worker thread that
- * accepted it; other threads only set its kill flag (srv_client_kill).
+ * accepted it; other threads only set its kill flag (srv_client_kill). A command may suspend
+ * the client while slow work runs elsewhere (srv_defer.h); its later commands wait until then.
  */
 #ifndef CRESCENT_SERVER_SRV_CLIENT_H
 #define CRESCENT_SERVER_SRV_CLIENT_H
@@ -23,6 +24,7 @@ struct srv_worker;
 struct srv_cmd;
 struct srv_tx;
 struct srv_ps_client;
+struct srv_defer;
 
 /* Client flags. */
 #define SRV_CLIENT_CLOSE_AFTER_REPLY 0x01u /* flush the output, then close */
@@ -31,6 +33,7 @@ struct srv_ps_client;
 #define SRV_CLIENT_DIRTY_EXEC        0x08u /* a queued command failed: EXEC aborts */
 #define SRV_CLIENT_PENDING_WRITE     0x10u /* on the worker's pending-write list */
 #define SRV_CLIENT_UNIX              0x20u /* connected over the Unix socket */
+#define SRV_CLIENT_INPUT_EOF         0x40u /* the peer ended its input while suspended */
 
 /* One argument of the command being run (points into the query buffer or MULTI storage). */
 struct srv_arg {
@@ -127,6 +130,11 @@ struct srv_client {
     size_t tx_bytes;   /* bytes of tx not yet sent */
 
     struct srv_ps_client *ps; /* pub/sub subscriptions (srv_pubsub.c), NULL when none yet */
+
+    /* Deferred replies (srv_defer.h): while defer is set the client is suspended, its
+     * further input waits unparsed in qbuf. defer_ok: the running command may defer. */
+    struct srv_defer *defer;
+    int defer_ok;
 };
 
 /* Bytes waiting to be written (including a send in flight on io_uring). */

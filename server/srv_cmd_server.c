@@ -6,6 +6,7 @@
 #include "server/srv_cmd.h"
 #include "server/srv_cmdstat.h"
 #include "server/srv_db.h"
+#include "server/srv_defer.h"
 #include "server/srv_ha.h"
 #include "server/srv_offload.h"
 #include "server/srv_pool_kv.h"
@@ -266,11 +267,12 @@ static void srv_info_server(struct cm_buf *b) {
 }
 
 static void srv_info_clients(struct cm_buf *b) {
-    cm_buf_appendf(b,
-                   "# Clients\r\nconnected_clients:%llu\r\nmaxclients:%lld\r\nblocked_clients:0\r\n"
-                   "tracking_clients:0\r\n\r\n",
-                   (unsigned long long)cm_atomic_load_relaxed(&srv_stats.connected_clients),
-                   srv_cfg.maxclients);
+    cm_buf_appendf(
+        b,
+        "# Clients\r\nconnected_clients:%llu\r\nmaxclients:%lld\r\nblocked_clients:%u\r\n"
+        "tracking_clients:0\r\n\r\n",
+        (unsigned long long)cm_atomic_load_relaxed(&srv_stats.connected_clients),
+        srv_cfg.maxclients, srv_defer_pending());
 }
 
 static void srv_human(char *out, size_t n, double bytes) {

@@ -10,6 +10,8 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_defer.h"
+#include "server/srv_offload.h"
 #include "server/srv_pool_kv.h"
 #include "server/srv_pubsub.h"
 #include "server/srv_reply.h"
@@ -18,6 +20,7 @@
 
 #include "common/cm_atomic.h"
 #include "common/cm_errno.h"
+#include "common/cm_mem.h"
 #include "common/cm_util.h"
 #include "redis-compat/resp_write.h"
 
@@ -252,10 +255,15 @@ void srv_get_command(struct srv_client *c) {
     struct srv_obj *o = srv_db_find(&r, srv_now_ms());
     if (o && o->type != SRV_TYPE_STRING)
         srv_reply_error(c, SRV_ERR_WRONGTYPE);
-    else if (o)
-        srv_reply_value(c, o);
+    else if (o && !(srv_obj_offloaded(o) && srv_offload_get_async(c, o)))
+        srv_reply_value(c, o); /* else read off the loop, replied later (srv_offload.h) */
     srv_db_unlock(&r);
-    int hit = o != NULL || srv_pkv_get(c, c->argv[1].p, c->argv[1].len);
+    int hit = o != NULL;
+    if (!hit) {
+        hit = srv_pkv_get_async(c, c->argv[1].p, c->argv[1].len);
+        if (hit == 2)
+            return; /* the pool read runs off the loop; it replies and counts (srv_pool_kv.h) */
+    }
     if (!hit) {
         resp_add_null(&c->out, c->proto);
         srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[1].p, c->argv[1].len);
@@ -263,7 +271,145 @@ void srv_get_command(struct srv_client *c) {
     srv_db_count_hit(hit);
 }
 
+/* ---------------------------------------------------------------- MGET off the loop */
+
+/* What one key of a deferred MGET replies. */
+enum srv_mget_kind {
+    SRV_MGET_OUT = 0, /* bytes rendered at once into the job's out (nil, a pool value) */
+    SRV_MGET_MEM,     /* a value in memory: o pinned, sent at the end */
+    SRV_MGET_DISK,    /* an offloaded value: o pinned, read on the pool */
+};
+
+struct srv_mget_item {
+    struct srv_obj *o; /* pinned (MEM, DISK) */
+    char *buf;         /* DISK: the value read */
+    size_t at;         /* OUT: end of this key's bytes in the job's out */
+    uint32_t gen;      /* DISK: o's disk generation at the MGET */
+    int rc;            /* DISK: the read's result */
+    int kind;          /* enum srv_mget_kind */
+};
+
+/* An MGET with offloaded values: reads on the deferred-work pool, the reply on the loop. */
+struct srv_mget_job {
+    struct srv_defer d;
+    struct cm_buf out;
+    int n;
+    struct srv_mget_item it[];
+};
+
+#define SRV_MGET_CHUNK 64 /* offloaded values read together */
+
+/* Pool thread: reads the offloaded values, SRV_MGET_CHUNK at a time. */
+static void srv_mget_work(struct srv_defer *d) {
+    struct srv_mget_job *j = (struct srv_mget_job *)(void *)d;
+    struct srv_obj *o[SRV_MGET_CHUNK];
+    char *bufs[SRV_MGET_CHUNK];
+    int rc[SRV_MGET_CHUNK], idx[SRV_MGET_CHUNK];
+    int i = 0;
+    while (i < j->n) {
+        unsigned m = 0;
+        for (; i < j->n && m < SRV_MGET_CHUNK; i++) {
+            if (j->it[i].kind != SRV_MGET_DISK)
+                continue;
+            j->it[i].buf = cm_malloc(j->it[i].o->vlen ? j->it[i].o->vlen : 1);
+            o[m] = j->it[i].o;
+            bufs[m] = j->it[i].buf;
+            idx[m++] = i;
+        }
+        if (m > 0)
+            srv_offload_read_many(o, bufs, rc, m);
+        for (unsigned k = 0; k < m; k++)
+            j->it[idx[k]].rc = rc[k];
+    }
+}
+
+/* Appends the reply to c (NULL: the client is gone, only release) and frees j. Loop thread. */
+static void srv_mget_render(struct srv_mget_job *j, struct srv_client *c) {
+    size_t from = 0;
+    if (c)
+        resp_add_array_hdr(&c->out, j->n);
+    for (int i = 0; i < j->n; i++) {
+        struct srv_mget_item *t = &j->it[i];
+        if (t->kind == SRV_MGET_OUT) {
+            if (c)
+                cm_buf_append(&c->out, j->out.data + from, t->at - from);
+            from = t->at;
+            continue;
+        }
+        if (t->kind == SRV_MGET_MEM && c) {
+            srv_reply_value(c, t->o); /* pinned: its bytes did not change */
+        } else if (t->kind == SRV_MGET_DISK) {
+            if (t->rc == 0)
+                srv_offload_after_read(t->o, t->gen, t->buf);
+            if (c && t->rc == 0)
+                resp_add_bulk(&c->out, t->buf, t->o->vlen);
+            else if (c)
+                resp_add_null(&c->out, c->proto);
+            cm_free(t->buf);
+        }
+        srv_obj_unref(t->o);
+    }
+    cm_buf_fini(&j->out);
+    cm_free(j);
+}
+
+static void srv_mget_done(struct srv_defer *d, struct srv_client *c) {
+    srv_mget_render((struct srv_mget_job *)(void *)d, c);
+}
+
+/* Looks up key i of c's MGET into item t (keyspace lock held). Returns 1 for an offloaded value. */
+static int srv_mget_item(struct srv_client *c, struct srv_mget_job *j, int i, int64_t now) {
+    struct srv_mget_item *t = &j->it[i - 1];
+    struct srv_db_ref r;
+    srv_db_lock(&r, c->argv[i].p, c->argv[i].len);
+    struct srv_obj *o = srv_db_find(&r, now);
+    int hit = o != NULL;
+    if (o && o->type == SRV_TYPE_STRING) {
+        srv_obj_ref(o);
+        t->o = o;
+        t->kind = srv_obj_offloaded(o) ? SRV_MGET_DISK : SRV_MGET_MEM;
+        t->gen = o->handle;
+    } else if (o) {
+        resp_add_null(&j->out, c->proto);
+    }
+    srv_db_unlock(&r);
+    if (!o && !(hit = srv_pkv_get_buf(&j->out, c->argv[i].p, c->argv[i].len))) {
+        resp_add_null(&j->out, c->proto);
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", c->argv[i].p, c->argv[i].len);
+    }
+    t->at = j->out.len;
+    srv_db_count_hit(hit);
+    return t->kind == SRV_MGET_DISK;
+}
+
+/*
+ * MGET when the SSD tier holds values and c's command may be deferred: pins what it finds, and
+ * when some values are on disk reads them on the deferred-work pool and replies later (all
+ * values as of the MGET). Returns 1 when it took the command (replied now or deferred), 0 to
+ * run the synchronous MGET.
+ */
+static int srv_mget_async(struct srv_client *c) {
+    if (!srv_offload_enabled() || srv_offload_keys() == 0 || !srv_client_can_defer(c))
+        return 0;
+    int n = c->argc - 1, ndisk = 0;
+    struct srv_mget_job *j = cm_calloc(1, sizeof(*j) + (size_t)n * sizeof(j->it[0]));
+    j->n = n;
+    cm_buf_init(&j->out);
+    int64_t now = srv_now_ms();
+    for (int i = 1; i < c->argc; i++)
+        ndisk += srv_mget_item(c, j, i, now);
+    if (ndisk == 0 || srv_client_defer(c, &j->d, srv_mget_done) < 0) {
+        srv_mget_work(&j->d); /* nothing to read, or (not expected) no deferral: read here */
+        srv_mget_render(j, c);
+        return 1;
+    }
+    srv_defer_submit(&j->d, srv_mget_work);
+    return 1;
+}
+
 void srv_mget_command(struct srv_client *c) {
+    if (srv_mget_async(c))
+        return;
     int64_t now = srv_now_ms();
     resp_add_array_hdr(&c->out, c->argc - 1);
     for (int i = 1; i < c->argc; i++) {

@@ -280,15 +280,20 @@ char *srv_obj_val(const struct srv_obj *o) {
     return srv_seg_ptr(srv_db_seg, o->handle);
 }
 
-int srv_obj_promote(struct srv_obj *o) {
+/* srv_obj_promote with the value already read (val, or NULL to read it) and refs references. */
+static int srv_obj_promote_from(struct srv_obj *o, const void *val, uint32_t refs) {
     uint64_t size = srv_seg_size(srv_db_seg);
-    if (cm_atomic_load_relaxed(&o->refs) != 1 ||
+    if (cm_atomic_load_relaxed(&o->refs) != refs ||
         (double)(srv_db_mem_used() + o->vlen) > srv_db_high_watermark * (double)size)
         return -ENOSPC;
     struct srv_block blk;
     if (srv_seg_alloc(srv_db_seg, o->vlen ? o->vlen : 1, &blk) != 0)
         return -ENOSPC;
-    int rc = srv_offload_read(o, blk.ptr);
+    int rc = 0;
+    if (val)
+        memcpy(blk.ptr, val, o->vlen);
+    else
+        rc = srv_offload_read(o, blk.ptr);
     if (rc < 0) {
         srv_seg_free(srv_db_seg, blk.handle);
         return rc;
@@ -297,6 +302,14 @@ int srv_obj_promote(struct srv_obj *o) {
     o->handle = blk.handle;
     o->flags &= (uint8_t)~SRV_OBJ_OFFLOADED;
     return 0;
+}
+
+int srv_obj_promote(struct srv_obj *o) {
+    return srv_obj_promote_from(o, NULL, 1);
+}
+
+int srv_obj_promote_buf(struct srv_obj *o, const void *val) {
+    return srv_obj_promote_from(o, val, 2);
 }
 
 static uint64_t srv_db_evict_step(int wait);

@@ -64,7 +64,8 @@ _Static_assert(sizeof(struct srv_obj) == 48, "srv_obj record is 48 bytes");
 /*
  * The string's value is on the SSD tier (server/srv_offload.h), not in the segment: handle is
  * the disk generation, vlen the value length. Set and cleared under the shard lock, only while
- * the table holds the sole reference.
+ * the table holds the sole reference (cleared also while the one other reference is the pin of
+ * a deferred GET whose read finished: srv_obj_promote_buf).
  */
 #define SRV_OBJ_OFFLOADED 0x01u
 
@@ -150,6 +151,13 @@ char *srv_obj_val(const struct srv_obj *o);
  * offloaded), or a negative read error (still offloaded).
  */
 int srv_obj_promote(struct srv_obj *o);
+
+/*
+ * As srv_obj_promote, with the value already read into val (o->vlen bytes, the caller's) by a
+ * deferred GET (srv_offload.c) that holds one pin on o: promotes only when the table and that
+ * pin are o's only references. Returns 0 or -ENOSPC (still offloaded).
+ */
+int srv_obj_promote_buf(struct srv_obj *o, const void *val);
 
 /*
  * A record for a string already on the SSD tier under disk generation gen (the restart scan

@@ -367,6 +367,7 @@ void srv_exec_command(struct srv_client *c) {
         srv_unwatch_all(c);
         return;
     }
+    c->defer_ok = 0; /* queued commands run synchronously, inside the transaction */
     struct srv_queued *mq = c->mq;
     int n = c->mq_len;
     c->mq = NULL;

@@ -11,6 +11,7 @@
 #include "server/srv_client.h"
 #include "server/srv_cmd.h"
 #include "server/srv_db.h"
+#include "server/srv_defer.h"
 #include "server/srv_net_int.h"
 #include "server/srv_oplog.h"
 #include "server/srv_pubsub.h"
@@ -281,6 +282,7 @@ void srv_net__client_detach(struct srv_client *c) {
     srv_registry_unlink(c);
     pthread_mutex_unlock(&srv_registry_lock);
     srv_pubsub_client_gone(c);
+    srv_defer__client_gone(c);
 }
 
 void srv_net__client_release(struct srv_client *c) {
@@ -417,17 +419,19 @@ static int srv_client_flush(struct srv_client *c) {
         srv_client_advance(c, (size_t)wr);
         budget = (size_t)wr >= budget ? 0 : budget - (size_t)wr;
     }
+    /* A suspended client whose input ended is not read again (the EOF would stay readable). */
+    unsigned rd = (c->flags & SRV_CLIENT_INPUT_EOF) ? 0 : CM_EV_READ;
     if (srv_client_pending(c) == 0) {
         if (c->flags & SRV_CLIENT_CLOSE_AFTER_REPLY) {
             srv_client_free(c);
             return -1;
         }
-        cm_ev_set(w->loop, c->fd, CM_EV_READ, srv_client_event_cb, c);
+        cm_ev_set(w->loop, c->fd, rd, rd ? srv_client_event_cb : NULL, c);
         return 0;
     }
     /* Keep reading while replies wait, as Redis does: a client may send its whole pipeline
      * before it reads anything. client-output-buffer-limit bounds what may pile up. */
-    cm_ev_set(w->loop, c->fd, CM_EV_READ | CM_EV_WRITE, srv_client_event_cb, c);
+    cm_ev_set(w->loop, c->fd, rd | CM_EV_WRITE, srv_client_event_cb, c);
     return 0;
 }
 
@@ -500,11 +504,14 @@ static int srv_big_finish(struct srv_client *c) {
     return 1;
 }
 
-/* Parses and runs every complete command in the query buffer. Returns -1 if c was freed. */
+/* Parses and runs every complete command in the query buffer, up to one that suspends c
+ * (srv_defer.h); nothing while c is suspended. Returns -1 if c was freed. */
 static int srv_client_process(struct srv_client *c) {
+    if (c->defer)
+        return 0; /* input waits in qbuf until the deferred reply is in */
     if (c->big.obj && !srv_big_finish(c))
         return 0;
-    while (c->qpos < c->qbuf.len) {
+    while (c->qpos < c->qbuf.len && !c->defer) {
         if (c->flags & (SRV_CLIENT_CLOSE_AFTER_REPLY | SRV_CLIENT_CLOSE_ASAP))
             break;
         c->parser.auth_required = !c->authenticated;
@@ -525,7 +532,9 @@ static int srv_client_process(struct srv_client *c) {
         size_t consumed = c->parser.consumed;
         if (c->parser.argc > 0) {
             srv_client_set_argv(c);
+            c->defer_ok = 1;
             srv_dispatch(c);
+            c->defer_ok = 0;
             c->argc = 0;
         }
         resp_parser_reset_request(&c->parser);
@@ -537,6 +546,8 @@ static int srv_client_process(struct srv_client *c) {
     }
     if (cm_atomic_load_relaxed(&c->kill))
         c->flags |= SRV_CLIENT_CLOSE_ASAP;
+    if ((c->flags & SRV_CLIENT_INPUT_EOF) && !c->defer) /* ran what came before the EOF */
+        c->flags |= SRV_CLIENT_CLOSE_AFTER_REPLY;
     if (c->flags & SRV_CLIENT_CLOSE_ASAP) {
         srv_client_free(c);
         return -1;
@@ -551,6 +562,20 @@ static int srv_client_process(struct srv_client *c) {
     if (srv_client_pending(c) > 0 || (c->flags & SRV_CLIENT_CLOSE_AFTER_REPLY))
         srv_net__want_write(c);
     return 0;
+}
+
+void srv_net__resume(struct srv_client *c) {
+    srv_client_process(c); /* may close c */
+}
+
+/*
+ * The peer ended its input (a half-close) while c is suspended: what it sent before still
+ * runs once c resumes, then c closes after its replies. Nothing more is read.
+ */
+static void srv_client_input_eof(struct srv_client *c) {
+    c->flags |= SRV_CLIENT_INPUT_EOF;
+    cm_ev_set(c->worker->loop, c->fd, srv_client_pending(c) > 0 ? CM_EV_WRITE : 0,
+              srv_client_pending(c) > 0 ? srv_client_event_cb : NULL, c);
 }
 
 /* Closes c when its query buffer passed client-query-buffer-limit. Returns -1 then, else 0. */
@@ -628,6 +653,10 @@ static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, 
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return;
+        if (n == 0 && c->defer) {
+            srv_client_input_eof(c);
+            return;
+        }
         srv_client_free(c);
         return;
     }
@@ -758,6 +787,7 @@ static void srv_check_kills(struct cm_ev_loop *loop, void *arg) {
 /* Wake hook: messages other threads published for this loop's clients, then kill requests. */
 static void srv_wake(struct cm_ev_loop *loop, void *arg) {
     srv_pubsub_drain(arg);
+    srv_defer__drain(arg);
     srv_check_kills(loop, arg);
 }
 
@@ -770,7 +800,7 @@ static void srv_cron(struct cm_ev_loop *loop, void *arg) {
         for (; c; c = next) {
             next = c->wnext;
             if (now - c->last_ms > (uint64_t)srv_cfg.timeout * 1000 && srv_client_pending(c) == 0 &&
-                !(c->flags & SRV_CLIENT_MULTI) && !srv_pubsub_subscribed(c)) {
+                !(c->flags & SRV_CLIENT_MULTI) && !srv_pubsub_subscribed(c) && !c->defer) {
                 cm_log(CM_LOG_VERBOSE, "net", "closing idle client %s", c->addr);
                 srv_client_free(c);
             }
@@ -871,6 +901,7 @@ static int srv_workers_setup(void) {
     for (unsigned i = 0; i < srv_nworkers; i++) {
         struct srv_worker *w = &srv_workers[i];
         w->id = i;
+        pthread_mutex_init(&w->defer_mu, NULL);
         w->loop =
             srv_net_uring ? cm_ev_create_uring(maxfd, SRV_URING_ENTRIES) : cm_ev_create(maxfd);
         if (!w->loop) {
@@ -984,6 +1015,7 @@ int srv_net_run(void) {
     srv_shutdown_request();
     for (unsigned i = 1; i < srv_nworkers; i++)
         pthread_join(srv_workers[i].thread, NULL);
+    srv_defer_shutdown(srv_workers, srv_nworkers); /* before the loops and the keyspace go */
     srv_workers_teardown();
     return 0;
 }
@@ -997,6 +1029,8 @@ void srv_client_info_line(struct srv_client *c, struct cm_buf *out) {
     srv_pubsub_counts(c, &sub, &psub, &ssub);
     if (c->flags & SRV_CLIENT_MULTI)
         strcpy(flags, "x");
+    else if (c->defer)
+        strcpy(flags, "b"); /* suspended on a deferred reply, as Redis shows a blocked client */
     else if (sub + psub + ssub > 0)
         strcpy(flags, "P");
     cm_buf_appendf(out,

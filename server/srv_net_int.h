@@ -41,6 +41,9 @@ struct srv_worker {
     struct srv_uring *ur; /* io_uring backend state, NULL on epoll */
     unsigned nclosing;    /* io_uring: clients closed whose requests are still in flight */
     int stopping;         /* the loop ended: accepted connections are closed at once */
+    /* Completed deferrals waiting for the loop (srv_defer.c); other threads append. */
+    pthread_mutex_t defer_mu;
+    struct srv_defer *defer_head, *defer_tail;
 };
 
 /*
@@ -90,6 +93,19 @@ void srv_net__client_detach(struct srv_client *c);
 
 /* Frees c's memory and drops its pins (after detach; on io_uring once nothing is in flight). */
 void srv_net__client_release(struct srv_client *c);
+
+/* A suspended client's deferral completed (its reply is in c->out): parses and runs its
+ * buffered input, queues the output. c may be closed (and freed) on return. Loop thread. */
+void srv_net__resume(struct srv_client *c);
+
+/* ---- srv_defer.c ---- */
+
+/* Delivers w's completed deferrals: done callbacks, then the clients resume. Loop thread (or
+ * the main thread at shutdown, once the loop ended). */
+void srv_defer__drain(struct srv_worker *w);
+
+/* c is closing: its deferral (if any) loses its client, the result will be dropped. */
+void srv_defer__client_gone(struct srv_client *c);
 
 /* ---- srv_net_uring.c ---- */
 

@@ -196,9 +196,14 @@ static void srv_uring_arm_input(struct srv_client *c) {
  * End of input while replies are still queued: a client that sent its last request and shut its
  * write side (half-close) gets them, then the connection closes. The request and the EOF can
  * come in one batch of completions, before the replies went out (on epoll the EOF comes with a
- * later read, after the reply was written). Returns 1 when it took over, 0 to close now.
+ * later read, after the reply was written). A suspended client (srv_defer.h) first runs what
+ * it sent before the EOF, once resumed. Returns 1 when it took over, 0 to close now.
  */
 static int srv_uring_eof_with_replies(struct srv_client *c) {
+    if (c->defer) { /* suspended: the rest of its input runs first (srv_client_process) */
+        c->flags |= SRV_CLIENT_INPUT_EOF;
+        return 1;
+    }
     if (c->out.len == 0 && c->nrefs == 0 && !(c->tx && c->tx->busy))
         return 0;
     c->flags |= SRV_CLIENT_CLOSE_AFTER_REPLY;

@@ -6,6 +6,7 @@
 
 #include "server/srv_client.h"
 #include "server/srv_db.h"
+#include "server/srv_defer.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
@@ -135,14 +136,8 @@ int srv_offload_write(const struct srv_obj *o, const void *val, uint32_t *gen) {
     return 0;
 }
 
-int srv_offload_read(const struct srv_obj *o, void *buf) {
-    char dk[STO_KEY_MAX];
-    ssize_t n = -CM_EOBJECT_NOT_FOUND;
-    if (!srv_off_store)
-        n = -ENODEV;
-    else if (o->klen <= SRV_OFF_KEY_MAX && o->handle != 0)
-        n = sto_get(srv_off_store, dk,
-                    srv_off_dkey(dk, SRV_OFF_TAG_VALUE, o->handle, o->key, o->klen), buf, o->vlen);
+/* Counts (and logs) the result rc of reading offloaded o back; returns rc. */
+static int srv_off_read_result(const struct srv_obj *o, ssize_t n) {
     int rc = n < 0 ? (int)n : (n == (ssize_t)o->vlen ? 0 : -EIO);
     if (rc < 0) {
         cm_atomic_add_relaxed(&srv_off.read_failures, 1);
@@ -152,6 +147,43 @@ int srv_offload_read(const struct srv_obj *o, void *buf) {
     cm_atomic_add_relaxed(&srv_off.reads, 1);
     cm_atomic_add_relaxed(&srv_off.read_bytes, o->vlen);
     return 0;
+}
+
+int srv_offload_read(const struct srv_obj *o, void *buf) {
+    char dk[STO_KEY_MAX];
+    ssize_t n = -CM_EOBJECT_NOT_FOUND;
+    if (!srv_off_store)
+        n = -ENODEV;
+    else if (o->klen <= SRV_OFF_KEY_MAX && o->handle != 0)
+        n = sto_get(srv_off_store, dk,
+                    srv_off_dkey(dk, SRV_OFF_TAG_VALUE, o->handle, o->key, o->klen), buf, o->vlen);
+    return srv_off_read_result(o, n);
+}
+
+void srv_offload_read_many(struct srv_obj *const *o, char *const *bufs, int *rc, unsigned n) {
+    struct sto_get_item items[n > 0 ? n : 1];
+    ssize_t res[n > 0 ? n : 1];
+    unsigned idx[n > 0 ? n : 1], m = 0;
+    size_t total = 0;
+    for (unsigned i = 0; i < n; i++)
+        total += SRV_OFF_HDR + o[i]->klen;
+    char *dks = cm_malloc(total ? total : 1), *p = dks;
+    for (unsigned i = 0; i < n; i++) {
+        res[i] = srv_off_store ? -CM_EOBJECT_NOT_FOUND : -ENODEV;
+        if (!srv_off_store || o[i]->klen > SRV_OFF_KEY_MAX || o[i]->handle == 0)
+            continue;
+        size_t dl = srv_off_dkey(p, SRV_OFF_TAG_VALUE, o[i]->handle, o[i]->key, o[i]->klen);
+        items[m] = (struct sto_get_item){p, dl, bufs[i], o[i]->vlen, 0};
+        idx[m++] = i;
+        p += dl;
+    }
+    if (m > 0)
+        sto_batch_get(srv_off_store, items, m);
+    for (unsigned k = 0; k < m; k++)
+        res[idx[k]] = items[k].result;
+    for (unsigned i = 0; i < n; i++)
+        rc[i] = srv_off_read_result(o[i], res[i]);
+    cm_free(dks);
 }
 
 /* Removes the disk objects of (gen, key). */
@@ -265,6 +297,82 @@ int srv_offload_reply(struct srv_client *c, struct srv_obj *o) {
     }
     if (rc < 0)
         resp_add_null(&c->out, c->proto);
+    return 1;
+}
+
+/* ---------------------------------------------------------------- GET off the loop */
+
+/* A GET whose read-back runs on the deferred-work pool (srv_defer.h). */
+struct srv_off_get {
+    struct srv_defer d;
+    struct srv_obj *o; /* pinned: its record, generation and disk copy stay while we read */
+    uint32_t gen;      /* o's disk generation when the GET ran */
+    int rc;            /* the read's result */
+    char *buf;         /* o->vlen bytes read */
+};
+
+/*
+ * Pool thread: the disk reads of the GETs queued together, submitted at once. Each o is pinned,
+ * so its key, length and generation do not change.
+ */
+static void srv_off_get_work(struct srv_defer **ds, unsigned n) {
+    struct srv_obj *objs[SRV_DEFER_BATCH] = {0};
+    char *bufs[SRV_DEFER_BATCH] = {0};
+    int rcs[SRV_DEFER_BATCH];
+    for (unsigned i = 0; i < n; i++) {
+        struct srv_off_get *g = (struct srv_off_get *)(void *)ds[i];
+        g->buf = cm_malloc(g->o->vlen ? g->o->vlen : 1);
+        objs[i] = g->o;
+        bufs[i] = g->buf;
+    }
+    srv_offload_read_many(objs, bufs, rcs, n);
+    for (unsigned i = 0; i < n; i++)
+        ((struct srv_off_get *)(void *)ds[i])->rc = rcs[i];
+}
+
+int srv_offload_after_read(struct srv_obj *o, uint32_t gen, const char *buf) {
+    struct srv_db_ref r;
+    srv_db_rdlock();
+    srv_db_lock(&r, o->key, o->klen);
+    int done = srv_db_peek(&r, srv_now_ms()) == o && srv_obj_offloaded(o) && o->handle == gen &&
+               srv_obj_promote_buf(o, buf) == 0;
+    srv_db_unlock(&r);
+    srv_db_rdunlock();
+    if (!done)
+        cm_atomic_add_relaxed(&srv_off.buffered_reads, 1);
+    return done;
+}
+
+/*
+ * Loop thread: the reply. It is the value as of the GET (the read holds that record's disk
+ * copy even if a DEL or SET replaced the key meanwhile), a null when the read failed, as
+ * before; nothing when the client went away.
+ */
+static void srv_off_get_done(struct srv_defer *d, struct srv_client *c) {
+    struct srv_off_get *g = (struct srv_off_get *)(void *)d;
+    if (g->rc == 0)
+        srv_offload_after_read(g->o, g->gen, g->buf);
+    if (c && g->rc == 0)
+        resp_add_bulk(&c->out, g->buf, g->o->vlen);
+    else if (c)
+        resp_add_null(&c->out, c->proto);
+    srv_obj_unref(g->o); /* the last reference when the key was deleted meanwhile */
+    cm_free(g->buf);
+    cm_free(g);
+}
+
+int srv_offload_get_async(struct srv_client *c, struct srv_obj *o) {
+    if (!srv_off_store || !srv_client_can_defer(c))
+        return 0;
+    struct srv_off_get *g = cm_calloc(1, sizeof(*g));
+    if (srv_client_defer(c, &g->d, srv_off_get_done) < 0) {
+        cm_free(g);
+        return 0;
+    }
+    srv_obj_ref(o);
+    g->o = o;
+    g->gen = o->handle;
+    srv_defer_submit_batch(&g->d, srv_off_get_work);
     return 1;
 }
 

@@ -16,8 +16,11 @@
  * (its policies are forced to none): a full quota or disk makes the write fail, and the value is
  * dropped as without the tier, counted and logged.
  *
- * All disk I/O is synchronous on the calling event-loop thread, under the key's shard lock.
- * Thread-safe otherwise: counters are atomics and the store allows concurrent calls.
+ * Plain GET of an offloaded value reads it on the deferred-work pool (srv_defer.h): the client
+ * waits, the loop serves others. Every other disk I/O (eviction writes, other commands'
+ * scratch reads, MGET, GET inside MULTI/EXEC, removals) is synchronous on the calling
+ * event-loop thread, under the key's shard lock. Thread-safe otherwise: counters are atomics
+ * and the store allows concurrent calls.
  */
 #ifndef CRESCENT_SERVER_SRV_OFFLOAD_H
 #define CRESCENT_SERVER_SRV_OFFLOAD_H
@@ -64,6 +67,13 @@ int srv_offload_write(const struct srv_obj *o, const void *val, uint32_t *gen);
 int srv_offload_read(const struct srv_obj *o, void *buf);
 
 /*
+ * Reads the values of n offloaded objects (each pinned, or under its shard lock) into bufs[i]
+ * (o[i]->vlen bytes each), the reads submitted together (sto_batch_get); rc[i] is 0 or a
+ * negative error, counted and logged as for srv_offload_read. Any thread.
+ */
+void srv_offload_read_many(struct srv_obj *const *o, char *const *bufs, int *rc, unsigned n);
+
+/*
  * Removes offloaded o's disk copy (value and expiry). promoted = 1: its value just moved back
  * into memory; 0: the record is being freed (DEL, overwrite, expiry, FLUSHALL), and after
  * srv_offload_stop() the copy is kept instead.
@@ -92,6 +102,25 @@ char *srv_offload_scratch(const struct srv_obj *o);
  * buffer (or a null when the read fails), and returns 1.
  */
 int srv_offload_reply(struct srv_client *c, struct srv_obj *o);
+
+/*
+ * GET's asynchronous path for an offloaded o (shard lock held, keyspace lock shared): when c's
+ * command may be deferred (srv_defer.h), pins o, suspends c and reads the value on the
+ * deferred-work pool; once read, on c's loop, the value is promoted into the segment when o is
+ * still the key's record and there is room (else served from the buffer), and appended to
+ * c's reply (a null when the read failed). Returns 1 when deferred (the caller appends
+ * nothing more), 0 when not (inside MULTI/EXEC, no tier): use srv_offload_reply.
+ */
+int srv_offload_get_async(struct srv_client *c, struct srv_obj *o);
+
+/*
+ * After a read of offloaded o (pinned once by the caller, disk generation gen when pinned) into
+ * buf, off the loop: promotes o into the segment when it is still the record of its key under
+ * that generation, nothing else references it and there is room (srv_obj_promote_buf), else
+ * counts a buffered read. Returns 1 when promoted. Loop thread, no lock held (takes the
+ * keyspace lock shared and o's shard lock).
+ */
+int srv_offload_after_read(struct srv_obj *o, uint32_t gen, const char *buf);
 
 /* INFO's "# Offload" section. */
 void srv_offload_info(struct cm_buf *b);

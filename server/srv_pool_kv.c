@@ -10,8 +10,10 @@
 
 #include "server/srv_client.h"
 #include "server/srv_db.h"
+#include "server/srv_defer.h"
 #include "server/srv_mc.h"
 #include "server/srv_oplog.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_server.h"
 #include "server/srv_watch.h"
 
@@ -324,40 +326,50 @@ static int srv_pkv_read_leased(const struct srv_pkv_rep *r, void *dst, uint64_t 
 }
 
 /*
- * Appends key's pool value as a bulk string to b, read from the first replica that answers.
- * Returns 1, or 0 with b unchanged (absent, being written, or no replica readable). A value
- * larger than proto-max-bulk-len is not read: an error reply is appended instead (returns 1).
+ * Looks key up for a read: copies its readable memory replicas into *out (caller frees with
+ * srv_pkv_free_reps) under a read lease of *lease_ms granted at *t0. Returns how many, 0 when
+ * the pool does not have key readable (*out NULL).
  */
-static int srv_pkv_read_into(struct cm_buf *b, const char *key, size_t klen) {
+static size_t srv_pkv_lookup(const char *key, size_t klen, struct srv_pkv_rep **out, int64_t *t0,
+                             int64_t *lease_ms) {
+    *out = NULL;
     if (!srv_pkv_key_ok(klen))
         return 0;
     struct pool_replica_desc d[POOL_MAX_REPLICAS];
     size_t n = 0;
-    int64_t lease_ms = 0;
+    *lease_ms = 0;
     srv_mc_lock();
-    int64_t t0 = srv_mc_now();
-    int rc = pool_get_replicas(srv_mc_pool, key, klen, t0, d, &n, &lease_ms);
+    *t0 = srv_mc_now();
+    int rc = pool_get_replicas(srv_mc_pool, key, klen, *t0, d, &n, lease_ms);
     size_t nmem = 0; /* LOCAL_DISK replicas are read through their owner, not here */
     for (size_t i = 0; rc == POOL_OK && i < n; i++)
         if (d[i].type == POOL_REPLICA_MEMORY)
             d[nmem++] = d[i];
-    n = nmem;
-    struct srv_pkv_rep *reps = NULL;
-    if (rc == POOL_OK && n > 0) {
-        reps = cm_malloc(n * sizeof(*reps));
-        srv_pkv_copy_reps(d, n, reps);
+    if (rc == POOL_OK && nmem > 0) {
+        *out = cm_malloc(nmem * sizeof(**out));
+        srv_pkv_copy_reps(d, nmem, *out);
     }
     srv_mc_unlock();
-    if (!reps)
+    return *out ? nmem : 0;
+}
+
+/* Appends the error for a value above proto-max-bulk-len to b and returns 1; else 0. */
+static int srv_pkv_too_big(struct cm_buf *b, uint64_t size) {
+    if (size <= (uint64_t)srv_cfg.proto_max_bulk_len)
         return 0;
+    resp_add_errorf(b, "ERR the pool object is larger than proto-max-bulk-len (%llu bytes)",
+                    (unsigned long long)size);
+    return 1;
+}
+
+/*
+ * Appends the value of replicas reps (leased at t0 for lease_ms) as a bulk string to b, read
+ * from the first replica that answers. Returns 1, or 0 with b unchanged. Any thread, no lock.
+ */
+static int srv_pkv_read_reps(struct cm_buf *b, const struct srv_pkv_rep *reps, size_t n, int64_t t0,
+                             int64_t lease_ms) {
     int done = 0;
     uint64_t size = reps[0].size;
-    if (size > (uint64_t)srv_cfg.proto_max_bulk_len) {
-        resp_add_errorf(b, "ERR the pool object is larger than proto-max-bulk-len (%llu bytes)",
-                        (unsigned long long)size);
-        srv_pkv_free_reps(reps, n);
-        return 1;
-    }
     char hdr[32];
     int hl = snprintf(hdr, sizeof(hdr), "$%llu\r\n", (unsigned long long)size);
     cm_buf_reserve(b, (size_t)hl + size + 2);
@@ -369,12 +381,96 @@ static int srv_pkv_read_into(struct cm_buf *b, const char *key, size_t klen) {
         memcpy(dst + size, "\r\n", 2);
         b->len += (size_t)hl + size + 2;
     }
+    return done;
+}
+
+/*
+ * Appends key's pool value as a bulk string to b, read from the first replica that answers.
+ * Returns 1, or 0 with b unchanged (absent, being written, or no replica readable). A value
+ * larger than proto-max-bulk-len is not read: an error reply is appended instead (returns 1).
+ */
+static int srv_pkv_read_into(struct cm_buf *b, const char *key, size_t klen) {
+    struct srv_pkv_rep *reps;
+    int64_t t0 = 0, lease_ms = 0;
+    size_t n = srv_pkv_lookup(key, klen, &reps, &t0, &lease_ms);
+    if (n == 0)
+        return 0;
+    int done = srv_pkv_too_big(b, reps[0].size) || srv_pkv_read_reps(b, reps, n, t0, lease_ms);
     srv_pkv_free_reps(reps, n);
     return done;
 }
 
 int srv_pkv_get(struct srv_client *c, const char *key, size_t klen) {
     return srv_pkv_read_into(&c->out, key, klen);
+}
+
+int srv_pkv_get_buf(struct cm_buf *b, const char *key, size_t klen) {
+    return srv_pkv_read_into(b, key, klen);
+}
+
+/* A GET whose transfer runs on the deferred-work pool (srv_defer.h). */
+struct srv_pkv_get {
+    struct srv_defer d;
+    struct srv_pkv_rep *reps;
+    size_t n;
+    int64_t t0, lease_ms;
+    struct cm_buf b; /* the reply, when read */
+    int done;
+    size_t klen;
+    char key[]; /* for the keymiss event */
+};
+
+/* Pool thread: the transfer (bounded by SRV_PKV_TIMEOUT_MS per replica). */
+static void srv_pkv_get_work(struct srv_defer *d) {
+    struct srv_pkv_get *g = (struct srv_pkv_get *)(void *)d;
+    g->done = srv_pkv_read_reps(&g->b, g->reps, g->n, g->t0, g->lease_ms);
+}
+
+/* Loop thread: the reply (nil and a keymiss when no replica could be read), as srv_pkv_get. */
+static void srv_pkv_get_done(struct srv_defer *d, struct srv_client *c) {
+    struct srv_pkv_get *g = (struct srv_pkv_get *)(void *)d;
+    if (c && g->done && c->out.len == 0 && c->nrefs == 0) { /* the usual case: no copy */
+        struct cm_buf t = c->out;
+        c->out = g->b;
+        g->b = t;
+    } else if (c && g->done) {
+        cm_buf_append(&c->out, g->b.data, g->b.len);
+    } else if (c) {
+        resp_add_null(&c->out, c->proto);
+        srv_notify(SRV_NOTIFY_KEY_MISS, "keymiss", g->key, g->klen);
+    }
+    srv_db_count_hit(g->done);
+    srv_pkv_free_reps(g->reps, g->n);
+    cm_buf_fini(&g->b);
+    cm_free(g);
+}
+
+int srv_pkv_get_async(struct srv_client *c, const char *key, size_t klen) {
+    struct srv_pkv_rep *reps;
+    int64_t t0 = 0, lease_ms = 0;
+    size_t n = srv_pkv_lookup(key, klen, &reps, &t0, &lease_ms);
+    if (n == 0)
+        return 0;
+    int done = srv_pkv_too_big(&c->out, reps[0].size);
+    if (!done && srv_client_can_defer(c)) {
+        struct srv_pkv_get *g = cm_calloc(1, sizeof(*g) + klen);
+        if (srv_client_defer(c, &g->d, srv_pkv_get_done) == 0) {
+            g->reps = reps;
+            g->n = n;
+            g->t0 = t0;
+            g->lease_ms = lease_ms;
+            cm_buf_init(&g->b);
+            g->klen = klen;
+            memcpy(g->key, key, klen);
+            srv_defer_submit(&g->d, srv_pkv_get_work);
+            return 2;
+        }
+        cm_free(g);
+    }
+    if (!done)
+        done = srv_pkv_read_reps(&c->out, reps, n, t0, lease_ms);
+    srv_pkv_free_reps(reps, n);
+    return done;
 }
 
 /* Admin view of key (no lease). Returns 1 and *size when readable, else 0. */

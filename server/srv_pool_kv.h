@@ -11,10 +11,12 @@
  * runs get replicas (a read lease) -> READ of one replica straight into the reply buffer. The
  * master's transfer engine (tcp and shm, no listener) is created on first use; segments opened
  * from replica descriptors are cached by segment name and descriptor bytes. Transfers are
- * synchronous on the calling event-loop thread, bounded by SRV_PKV_TIMEOUT_MS. On an HA
- * leader every pool change made here (the master's registration, upsert start and end or
- * revoke, DEL, FLUSHALL) goes to the op-log under the pool mutex, as the MC.* handlers log
- * theirs, so the reply leaves only once the entry is stored (srv_oplog_sync) and a new leader
+ * bounded by SRV_PKV_TIMEOUT_MS. A plain GET's read runs on the deferred-work pool
+ * (srv_pkv_get_async, srv_defer.h) while its client waits; every other transfer (SET's writes,
+ * SET ... GET's read of the old value, MGET, GETDEL, GET inside MULTI/EXEC) is synchronous on
+ * the calling event-loop thread. On an HA leader every pool change made here (the master's
+ * registration, upsert start and end or revoke, DEL, FLUSHALL) goes to the op-log under the
+ * pool mutex, as the MC.* handlers log theirs, so the reply leaves only once the entry is stored (srv_oplog_sync) and a new leader
  * serves the value from the replica in the client segment.
  *
  * Threads: every function may be called from any event-loop thread with the keyspace lock held
@@ -28,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct cm_buf;
 struct srv_client;
 struct srv_arg;
 
@@ -66,6 +69,18 @@ void srv_pkv_stop(void);
  * be read within SRV_PKV_TIMEOUT_MS (the caller replies nil).
  */
 int srv_pkv_get(struct srv_client *c, const char *key, size_t klen);
+
+/* As srv_pkv_get, appending to b instead of a client's reply (MGET finished off the loop). */
+int srv_pkv_get_buf(struct cm_buf *b, const char *key, size_t klen);
+
+/*
+ * GET's path for a key the keyspace does not hold: as srv_pkv_get, but when c's command may be
+ * deferred (srv_defer.h) the transfer runs on the deferred-work pool while c waits and its
+ * loop serves others; returns 2 then, and the reply (the value, or nil and a keymiss event),
+ * and the hit/miss count come later, on c's loop. Returns 1 (replied) or 0 (nothing appended:
+ * reply nil) when it ran synchronously (inside MULTI/EXEC) or had nothing to read.
+ */
+int srv_pkv_get_async(struct srv_client *c, const char *key, size_t klen);
 
 /* 1 when the pool holds key readable (no lease granted), else 0. */
 int srv_pkv_exists(const char *key, size_t klen);

@@ -5,3 +5,5 @@
 $(call objs,tests/offload/test_offload.c): MOD_CFLAGS += $(IT_CFLAGS)
 $(eval $(call unit_test,offload/test_offload,tests/offload/test_offload.c,$(call objs,$(IT_HARNESS_SRCS)),$(IT_LIBS)))
 TEST_SCRIPTS += tests/offload/offload_cli.sh
+$(call objs,tests/offload/test_offload_defer.c): MOD_CFLAGS += $(IT_CFLAGS)
+$(eval $(call unit_test,offload/test_offload_defer,tests/offload/test_offload_defer.c,$(call objs,$(IT_HARNESS_SRCS)),$(IT_LIBS)))

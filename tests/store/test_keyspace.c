@@ -497,3 +497,84 @@ Test(keyspace, get_above_proto_max_bulk_len_is_an_error) {
     st_peer_kill(&p);
     free(val);
 }
+
+/* INFO blocked_clients (deferred replies in progress) of the master. */
+static long long blocked_clients(redisContext *c) {
+    redisReply *r = st_cmd(c, "INFO clients");
+    cr_assert_eq(r->type, REDIS_REPLY_STRING);
+    const char *p = strstr(r->str, "blocked_clients:");
+    cr_assert_not_null(p);
+    long long v = strtoll(p + 16, NULL, 10);
+    freeReplyObject(r);
+    return v;
+}
+
+static void wait_blocked(redisContext *c, long long want) {
+    long long deadline = st_now_ms() + 20000, got = -1;
+    while (st_now_ms() < deadline && (got = blocked_clients(c)) != want)
+        st_sleep_ms(5);
+    cr_assert_eq(got, want, "blocked_clients %lld, want %lld", got, want);
+}
+
+/*
+ * GET of a pool object reads off the event loop (server/srv_defer.h): while one client's
+ * transfer is held (CRESCENT_TEST_DEFER_DELAY_MS), another is served on the same single loop;
+ * the first gets its pipelined replies in order, byte-exact. A client killed while its
+ * transfer is in flight is closed and the result dropped.
+ */
+Test(keyspace, pool_get_runs_off_the_loop) {
+    setenv("CRESCENT_TEST_DEFER_DELAY_MS", "1500", 1);
+    start("--threads 1");
+    unsetenv("CRESCENT_TEST_DEFER_DELAY_MS");
+    struct st_peer p;
+    st_peer_start(&p, &master, "tcp", 32 * MIB);
+    struct crescent_store *st = st_store(&master, "tcp", 0);
+    char *val = malloc(MIB);
+    cr_assert(val != NULL);
+    st_fill(val, MIB, 9);
+    OK(crescent_store_put(st, "slow", val, MIB, NULL));
+    redisContext *a = st_redis(&master);
+    redisAppendCommand(a, "GET slow");
+    redisAppendCommand(a, "GET nothing");
+    redisAppendCommand(a, "PING");
+    int done = 0;
+    while (!done)
+        cr_assert_eq(redisBufferWrite(a, &done), REDIS_OK);
+    wait_blocked(rc, 1);
+    redisReply *r = st_cmd(rc, "SET local v");
+    cr_assert_eq(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    r = st_cmd(rc, "GET local");
+    cr_assert(r->type == REDIS_REPLY_STRING && strcmp(r->str, "v") == 0);
+    freeReplyObject(r);
+    cr_assert_eq(blocked_clients(rc), 1, "served while the transfer is held");
+    redisReply *g = NULL;
+    cr_assert_eq(redisGetReply(a, (void **)&g), REDIS_OK);
+    cr_assert(g->type == REDIS_REPLY_STRING && g->len == MIB && memcmp(g->str, val, MIB) == 0);
+    freeReplyObject(g);
+    cr_assert_eq(redisGetReply(a, (void **)&g), REDIS_OK);
+    cr_assert_eq(g->type, REDIS_REPLY_NIL);
+    freeReplyObject(g);
+    cr_assert_eq(redisGetReply(a, (void **)&g), REDIS_OK);
+    cr_assert(g->type == REDIS_REPLY_STATUS && strcmp(g->str, "PONG") == 0);
+    freeReplyObject(g);
+
+    r = st_cmd(a, "CLIENT ID");
+    long long id = r->integer;
+    freeReplyObject(r);
+    redisAppendCommand(a, "GET slow");
+    done = 0;
+    while (!done)
+        cr_assert_eq(redisBufferWrite(a, &done), REDIS_OK);
+    wait_blocked(rc, 1);
+    char kill[64];
+    snprintf(kill, sizeof(kill), "%lld", id);
+    cr_assert_eq(cmd_int("CLIENT KILL ID %s", kill), 1);
+    cr_assert_neq(redisGetReply(a, (void **)&g), REDIS_OK, "killed, not answered");
+    redisFree(a);
+    wait_blocked(rc, 0);
+    check_redis_get("slow", val, MIB);
+    crescent_store_destroy(st);
+    st_peer_kill(&p);
+    free(val);
+}
