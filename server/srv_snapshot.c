@@ -432,6 +432,13 @@ static int snap_restore_one(const char *id) {
     return 0;
 }
 
+/* Counts a snapshot refused by the HA recovery (the recovery thread; INFO reads the count). */
+static void snap_refused(void) {
+    pthread_mutex_lock(&snap_mu);
+    snap_stats.restore_refused++;
+    pthread_mutex_unlock(&snap_mu);
+}
+
 /*
  * HA: checks the header of the snapshot at map (epoch and last_seq at bytes 16 and 24, before
  * the whole file is read) against the op-log's trim point base and first entry first. Returns
@@ -477,7 +484,7 @@ int srv_snapshot_load_ha(uint64_t base, uint64_t first, struct pool **out,
         void *map;
         size_t len;
         if (snap_map(ids[i], &map, &len) != 0) {
-            snap_stats.restore_refused++;
+            snap_refused();
             continue;
         }
         const char *why = snap_ha_usable(map, len, base, first, err, sizeof(err));
@@ -494,7 +501,7 @@ int srv_snapshot_load_ha(uint64_t base, uint64_t first, struct pool **out,
                    i + 1 < n ? "; trying the previous one" : "");
             if (np)
                 pool_destroy(np);
-            snap_stats.restore_refused++;
+            snap_refused();
             continue;
         }
         *out = np;
