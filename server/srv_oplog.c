@@ -13,6 +13,10 @@
  *   <epoch> <seq> D <key>                           object no longer readable
  * Strings are %-escaped (bytes outside '!'..'~' and '%' as %XX); an empty string is a lone '%'.
  * A P entry is the whole readable state of the object, so replaying an entry twice is harmless.
+ * Sequence numbers grow along the whole log, across leaders (a new leader continues after the
+ * highest number it read): a snapshot with last_seq S plus every entry above S is the state,
+ * and the store's trim point says which entries are gone (docs/ha.md, "Snapshots and the
+ * op-log").
  */
 #include "common/fmacros.h"
 
@@ -874,7 +878,8 @@ static void srv_oplog_compact_objects(struct pool *p, struct srv_oplog_compact_c
 int srv_oplog_compact(struct pool *p, uint64_t epoch, uint64_t replayed, uint64_t *kept, char *err,
                       size_t errlen) {
     *kept = replayed;
-    if (!srv_oplog.enabled || !srv_oplog.store->compact || replayed < SRV_OPLOG_COMPACT_MIN)
+    if (!srv_oplog.enabled || !srv_oplog.store->compact || replayed < SRV_OPLOG_COMPACT_MIN ||
+        pool_readable_count(p) * 2 > replayed) /* cannot be worth it: skip building it */
         return 0;
     struct srv_oplog_compact_ctx x = {.epoch = epoch};
     cm_buf_init(&x.q.data);

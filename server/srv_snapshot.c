@@ -515,10 +515,6 @@ int srv_snapshot_load_ha(uint64_t base, uint64_t first, struct pool **out,
     return 0;
 }
 
-int srv_snapshot_restore_enabled(void) {
-    return snap_cat && srv_cfg.enable_snapshot_restore;
-}
-
 static void snap_restore(void) {
     char(*ids)[SRV_SNAPCAT_ID_LEN] = cm_malloc(SNAP_MAX_LISTED * SRV_SNAPCAT_ID_LEN);
     char err[256];

@@ -56,9 +56,6 @@ struct pool_snap_meta;
 int srv_snapshot_load_ha(uint64_t base, uint64_t first, struct pool **out,
                          struct pool_snap_meta *meta, char *id, size_t idlen);
 
-/* True when snapshots are restored (enable_snapshot_restore and the catalog is open). */
-int srv_snapshot_restore_enabled(void);
-
 /* Stops the snapshot thread (waits for a running child). Main thread, before srv_mc_stop(). */
 void srv_snapshot_stop(void);
 

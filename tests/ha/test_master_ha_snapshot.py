@@ -132,6 +132,8 @@ def scenario(tmp, cluster, oplog, redis, kind):
     s1 = snapshot(leader, 0)
     after = oplog.length()
     seq1, ep1 = descriptor(tmp, s1)
+    s1_copy = os.path.join(tmp, "s1-copy")  # put back later as an unusable (too old) snapshot
+    shutil.copytree(os.path.dirname(metadata_path(tmp, s1)), s1_copy)
     check(ep1 == epoch and seq1 >= before, "snapshot %s records epoch %d and last_seq %d "
           "(log had %d entries)" % (s1, ep1, seq1, before))
     check(after < before and after <= 2, "op-log trimmed: %d -> %d entries" % (before, after))
@@ -222,6 +224,11 @@ def scenario(tmp, cluster, oplog, redis, kind):
     T.verify(fourth, writer, "after a restart of every master")
 
     print("no usable snapshot and a trimmed log: refused until a snapshot is back")
+    # s1 comes back as the catalog's latest: its last_seq is below the trim point (a gap)
+    shutil.copytree(s1_copy, os.path.dirname(metadata_path(tmp, s1)))
+    base = "mooncake-store/{%s}/snapshot/" % T.CLUSTER
+    redis.command("ZADD", base + "index", "1", s1)
+    redis.command("SET", base + "latest", s1)
     path3 = metadata_path(tmp, s3)
     good = open(path3, "rb").read()
     bad = bytearray(good)
@@ -237,6 +244,9 @@ def scenario(tmp, cluster, oplog, redis, kind):
                 refused = m
         time.sleep(0.2)
     check(refused is not None, "a new leader logs that the log alone is incomplete")
+    gap = "snapshot %s refused: its last_seq %d is older than the op-log" % (s1, seq1)
+    check(refused is not None and gap in refused.logtext() and "(a gap)" in refused.logtext(),
+          "it refused %s for the gap after its last_seq" % s1)
     if refused is not None:
         r = T.call1(refused.port, "MC.QUERYKEY", "a0001")
         check(isinstance(r, T.Err) and str(r).startswith("LOADING"),
@@ -246,6 +256,8 @@ def scenario(tmp, cluster, oplog, redis, kind):
     check(fifth is not None and fifth is refused, "with the snapshot back it serves (epoch %s)"
           % epoch5)
     if fifth is not None:
+        check(fifth.info("ha").get("ha_restored_snapshot") == s3,
+              "it restored %s, not the older %s" % (s3, s1))
         T.verify(fifth, writer, "after the snapshot came back")
     stop.set()
 
