@@ -148,7 +148,15 @@ def scenario(tmp, cluster, oplog, redis, kind):
           "standbys took no snapshot")
 
     puts(writer, leader, "b", 150, 10)
+    c = T.Conn(leader.port)  # a put in flight across the snapshot: it ends after the fork
+    r1 = c.call("MC.PUTSTART", T.CLIENT_A, "inflight", 1000, "SEGMENTS", 1, "segA")
     s2 = snapshot(leader, 1)
+    r2 = c.call("MC.PUTEND", T.CLIENT_A, "inflight")
+    c.close()
+    check(isinstance(r1, list) and r2 == "OK", "a put started before the snapshot ends after it")
+    if r2 == "OK":
+        writer.acked["inflight"] = sorted((T.fields(d)["segment"], T.fields(d)["addr"])
+                                          for d in r1)
     seq2, _ = descriptor(tmp, s2)
     ids, latest = catalog(redis)
     check(ids == [s1, s2] and latest == s2 and seq2 > seq1,
