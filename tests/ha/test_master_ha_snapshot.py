@@ -150,7 +150,16 @@ def scenario(tmp, cluster, oplog, redis, kind):
     puts(writer, leader, "b", 150, 10)
     c = T.Conn(leader.port)  # a put in flight across the snapshot: it ends after the fork
     r1 = c.call("MC.PUTSTART", T.CLIENT_A, "inflight", 1000, "SEGMENTS", 1, "segA")
+    wt = threading.Thread(target=writer.loop, daemon=True)  # group appends during the fork
+    wt.start()
+    time.sleep(0.3)
+    n0 = writer.n
     s2 = snapshot(leader, 1)
+    time.sleep(0.3)
+    writer.stop.set()
+    wt.join()
+    writer.stop.clear()
+    check(writer.n > n0, "a writer put objects while the snapshot was taken (%d)" % (writer.n - n0))
     r2 = c.call("MC.PUTEND", T.CLIENT_A, "inflight")
     c.close()
     check(isinstance(r1, list) and r2 == "OK", "a put started before the snapshot ends after it")
