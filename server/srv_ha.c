@@ -13,6 +13,7 @@
 #include "server/srv_mc.h"
 #include "server/srv_oplog.h"
 #include "server/srv_server.h"
+#include "server/srv_snapshot.h"
 
 #include "common/cm_atomic.h"
 #include "common/cm_errno.h"
@@ -55,6 +56,8 @@ static struct {
     uint64_t leader_epoch;  /* its epoch */
     uint64_t last_replayed; /* entries of the last replay */
     uint64_t last_recovery_ms;
+    char snap_id[32];  /* snapshot the last recovery started from ("" = none) */
+    uint64_t snap_seq; /* its last included op-log sequence number */
 } srv_ha = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* Commands a standby still runs (connection, introspection, configuration). */
@@ -82,6 +85,11 @@ static void srv_ha_set_state(int st, uint64_t epoch, const char *why) {
     atomic_fetch_add(&srv_ha.transitions, 1);
     cm_log(CM_LOG_NOTICE, "ha", "state %s -> %s (epoch %" PRIu64 "%s%s)", srv_ha_state_names[old],
            srv_ha_state_names[st], epoch, why ? ", " : "", why ? why : "");
+}
+
+uint64_t srv_ha_serving_epoch(void) {
+    uint64_t ep = srv_ha.on ? atomic_load(&srv_ha.serving_epoch) : 0;
+    return ep && atomic_load(&srv_ha.state) == SRV_HA_SERVING && srv_ha_lease_valid(ep) ? ep : 0;
 }
 
 int srv_ha_lease_valid(uint64_t epoch) {
@@ -153,9 +161,18 @@ static int srv_ha_still(uint64_t epoch) {
     return srv_ha.want_lead && srv_ha.lead_epoch == epoch && !srv_ha.stopping;
 }
 
+/* Logs a recovery problem once per new text (recovery thread only). */
+static void srv_ha_log_once(const char *err) {
+    static char last[768];
+    if (strcmp(last, err) != 0)
+        cm_log(CM_LOG_WARNING, "ha", "%s (retrying every %d ms)", err, SRV_HA_RETRY_MS);
+    snprintf(last, sizeof(last), "%s", err);
+}
+
 /*
- * Fences the op-log at epoch, replays it into a new pool and swaps that in, then serves.
- * Returns 0, or -1 (logged) to retry while the leadership lasts.
+ * Fences the op-log at epoch, loads the newest usable snapshot (with enable_snapshot_restore),
+ * replays the op-log entries after it into that pool (or into an empty one) and swaps it in,
+ * then serves. Returns 0, or -1 (logged) to retry while the leadership lasts.
  */
 static int srv_ha_recover(uint64_t epoch) {
     char err[768];
@@ -166,13 +183,29 @@ static int srv_ha_recover(uint64_t epoch) {
                err);
         return -1;
     }
-    if (srv_mc_new_pool(&np) != 0)
+    uint64_t base = 0, first = 0;
+    if (srv_oplog_enabled() && srv_oplog_bounds(&base, &first, err, sizeof(err)) != 0) {
+        cm_log(CM_LOG_WARNING, "ha", "cannot read the op-log's bounds: %s", err);
         return -1;
-    if (srv_oplog_enabled() && srv_oplog_replay(np, srv_mc_now(), &n, err, sizeof(err)) != 0) {
-        static char last[sizeof(err)]; /* recovery thread only: log each new problem once */
-        if (strcmp(last, err) != 0)
-            cm_log(CM_LOG_WARNING, "ha", "%s (retrying every %d ms)", err, SRV_HA_RETRY_MS);
-        snprintf(last, sizeof(last), "%s", err);
+    }
+    struct pool_snap_meta meta = {0};
+    char id[32] = "";
+    if (srv_snapshot_load_ha(base, first, &np, &meta, id, sizeof(id)) != 0)
+        return -1;
+    if (!np && base > 0) {
+        snprintf(err, sizeof(err),
+                 "the op-log was trimmed up to entry %" PRIu64 " (what came before is only in "
+                 "snapshots) and no snapshot with last_seq >= %" PRIu64 " can be loaded; "
+                 "refusing to serve",
+                 base, base);
+        srv_ha_log_once(err);
+        return -1;
+    }
+    if (!np && srv_mc_new_pool(&np) != 0)
+        return -1;
+    if (srv_oplog_enabled() &&
+        srv_oplog_replay(np, srv_mc_now(), meta.last_seq, &n, err, sizeof(err)) != 0) {
+        srv_ha_log_once(err);
         pool_destroy(np);
         return -1;
     }
@@ -193,11 +226,19 @@ static int srv_ha_recover(uint64_t epoch) {
     srv_oplog_activate(epoch);
     srv_ha.last_replayed = n;
     srv_ha.last_recovery_ms = cm_mono_ms() - t0;
+    snprintf(srv_ha.snap_id, sizeof(srv_ha.snap_id), "%s", id);
+    srv_ha.snap_seq = meta.last_seq;
     if (srv_ha_lease_valid(epoch)) {
         atomic_store(&srv_ha.serving_epoch, epoch);
-        char why[96];
-        snprintf(why, sizeof(why), "%" PRIu64 " op-log entries replayed in %" PRIu64 " ms", n,
-                 srv_ha.last_recovery_ms);
+        char why[160];
+        if (id[0])
+            snprintf(why, sizeof(why),
+                     "snapshot %s (last_seq %" PRIu64 ") + %" PRIu64
+                     " op-log entries replayed in %" PRIu64 " ms",
+                     id, meta.last_seq, n, srv_ha.last_recovery_ms);
+        else
+            snprintf(why, sizeof(why), "%" PRIu64 " op-log entries replayed in %" PRIu64 " ms", n,
+                     srv_ha.last_recovery_ms);
         srv_ha_set_state(SRV_HA_SERVING, epoch, why);
     } else {
         srv_oplog_deactivate();
@@ -428,18 +469,22 @@ void srv_ha_info(struct cm_buf *b) {
     cm_buf_appendf(b,
                    "ha_state:%s\r\nha_epoch:%" PRIu64 "\r\nha_leader:%s\r\nha_self:%s\r\n"
                    "ha_cluster_id:%s\r\nha_backend_type:%s\r\nha_transitions:%" PRIu64 "\r\n"
-                   "ha_last_recovery_ms:%" PRIu64 "\r\n",
+                   "ha_last_recovery_ms:%" PRIu64 "\r\nha_restored_snapshot:%s\r\n"
+                   "ha_restored_snapshot_seq:%" PRIu64 "\r\nha_replayed_after_snapshot:%" PRIu64
+                   "\r\n",
                    srv_ha_state_names[st], srv_ha.leader_epoch, srv_ha.leader, srv_ha.self,
                    srv_cfg.cluster_id, srv_cfg.ha_backend_type, atomic_load(&srv_ha.transitions),
-                   srv_ha.last_recovery_ms);
+                   srv_ha.last_recovery_ms, srv_ha.snap_id, srv_ha.snap_seq, srv_ha.last_replayed);
     pthread_mutex_unlock(&srv_ha.mu);
     struct srv_oplog_stats os;
     srv_oplog_get_stats(&os);
-    cm_buf_appendf(b,
-                   "oplog_enabled:%d\r\noplog_appended:%" PRIu64 "\r\noplog_batches:%" PRIu64
-                   "\r\noplog_max_batch:%" PRIu64 "\r\noplog_failed:%" PRIu64
-                   "\r\noplog_replayed:%" PRIu64 "\r\noplog_durable_seq:%" PRIu64
-                   "\r\noplog_compactions:%" PRIu64 "\r\noplog_compacted:%" PRIu64 "\r\n\r\n",
-                   srv_oplog_enabled(), os.appended, os.batches, os.max_batch, os.failed,
-                   os.replayed, os.durable, os.compactions, os.compacted);
+    cm_buf_appendf(
+        b,
+        "oplog_enabled:%d\r\noplog_appended:%" PRIu64 "\r\noplog_batches:%" PRIu64
+        "\r\noplog_max_batch:%" PRIu64 "\r\noplog_failed:%" PRIu64 "\r\noplog_replayed:%" PRIu64
+        "\r\noplog_durable_seq:%" PRIu64 "\r\noplog_compactions:%" PRIu64
+        "\r\noplog_compacted:%" PRIu64 "\r\noplog_skipped:%" PRIu64 "\r\noplog_trims:%" PRIu64
+        "\r\noplog_trimmed_to:%" PRIu64 "\r\n\r\n",
+        srv_oplog_enabled(), os.appended, os.batches, os.max_batch, os.failed, os.replayed,
+        os.durable, os.compactions, os.compacted, os.skipped, os.trims, os.trimmed_to);
 }

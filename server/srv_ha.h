@@ -50,6 +50,12 @@ int srv_ha_enabled(void);
  */
 int srv_ha_lease_valid(uint64_t epoch);
 
+/*
+ * The epoch this master serves as leader of right now (state serving, lease valid by its own
+ * clock), else 0 (also without HA mode). Any thread; cheap.
+ */
+uint64_t srv_ha_serving_epoch(void);
+
 /* Marks at start-up whether command name (with RC_CMD_* flags) still runs on a standby. */
 int srv_ha_allowed_on_standby(const char *name, unsigned flags);
 

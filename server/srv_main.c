@@ -142,11 +142,6 @@ static int srv_startup(int argc, char **argv) {
                         "segment and needs memory > 0\n");
         return 1;
     }
-    if (srv_cfg.enable_ha && (srv_cfg.enable_snapshot || srv_cfg.enable_snapshot_restore)) {
-        fprintf(stderr, "crescent-master: snapshots are not combined with enable_ha yet: in HA "
-                        "mode the op-log carries the metadata (docs/snapshots.md)\n");
-        return 1;
-    }
     if (srv_cfg.ssd_offload_path[0] && !srv_cfg.enable_offload) {
         fprintf(stderr, "crescent-master: ssd_offload_path needs enable_offload\n");
         return 1;

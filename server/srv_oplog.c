@@ -13,6 +13,10 @@
  *   <epoch> <seq> D <key>                           object no longer readable
  * Strings are %-escaped (bytes outside '!'..'~' and '%' as %XX); an empty string is a lone '%'.
  * A P entry is the whole readable state of the object, so replaying an entry twice is harmless.
+ * Sequence numbers grow along the whole log, across leaders (a new leader continues after the
+ * highest number it read): a snapshot with last_seq S plus every entry above S is the state,
+ * and the store's trim point says which entries are gone (docs/ha.md, "Snapshots and the
+ * op-log").
  */
 #include "common/fmacros.h"
 
@@ -671,62 +675,143 @@ static int srv_oplog_apply(struct pool *p, const struct srv_oplog_entry *e, int6
     }
 }
 
+/* State of one replay. */
+struct srv_oplog_replay_ctx {
+    struct pool *p;
+    int64_t now;
+    uint64_t after;   /* entries <= after are in the snapshot p was loaded from: skipped */
+    uint64_t max_seq; /* highest sequence number read */
+    uint64_t last_epoch, n, skipped;
+    char *err;
+    size_t errlen;
+};
+
 /* Checks and applies one entry (data NULL: not a string); returns NULL or what went wrong. */
-static const char *srv_oplog_apply_one(struct pool *p, const char *data, size_t len, int64_t now,
-                                       uint64_t *last_epoch) {
+static const char *srv_oplog_apply_one(struct srv_oplog_replay_ctx *x, const char *data,
+                                       size_t len) {
     struct srv_oplog_entry e;
-    uint64_t epoch = 0;
+    uint64_t epoch = 0, seq = 0;
     if (!data)
         return "is not a string";
     char *s = cm_malloc(len + 1);
     memcpy(s, data, len);
     s[len] = '\0';
     const char *why = NULL;
-    if (strlen(s) != len || srv_oplog_split(s, &e) != 0 || srv_oplog_u64(&e, 0, &epoch) != 0)
+    if (strlen(s) != len || srv_oplog_split(s, &e) != 0 || srv_oplog_u64(&e, 0, &epoch) != 0 ||
+        srv_oplog_u64(&e, 1, &seq) != 0)
         why = "cannot be parsed";
-    else if (epoch < *last_epoch)
+    else if (epoch < x->last_epoch)
         why = "has an epoch below the entry before it";
-    else if (srv_oplog_apply(p, &e, now) != 0)
+    else if (seq <= x->after)
+        x->skipped++;
+    else if (srv_oplog_apply(x->p, &e, x->now) != 0)
         why = "cannot be applied";
     else
-        *last_epoch = epoch;
+        x->n++;
+    if (!why) {
+        x->last_epoch = epoch;
+        if (seq > x->max_seq)
+            x->max_seq = seq;
+    }
     cm_free(s);
     return why;
 }
 
-/* State of one replay. */
-struct srv_oplog_replay_ctx {
-    struct pool *p;
-    int64_t now;
-    uint64_t last_epoch, n;
-    char *err;
-    size_t errlen;
-};
-
 static int srv_oplog_replay_cb(void *arg, const char *data, size_t len, const char *where,
                                const char *hint) {
     struct srv_oplog_replay_ctx *x = arg;
-    const char *why = srv_oplog_apply_one(x->p, data, len, x->now, &x->last_epoch);
+    const char *why = srv_oplog_apply_one(x, data, len);
     if (why) {
         snprintf(x->err, x->errlen, "op-log entry %s %s: '%.*s'; refusing to serve (%s)", where,
                  why, data ? (int)(len < 120 ? len : 120) : 0, data ? data : "", hint);
         return -1;
     }
-    x->n++;
     return 0;
 }
 
-int srv_oplog_replay(struct pool *p, int64_t now, uint64_t *n, char *err, size_t errlen) {
+int srv_oplog_replay(struct pool *p, int64_t now, uint64_t after_seq, uint64_t *n, char *err,
+                     size_t errlen) {
     void *c = srv_oplog.store->connect(err, errlen);
     if (!c)
         return -1;
-    struct srv_oplog_replay_ctx x = {.p = p, .now = now, .err = err, .errlen = errlen};
+    struct srv_oplog_replay_ctx x = {
+        .p = p, .now = now, .after = after_seq, .err = err, .errlen = errlen};
     int rc = srv_oplog.store->scan(c, srv_oplog_replay_cb, &x, err, errlen);
     srv_oplog.store->disconnect(c);
     *n = x.n;
     if (rc == 0) {
         pthread_mutex_lock(&srv_oplog.mu);
         srv_oplog.st.replayed = x.n;
+        srv_oplog.st.skipped = x.skipped;
+        uint64_t next = x.max_seq > after_seq ? x.max_seq : after_seq;
+        if (next > atomic_load(&srv_oplog.next_seq))
+            atomic_store(&srv_oplog.next_seq, next);
+        pthread_mutex_unlock(&srv_oplog.mu);
+    }
+    return rc;
+}
+
+int srv_oplog_bounds(uint64_t *base, uint64_t *first, char *err, size_t errlen) {
+    *base = *first = 0;
+    if (!srv_oplog.store->bounds)
+        return 0;
+    void *c = srv_oplog.store->connect(err, errlen);
+    if (!c)
+        return -1;
+    int rc = srv_oplog.store->bounds(c, base, first, err, errlen);
+    srv_oplog.store->disconnect(c);
+    if (rc == 0) {
+        pthread_mutex_lock(&srv_oplog.mu);
+        srv_oplog.st.trimmed_to = *base;
+        pthread_mutex_unlock(&srv_oplog.mu);
+    }
+    return rc;
+}
+
+/* ---- snapshots ------------------------------------------------------------------------------- */
+
+int srv_oplog_snapshot_point(uint64_t epoch, uint64_t *seq) {
+    if (!srv_oplog.enabled)
+        return -1;
+    pthread_mutex_lock(&srv_oplog.mu);
+    int ok = srv_oplog.active && srv_oplog.epoch == epoch;
+    *seq = atomic_load(&srv_oplog.next_seq);
+    pthread_mutex_unlock(&srv_oplog.mu);
+    return ok ? 0 : -1;
+}
+
+int srv_oplog_wait_durable(uint64_t epoch, uint64_t seq) {
+    if (!srv_oplog.enabled)
+        return -1;
+    pthread_mutex_lock(&srv_oplog.mu);
+    /* entries up to term_base were read from the store when this leadership began */
+    int replayed = srv_oplog.epoch == epoch && seq <= atomic_load(&srv_oplog.term_base);
+    while (!replayed && srv_oplog.durable < seq && srv_oplog.failed_through < seq)
+        pthread_cond_wait(&srv_oplog.done_cv, &srv_oplog.mu);
+    /* a failure at or after seq may have dropped one of them (or ended this leadership, after
+       which durable belongs to a later one): refuse rather than guess */
+    int rc = replayed || (srv_oplog.durable >= seq && srv_oplog.failed_through < seq) ? 0 : -1;
+    pthread_mutex_unlock(&srv_oplog.mu);
+    return rc;
+}
+
+int srv_oplog_trim(uint64_t epoch, uint64_t upto, uint64_t upto_epoch, char *err, size_t errlen) {
+    if (!srv_oplog.enabled || !srv_oplog.store->trim)
+        return 0;
+    pthread_mutex_lock(&srv_oplog.mu);
+    int done = upto <= srv_oplog.st.trimmed_to;
+    pthread_mutex_unlock(&srv_oplog.mu);
+    if (done)
+        return 0;
+    void *c = srv_oplog.store->connect(err, errlen);
+    if (!c)
+        return -1;
+    int rc = srv_oplog.store->trim(c, epoch, upto, upto_epoch, err, errlen);
+    srv_oplog.store->disconnect(c);
+    if (rc == 0) {
+        pthread_mutex_lock(&srv_oplog.mu);
+        srv_oplog.st.trims++;
+        srv_oplog.st.trimmed_to = upto;
         pthread_mutex_unlock(&srv_oplog.mu);
     }
     return rc;
@@ -793,13 +878,15 @@ static void srv_oplog_compact_objects(struct pool *p, struct srv_oplog_compact_c
 int srv_oplog_compact(struct pool *p, uint64_t epoch, uint64_t replayed, uint64_t *kept, char *err,
                       size_t errlen) {
     *kept = replayed;
-    if (!srv_oplog.enabled || !srv_oplog.store->compact || replayed < SRV_OPLOG_COMPACT_MIN)
+    if (!srv_oplog.enabled || !srv_oplog.store->compact || replayed < SRV_OPLOG_COMPACT_MIN ||
+        pool_readable_count(p) * 2 > replayed) /* cannot be worth it: skip building it */
         return 0;
     struct srv_oplog_compact_ctx x = {.epoch = epoch};
     cm_buf_init(&x.q.data);
+    uint64_t seq0 = atomic_fetch_add(&srv_oplog.next_seq, 1); /* leave one number out */
     pool_segment_foreach(p, srv_oplog_compact_seg, &x);
     srv_oplog_compact_objects(p, &x);
-    int rc = 0;
+    int rc = 0, written = 0;
     if (x.q.n * 2 <= replayed) { /* worth it: at most half as long */
         const char **v = cm_malloc((x.q.n ? x.q.n : 1) * sizeof(char *));
         for (size_t i = 0; i < x.q.n; i++)
@@ -810,12 +897,16 @@ int srv_oplog_compact(struct pool *p, uint64_t epoch, uint64_t replayed, uint64_
         cm_free(v);
         if (rc == 0) {
             *kept = x.q.n;
+            written = 1;
             pthread_mutex_lock(&srv_oplog.mu);
             srv_oplog.st.compactions++;
             srv_oplog.st.compacted = x.q.n;
+            srv_oplog.st.trimmed_to = 0;
             pthread_mutex_unlock(&srv_oplog.mu);
         }
     }
+    if (!written)
+        atomic_store(&srv_oplog.next_seq, seq0); /* not written: its numbers are free again */
     srv_oplog_batch_fini(&x.q);
     cm_free(x.owners);
     return rc;

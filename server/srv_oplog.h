@@ -31,6 +31,9 @@ struct srv_oplog_stats {
     uint64_t max_batch;   /* largest batch appended in one round trip */
     uint64_t compactions; /* times a new leader rewrote the log */
     uint64_t compacted;   /* entries written by the last compaction */
+    uint64_t skipped;     /* entries the last replay skipped (included in its snapshot) */
+    uint64_t trims;       /* times this process trimmed the log up to a snapshot */
+    uint64_t trimmed_to;  /* the log's trim point as last read or written (0: never trimmed) */
     int connected;        /* the writer's connection is up */
 };
 
@@ -106,21 +109,60 @@ int srv_oplog_sync(void);
 int srv_oplog_fence(uint64_t epoch, char *err, size_t errlen);
 
 /*
- * Reads the whole op-log and applies it to p (an empty pool) at time now: clients registered,
- * segments mounted and dropped, objects restored at their recorded addresses. Returns 0 and
- * the number of entries in *n, or -1 with one line in err naming the first entry that cannot
- * be read or applied (a corrupt log is refused, never half-applied silently). HA thread.
+ * Reads the store's trim point (*base: entries <= it were removed after a snapshot; 0 = never
+ * trimmed) and the sequence number of the log's first entry (*first; 0 when empty). Returns 0
+ * or -1 (err). HA thread, after srv_oplog_fence.
  */
-int srv_oplog_replay(struct pool *p, int64_t now, uint64_t *n, char *err, size_t errlen);
+int srv_oplog_bounds(uint64_t *base, uint64_t *first, char *err, size_t errlen);
+
+/*
+ * Reads the whole op-log and applies to p, at time now, every entry whose sequence number is
+ * above after_seq (0: all; p is then empty, else it holds the snapshot that included every
+ * entry <= after_seq): clients registered, segments mounted and dropped, objects restored at
+ * their recorded addresses. Then sets the next sequence number this process assigns above
+ * both after_seq and every entry read, so numbers keep growing along the log across leaders.
+ * Returns 0 and the number of entries applied in *n, or -1 with one line in err naming the
+ * first entry that cannot be read or applied (a corrupt log is refused, never half-applied
+ * silently). HA thread.
+ */
+int srv_oplog_replay(struct pool *p, int64_t now, uint64_t after_seq, uint64_t *n, char *err,
+                     size_t errlen);
+
+/*
+ * The snapshot point: with the pool mutex held by the caller (so no entry is being produced)
+ * and the op-log active at epoch, stores in *seq the sequence number of the last entry
+ * assigned: every change applied to the pool so far has an entry <= *seq, and none has one
+ * above. Returns 0, or -1 when the op-log is not active at epoch (not serving). Snapshot
+ * thread, under the pool mutex.
+ */
+int srv_oplog_snapshot_point(uint64_t epoch, uint64_t *seq);
+
+/*
+ * Waits until every entry <= seq (a snapshot point taken at epoch) is stored: written by this
+ * leadership, or read from the store when it began. Returns 0, or -1 when one of them was
+ * refused or dropped (the leader lost its lease): a snapshot that includes them must not be
+ * published. Any thread but an event loop's; not under the pool mutex.
+ */
+int srv_oplog_wait_durable(uint64_t epoch, uint64_t seq);
+
+/*
+ * Removes the entries <= upto from the store (upto_epoch: the epoch of entry upto, from the
+ * snapshot that includes it), fenced: refused unless the store's fence still holds epoch, so a
+ * deposed leader cannot trim. Does nothing when the log is already trimmed that far. Returns 0
+ * or -1 (err). Snapshot thread.
+ */
+int srv_oplog_trim(uint64_t epoch, uint64_t upto, uint64_t upto_epoch, char *err, size_t errlen);
 
 /*
  * Rewrites the log as the state of p (a pool just replayed from replayed entries): R and M for
  * every segment owner and segment, G for a graceful unmount, P for every readable object, in
- * the new leader's epoch. Done only when the store supports it (Redis: written to a side list,
- * then swapped in by a script that checks the fence), the log had at least 1000 entries and the
- * result is at most half as long. Clients without a segment are not kept (they register again
- * when their ping says NEED_REMOUNT). *kept gets the log's length afterwards. Returns 0 (also
- * when nothing was done) or -1 (err; the log is then unchanged). HA thread, before serving.
+ * the new leader's epoch, numbered after the last entry replayed with one number left out (so
+ * that no older snapshot sees a contiguous log after it) and with the trim point cleared. Done only
+ * when the store supports it (Redis: written to a side list, then swapped in by a script that
+ * checks the fence), the log had at least 1000 entries and the result is at most half as long.
+ * Clients without a segment are not kept (they register again when their ping says NEED_REMOUNT).
+ * *kept gets the log's length afterwards. Returns 0 (also when nothing was done) or -1 (err; the
+ * log is then unchanged). HA thread, before serving.
  */
 int srv_oplog_compact(struct pool *p, uint64_t epoch, uint64_t replayed, uint64_t *kept, char *err,
                       size_t errlen);

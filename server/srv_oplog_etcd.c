@@ -7,7 +7,9 @@
  * entries only if the fence equals the writer's epoch; a new leader's fence transaction raises
  * the fence unless it is already higher. etcd allows 128 operations per transaction, so larger
  * batches take several round trips (each entry is idempotent, so a partial batch retried is
- * harmless). Replay reads the prefix in key order, 1000 keys per range request.
+ * harmless). Replay reads the prefix in key order, 1000 keys per range request. Trimming up to
+ * a snapshot deletes a key range and records the trim point crescent/{<cluster>}/oplog_trimmed
+ * in one transaction that compares the fence.
  */
 #include "common/fmacros.h"
 
@@ -21,6 +23,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SRV_OPE_IO_MS    2000 /* bound on one request */
@@ -33,6 +36,7 @@ static struct {
     int n;
     char prefix[320]; /* crescent/{c}/oplog/ */
     char fence[320];  /* crescent/{c}/oplog_epoch */
+    char base[320];   /* crescent/{c}/oplog_trimmed: the trim point, 20 digits */
     char desc[700];
 } srv_ope;
 
@@ -307,6 +311,67 @@ static int srv_ope_scan(void *conn, srv_oplog_scan_cb *cb, void *arg, char *err,
     return rc;
 }
 
+/*
+ * One transaction, if the fence equals epoch: delete the keys from the prefix up to (not
+ * including) <upto_epoch>/<upto + 1>, i.e. every entry of an older epoch (all numbered below
+ * upto) and those of upto_epoch up to upto, and put the trim point.
+ */
+static int srv_ope_trim(void *conn, uint64_t epoch, uint64_t upto, uint64_t upto_epoch, char *err,
+                        size_t errlen) {
+    char ep[24], to[24], end[400];
+    snprintf(ep, sizeof(ep), "%020" PRIu64, epoch);
+    snprintf(to, sizeof(to), "%020" PRIu64, upto);
+    snprintf(end, sizeof(end), "%s%020" PRIu64 "/%020" PRIu64, srv_ope.prefix, upto_epoch,
+             upto + 1);
+    json_t *del = json_pack("{s:{s:o, s:o}}", "request_delete_range", "key",
+                            srv_ope_b64_str(srv_ope.prefix), "range_end", srv_ope_b64_str(end));
+    json_t *txn = json_pack(
+        "{s:[o], s:[o, o], s:[]}", "compare", srv_ope_cmp(srv_ope.fence, "EQUAL", ep), "success",
+        del, srv_ope_put(srv_ope_b64_str(srv_ope.base), srv_ope_b64_str(to)), "failure");
+    int rc = srv_ope_txn(conn, txn, err, errlen);
+    if (rc == 0)
+        snprintf(err, errlen, "FENCED op-log fence is not epoch %" PRIu64, epoch);
+    return rc == 1 ? 0 : -1;
+}
+
+/* The value of the first key in [key, range_end) (range_end NULL: key alone), decoded into a
+   new string (caller frees; NULL when there is none). Returns 0 or -1 (err). */
+static int srv_ope_first(void *conn, const char *key, const char *range_end, char **out, char *err,
+                         size_t errlen) {
+    json_t *req = range_end ? json_pack("{s:o, s:o, s:I}", "key", srv_ope_b64_str(key), "range_end",
+                                        srv_ope_b64_str(range_end), "limit", (json_int_t)1)
+                            : json_pack("{s:o}", "key", srv_ope_b64_str(key));
+    json_t *r = srv_ope_post(conn, "kv/range", req, err, errlen);
+    if (!r)
+        return -1;
+    json_t *kv = json_array_get(json_object_get(r, "kvs"), 0);
+    const char *vb = kv ? json_string_value(json_object_get(kv, "value")) : NULL;
+    size_t n = 0;
+    *out = NULL;
+    if (vb && (*out = srv_ope_unb64(vb, &n)) != NULL)
+        (*out)[n] = '\0';
+    json_decref(r);
+    return 0;
+}
+
+static int srv_ope_bounds(void *conn, uint64_t *base, uint64_t *first, char *err, size_t errlen) {
+    size_t plen = strlen(srv_ope.prefix);
+    char end[320], *b = NULL, *f = NULL;
+    memcpy(end, srv_ope.prefix, plen + 1);
+    end[plen - 1]++;
+    if (srv_ope_first(conn, srv_ope.base, NULL, &b, err, errlen) != 0 ||
+        srv_ope_first(conn, srv_ope.prefix, end, &f, err, errlen) != 0) {
+        cm_free(b);
+        return -1;
+    }
+    unsigned long long e, q;
+    *base = b ? strtoull(b, NULL, 10) : 0;
+    *first = f && sscanf(f, "%llu %llu ", &e, &q) == 2 ? q : 0;
+    cm_free(b);
+    cm_free(f);
+    return 0;
+}
+
 static int srv_ope_open(const struct ha_uri *u, const char *cluster, char *err, size_t errlen) {
     if (u->user[0] || u->password[0]) {
         snprintf(err, errlen, "oplog_store: etcd with a user or password is not supported");
@@ -317,6 +382,7 @@ static int srv_ope_open(const struct ha_uri *u, const char *cluster, char *err, 
         snprintf(srv_ope.endpoints[i], sizeof(srv_ope.endpoints[i]), "%s", u->hosts[i]);
     snprintf(srv_ope.prefix, sizeof(srv_ope.prefix), "crescent/{%s}/oplog/", cluster);
     snprintf(srv_ope.fence, sizeof(srv_ope.fence), "crescent/{%s}/oplog_epoch", cluster);
+    snprintf(srv_ope.base, sizeof(srv_ope.base), "crescent/{%s}/oplog_trimmed", cluster);
     snprintf(srv_ope.desc, sizeof(srv_ope.desc), "etcd %s %s*", srv_ope.endpoints[0],
              srv_ope.prefix);
     void *c = srv_ope_connect(err, errlen);
@@ -340,6 +406,8 @@ const struct srv_oplog_store srv_oplog_etcd = {
     .connect = srv_ope_connect,
     .disconnect = srv_ope_disconnect,
     .append = srv_ope_append,
+    .trim = srv_ope_trim,
+    .bounds = srv_ope_bounds,
     .scan = srv_ope_scan,
     .describe = srv_ope_describe,
 };

@@ -42,10 +42,25 @@ struct srv_oplog_store {
                   const size_t *lens, size_t n, char *err, size_t errlen);
     /*
      * Optional (NULL: not supported): replaces the whole log with v[0..n) if the fence still
-     * holds epoch, atomically. Returns 0, or -1 (err; "FENCED" when the fence moved on).
+     * holds epoch, and clears the trim point (the new log is the whole state), atomically.
+     * Returns 0, or -1 (err; "FENCED" when the fence moved on).
      */
     int (*compact)(void *conn, uint64_t epoch, const char *const *v, const size_t *lens, size_t n,
                    char *err, size_t errlen);
+    /*
+     * Removes every entry with a sequence number <= upto (entry upto was written at
+     * upto_epoch; every entry of an older epoch has a lower sequence number) and raises the
+     * store's trim point to upto, atomically with a check that the fence still holds epoch
+     * (else -1 with "FENCED" in err). Returns 0 or -1 (err).
+     */
+    int (*trim)(void *conn, uint64_t epoch, uint64_t upto, uint64_t upto_epoch, char *err,
+                size_t errlen);
+    /*
+     * Reads the trim point (*base: every entry <= it was removed; 0 = never trimmed) and the
+     * sequence number of the first entry (*first, 0 when the log is empty or the first entry
+     * cannot be parsed). Returns 0 or -1 (err).
+     */
+    int (*bounds)(void *conn, uint64_t *base, uint64_t *first, char *err, size_t errlen);
     /* Calls cb for every entry in log order. Returns 0, or -1 (store error in err, or cb's). */
     int (*scan)(void *conn, srv_oplog_scan_cb *cb, void *arg, char *err, size_t errlen);
     /* Where the log lives, for messages ("redis 127.0.0.1:6379 crescent/{kv1}/oplog"). */

@@ -3,6 +3,8 @@
  * The Redis op-log store (srv_oplog_int.h): the entries are the list crescent/{<cluster>}/oplog,
  * appended by a Lua script that first checks the fence crescent/{<cluster>}/oplog_epoch (a
  * writer with a lower epoch is refused, a higher one raises it); replay reads it with LRANGE.
+ * Trimming up to a snapshot (LTRIM under the same fence check) records the trim point in
+ * crescent/{<cluster>}/oplog_trimmed.
  */
 #include "common/fmacros.h"
 
@@ -31,7 +33,8 @@ static const char srv_opr_script[] =
     "end\n"
     "return redis.call('LLEN', KEYS[1])\n";
 
-/* Swaps KEYS[3] (the compacted log) in as KEYS[1] if the fence KEYS[2] still holds ARGV[1]. */
+/* Swaps KEYS[3] (the compacted log) in as KEYS[1] if the fence KEYS[2] still holds ARGV[1];
+   the compacted log is the whole state, so the trim point KEYS[4] goes. */
 static const char srv_opr_swap_script[] =
     "local cur = tonumber(redis.call('GET', KEYS[2]) or '0')\n"
     "if cur ~= tonumber(ARGV[1]) then\n"
@@ -40,14 +43,42 @@ static const char srv_opr_swap_script[] =
     "end\n"
     "if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('RENAME', KEYS[3], KEYS[1])\n"
     "else redis.call('DEL', KEYS[1]) end\n"
+    "redis.call('DEL', KEYS[4])\n"
     "return redis.call('LLEN', KEYS[1])\n";
+
+/*
+ * If the fence KEYS[2] holds ARGV[1]: finds (binary search, sequence numbers grow along the
+ * list) how many leading entries of KEYS[1] have a sequence number <= ARGV[2], removes them
+ * with LTRIM and raises the trim point KEYS[3] to ARGV[2]. Returns the count removed.
+ */
+static const char srv_opr_trim_script[] =
+    "local cur = tonumber(redis.call('GET', KEYS[2]) or '0')\n"
+    "if cur ~= tonumber(ARGV[1]) then\n"
+    "  return redis.error_reply('FENCED op-log fenced at epoch ' .. cur)\n"
+    "end\n"
+    "local upto = tonumber(ARGV[2])\n"
+    "local lo, hi = 0, redis.call('LLEN', KEYS[1])\n"
+    "while lo < hi do\n"
+    "  local mid = math.floor((lo + hi) / 2)\n"
+    "  local s = tonumber(string.match(redis.call('LINDEX', KEYS[1], mid) or '', '^%d+ (%d+) '))\n"
+    "  if s ~= nil and s <= upto then lo = mid + 1 else hi = mid end\n"
+    "end\n"
+    "if lo > 0 then redis.call('LTRIM', KEYS[1], lo, -1) end\n"
+    "if upto > tonumber(redis.call('GET', KEYS[3]) or '0') then\n"
+    "  redis.call('SET', KEYS[3], ARGV[2])\n"
+    "end\n"
+    "return lo\n";
+
+/* The trim point KEYS[2] and the first entry of KEYS[1]. */
+static const char srv_opr_bounds_script[] =
+    "return {redis.call('GET', KEYS[2]) or '0', redis.call('LINDEX', KEYS[1], 0) or ''}\n";
 
 static struct {
     char host[256];
     int port;
     char user[128], password[256];
     long db;
-    char list_key[320], fence_key[320], side_key[340];
+    char list_key[320], fence_key[320], side_key[340], base_key[320];
     char desc[640];
 } srv_opr;
 
@@ -169,10 +200,39 @@ static int srv_opr_compact(void *conn, uint64_t epoch, const char *const *v, con
         return -1;
     char ep[24];
     snprintf(ep, sizeof(ep), "%" PRIu64, epoch);
-    const char *swap[7] = {
-        "EVAL", srv_opr_swap_script, "3", srv_opr.list_key, srv_opr.fence_key, srv_opr.side_key,
-        ep};
-    return srv_opr_do(conn, err, errlen, 7, swap);
+    const char *swap[8] = {
+        "EVAL",           srv_opr_swap_script, "4", srv_opr.list_key, srv_opr.fence_key,
+        srv_opr.side_key, srv_opr.base_key,    ep};
+    return srv_opr_do(conn, err, errlen, 8, swap);
+}
+
+static int srv_opr_trim(void *conn, uint64_t epoch, uint64_t upto, uint64_t upto_epoch, char *err,
+                        size_t errlen) {
+    (void)upto_epoch;
+    char ep[24], to[24];
+    snprintf(ep, sizeof(ep), "%" PRIu64, epoch);
+    snprintf(to, sizeof(to), "%" PRIu64, upto);
+    const char *av[8] = {
+        "EVAL", srv_opr_trim_script, "3", srv_opr.list_key, srv_opr.fence_key, srv_opr.base_key, ep,
+        to};
+    return srv_opr_do(conn, err, errlen, 8, av);
+}
+
+static int srv_opr_bounds(void *conn, uint64_t *base, uint64_t *first, char *err, size_t errlen) {
+    const char *av[5] = {"EVAL", srv_opr_bounds_script, "2", srv_opr.list_key, srv_opr.base_key};
+    redisReply *r = srv_opr_cmd(conn, err, errlen, 5, av, NULL);
+    if (!r)
+        return -1;
+    *base = *first = 0;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING) {
+        unsigned long long e, q;
+        *base = strtoull(r->element[0]->str, NULL, 10);
+        if (sscanf(r->element[1]->str, "%llu %llu ", &e, &q) == 2)
+            *first = q;
+    }
+    freeReplyObject(r);
+    return 0;
 }
 
 /* Feeds one LRANGE reply (entries base.. ) to cb. */
@@ -276,6 +336,7 @@ static int srv_opr_open(const struct ha_uri *u, const char *cluster, char *err, 
     snprintf(srv_opr.list_key, sizeof(srv_opr.list_key), "crescent/{%s}/oplog", cluster);
     snprintf(srv_opr.fence_key, sizeof(srv_opr.fence_key), "crescent/{%s}/oplog_epoch", cluster);
     snprintf(srv_opr.side_key, sizeof(srv_opr.side_key), "%s:compact", srv_opr.list_key);
+    snprintf(srv_opr.base_key, sizeof(srv_opr.base_key), "crescent/{%s}/oplog_trimmed", cluster);
     snprintf(srv_opr.desc, sizeof(srv_opr.desc), "redis %s:%d %s", srv_opr.host, srv_opr.port,
              srv_opr.list_key);
     redisContext *c = srv_opr_connect(err, errlen);
@@ -300,6 +361,8 @@ const struct srv_oplog_store srv_oplog_redis = {
     .disconnect = srv_opr_disconnect,
     .append = srv_opr_append,
     .compact = srv_opr_compact,
+    .trim = srv_opr_trim,
+    .bounds = srv_opr_bounds,
     .scan = srv_opr_scan,
     .describe = srv_opr_describe,
 };

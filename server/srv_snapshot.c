@@ -17,13 +17,17 @@
 #include "common/cm_log.h"
 #include "common/cm_mem.h"
 #include "common/cm_time.h"
+#include "server/srv_ha.h"
 #include "server/srv_mc.h"
+#include "server/srv_oplog.h"
 #include "server/srv_server.h"
 #include "server/srv_snapcat.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -113,11 +117,12 @@ static int snap_write_all(int fd, const void *p, size_t n) {
 }
 
 /* Runs in the forked child: writes metadata and descriptor.txt into tmp, reports meta. */
-static void snap_child(const char *tmp, int report_fd, int64_t created_ms) {
+static void snap_child(const char *tmp, int report_fd, int64_t created_ms, uint64_t epoch,
+                       uint64_t last_seq) {
     char path[4352];
     snprintf(path, sizeof(path), "%s/metadata", tmp);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    struct pool_snap_meta meta = {.created_ms = created_ms};
+    struct pool_snap_meta meta = {.created_ms = created_ms, .epoch = epoch, .last_seq = last_seq};
     if (fd < 0 || pool_snapshot_write(srv_mc_pool, srv_mc_now(), fd, &meta) != 0 || fsync(fd) != 0)
         _exit(1);
     close(fd);
@@ -177,10 +182,15 @@ static void snap_retain(void) {
     cm_free(ids);
 }
 
+/* Records the outcome (ok: 1 written, 0 failed, -1 skipped: not the serving leader). */
 static void snap_done(int ok, const char *id, const struct pool_snap_meta *meta, uint64_t ms,
                       uint64_t pause_us) {
     pthread_mutex_lock(&snap_mu);
     snap_stats.in_progress = 0;
+    if (ok < 0) {
+        pthread_mutex_unlock(&snap_mu);
+        return;
+    }
     snap_stats.last_ok = ok;
     snap_stats.last_duration_ms = ms;
     snap_stats.last_pause_us = pause_us;
@@ -193,6 +203,71 @@ static void snap_done(int ok, const char *id, const struct pool_snap_meta *meta,
         snap_stats.failed++;
     }
     pthread_mutex_unlock(&snap_mu);
+}
+
+/* Reads <snap_dir>/<id>/descriptor.txt (last_seq|epoch|created_ms). Returns 0 or -1. */
+static int snap_descriptor(const char *id, uint64_t *last_seq, uint64_t *epoch) {
+    char path[4352];
+    snprintf(path, sizeof(path), "%s/%s/descriptor.txt", snap_dir, id);
+    FILE *f = fopen(path, "re");
+    unsigned long long s = 0, e = 0;
+    int ok = f && fscanf(f, "%llu|%llu|", &s, &e) == 2;
+    if (f)
+        fclose(f);
+    *last_seq = s;
+    *epoch = e;
+    return ok ? 0 : -1;
+}
+
+/*
+ * HA mode, after retention: trims the op-log up to the last_seq of the oldest snapshot still
+ * kept, so that falling back from a corrupt newer snapshot to any kept one still finds every
+ * entry after it. Skipped (logged) when a kept snapshot's descriptor cannot be read or it was
+ * written without HA. The trim is fenced at epoch: a deposed leader's is refused.
+ */
+static void snap_trim_oplog(uint64_t epoch) {
+    char(*ids)[SRV_SNAPCAT_ID_LEN] = cm_malloc(SNAP_MAX_LISTED * SRV_SNAPCAT_ID_LEN);
+    char err[512];
+    int n = srv_snapcat_list(snap_cat, ids, SNAP_MAX_LISTED, err, sizeof(err));
+    uint64_t upto = UINT64_MAX, upto_epoch = 0;
+    if (n > (int)srv_cfg.snapshot_retention_count)
+        n = (int)srv_cfg.snapshot_retention_count;
+    for (int i = 0; i < n && upto; i++) {
+        uint64_t seq, ep;
+        if (snap_descriptor(ids[i], &seq, &ep) != 0 || ep == 0) {
+            cm_log(CM_LOG_WARNING, "snapshot",
+                   "op-log not trimmed: snapshot %s has no readable HA descriptor", ids[i]);
+            upto = 0;
+        } else if (seq < upto) {
+            upto = seq;
+            upto_epoch = ep;
+        }
+    }
+    cm_free(ids);
+    if (n <= 0 || upto == 0 || upto == UINT64_MAX)
+        return;
+    if (srv_oplog_trim(epoch, upto, upto_epoch, err, sizeof(err)) != 0)
+        cm_log(CM_LOG_WARNING, "snapshot", "op-log not trimmed up to entry %" PRIu64 ": %s", upto,
+               err);
+    else
+        cm_log(CM_LOG_VERBOSE, "snapshot", "op-log trimmed up to entry %" PRIu64, upto);
+}
+
+/*
+ * The snapshot point, under the pool mutex just before fork(): without HA (0, 0); in HA mode
+ * the serving epoch and the op-log's last assigned sequence number. Returns -1 when this
+ * master does not serve as leader (standbys take no snapshots).
+ */
+static int snap_point(uint64_t *epoch, uint64_t *seq) {
+    *epoch = *seq = 0;
+    if (!srv_ha_enabled())
+        return 0;
+    *epoch = srv_ha_serving_epoch();
+    if (!*epoch)
+        return -1;
+    if (srv_oplog_enabled() && srv_oplog_snapshot_point(*epoch, seq) != 0)
+        return -1;
+    return 0;
 }
 
 /* Forks the writer, waits, publishes; logs one line either way. */
@@ -211,11 +286,20 @@ static void snap_take(void) {
         cm_log(CM_LOG_WARNING, "snapshot", "cannot prepare %s: %s", tmp, strerror(errno));
         goto out;
     }
-    uint64_t l0 = cm_mono_us();
+    uint64_t l0 = cm_mono_us(), epoch, seq;
     srv_mc_lock();
+    if (snap_point(&epoch, &seq) != 0) {
+        srv_mc_unlock();
+        cm_log(CM_LOG_VERBOSE, "snapshot", "no snapshot: this master does not serve as leader");
+        snap_rmtree(tmp);
+        close(pfd[0]);
+        close(pfd[1]);
+        snap_done(-1, id, &meta, 0, 0);
+        return;
+    }
     pid_t pid = fork();
     if (pid == 0)
-        snap_child(tmp, pfd[1], created); /* never returns */
+        snap_child(tmp, pfd[1], created, epoch, seq); /* never returns */
     srv_mc_unlock();
     pause_us = cm_mono_us() - l0;
     close(pfd[1]);
@@ -229,6 +313,13 @@ static void snap_take(void) {
                "snapshot %s failed: the child could not write it "
                "(disk full or not writable?)",
                id);
+        goto out;
+    }
+    if (epoch && srv_oplog_enabled() && srv_oplog_wait_durable(epoch, seq) != 0) {
+        cm_log(CM_LOG_WARNING, "snapshot",
+               "snapshot %s dropped: op-log entries up to %" PRIu64
+               " it includes were not stored (leadership of epoch %" PRIu64 " lost)",
+               id, seq, epoch);
         goto out;
     }
     if (rename(tmp, final) != 0) {
@@ -246,6 +337,8 @@ static void snap_take(void) {
            (unsigned long long)meta.objects, (unsigned long long)meta.bytes,
            (unsigned long long)(cm_mono_ms() - t0), (unsigned long long)pause_us);
     snap_retain();
+    if (epoch && srv_oplog_enabled())
+        snap_trim_oplog(epoch);
 out:
     if (!ok)
         snap_rmtree(tmp);
@@ -280,11 +373,10 @@ static void *snap_main(void *arg) {
 
 /* ---------------------------------------------------------------- restore */
 
-/* Loads snapshot id; 0 on success, else logs why it was refused. */
-static int snap_restore_one(const char *id) {
-    char path[4352], err[256] = "";
+/* Maps <snap_dir>/<id>/metadata read-only into *map / *len. 0, else logs the refusal. */
+static int snap_map(const char *id, void **map, size_t *len) {
+    char path[4352];
     snprintf(path, sizeof(path), "%s/%s/metadata", snap_dir, id);
-    uint64_t t0 = cm_mono_ms();
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
@@ -294,29 +386,132 @@ static int snap_restore_one(const char *id) {
             close(fd);
         return -1;
     }
-    void *map =
+    *map =
         st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
     close(fd);
-    if (map == MAP_FAILED) {
+    if (*map == MAP_FAILED) {
         cm_log(CM_LOG_WARNING, "snapshot", "snapshot %s refused: %s is empty or unreadable", id,
                path);
         return -1;
     }
-    madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
+    *len = (size_t)st.st_size;
+    madvise(*map, *len, MADV_SEQUENTIAL);
+    return 0;
+}
+
+/* Counts a restored snapshot and logs it. */
+static void snap_restored(const char *id, const struct pool_snap_meta *meta, uint64_t t0) {
+    pthread_mutex_lock(&snap_mu);
+    snprintf(snap_stats.restored_id, sizeof(snap_stats.restored_id), "%s", id);
+    snap_stats.restored_objects = meta->objects;
+    snap_stats.restored_seq = meta->last_seq;
+    snap_stats.restore_ms = cm_mono_ms() - t0;
+    pthread_mutex_unlock(&snap_mu);
+    cm_log(CM_LOG_NOTICE, "snapshot",
+           "restored snapshot %s: %llu objects in %llu ms; clients have client_live_ttl_sec "
+           "to ping again before their segments are dropped",
+           id, (unsigned long long)meta->objects, (unsigned long long)snap_stats.restore_ms);
+}
+
+/* Loads snapshot id; 0 on success, else logs why it was refused. */
+static int snap_restore_one(const char *id) {
+    char err[256] = "";
+    uint64_t t0 = cm_mono_ms();
+    void *map;
+    size_t len;
+    if (snap_map(id, &map, &len) != 0)
+        return -1;
     struct pool_snap_meta meta;
-    int rc = srv_mc_restore(map, (size_t)st.st_size, &meta, err, sizeof(err));
-    munmap(map, (size_t)st.st_size);
+    int rc = srv_mc_restore(map, len, &meta, err, sizeof(err));
+    munmap(map, len);
     if (rc != 0) {
         cm_log(CM_LOG_WARNING, "snapshot", "snapshot %s refused: %s", id, err);
         return -1;
     }
-    snprintf(snap_stats.restored_id, sizeof(snap_stats.restored_id), "%s", id);
-    snap_stats.restored_objects = meta.objects;
-    snap_stats.restore_ms = cm_mono_ms() - t0;
-    cm_log(CM_LOG_NOTICE, "snapshot",
-           "restored snapshot %s: %llu objects in %llu ms; clients have client_live_ttl_sec "
-           "to ping again before their segments are dropped",
-           id, (unsigned long long)meta.objects, (unsigned long long)snap_stats.restore_ms);
+    snap_restored(id, &meta, t0);
+    return 0;
+}
+
+/* Counts a snapshot refused by the HA recovery (the recovery thread; INFO reads the count). */
+static void snap_refused(void) {
+    pthread_mutex_lock(&snap_mu);
+    snap_stats.restore_refused++;
+    pthread_mutex_unlock(&snap_mu);
+}
+
+/*
+ * HA: checks the header of the snapshot at map (epoch and last_seq at bytes 16 and 24, before
+ * the whole file is read) against the op-log's trim point base and first entry first. Returns
+ * NULL when usable, else why not (in buf).
+ */
+static const char *snap_ha_usable(const void *map, size_t len, uint64_t base, uint64_t first,
+                                  char *buf, size_t buflen) {
+    uint64_t epoch, seq;
+    if (len < 32)
+        return "shorter than its header";
+    memcpy(&epoch, (const char *)map + 16, 8);
+    memcpy(&seq, (const char *)map + 24, 8);
+    epoch = le64toh(epoch);
+    seq = le64toh(seq);
+    if (epoch == 0)
+        return "written without HA (epoch 0): the op-log does not continue it";
+    if (seq < base || (first && seq + 1 < first)) {
+        snprintf(buf, buflen,
+                 "its last_seq %" PRIu64 " is older than the op-log (trimmed up to entry %" PRIu64
+                 ", first entry %" PRIu64 "): entries %" PRIu64 "..%" PRIu64 " are gone (a gap)",
+                 seq, base, first, seq + 1, (base > first ? base + 1 : first) - 1);
+        return buf;
+    }
+    return NULL;
+}
+
+int srv_snapshot_load_ha(uint64_t base, uint64_t first, struct pool **out,
+                         struct pool_snap_meta *meta, char *id, size_t idlen) {
+    *out = NULL;
+    if (!snap_cat || !srv_cfg.enable_snapshot_restore)
+        return 0;
+    char(*ids)[SRV_SNAPCAT_ID_LEN] = cm_malloc(SNAP_MAX_LISTED * SRV_SNAPCAT_ID_LEN);
+    char err[512];
+    int n = srv_snapcat_list(snap_cat, ids, SNAP_MAX_LISTED, err, sizeof(err));
+    if (n < 0) {
+        cm_log(CM_LOG_WARNING, "snapshot", "cannot list snapshots: %s%s", err,
+               base ? "" : "; replaying the whole op-log");
+        cm_free(ids);
+        return base ? -1 : 0;
+    }
+    for (int i = 0; i < n && !*out; i++) {
+        uint64_t t0 = cm_mono_ms();
+        void *map;
+        size_t len;
+        if (snap_map(ids[i], &map, &len) != 0) {
+            snap_refused();
+            continue;
+        }
+        const char *why = snap_ha_usable(map, len, base, first, err, sizeof(err));
+        struct pool *np = NULL;
+        if (!why && srv_mc_new_pool(&np) != 0) {
+            munmap(map, len);
+            break;
+        }
+        if (!why && pool_snapshot_load(np, map, len, srv_mc_now(), meta, err, sizeof(err)) != 0)
+            why = err;
+        munmap(map, len);
+        if (why) {
+            cm_log(CM_LOG_WARNING, "snapshot", "snapshot %s refused: %s%s", ids[i], why,
+                   i + 1 < n ? "; trying the previous one" : "");
+            if (np)
+                pool_destroy(np);
+            snap_refused();
+            continue;
+        }
+        *out = np;
+        snprintf(id, idlen, "%s", ids[i]);
+        snap_restored(ids[i], meta, t0);
+    }
+    if (!*out)
+        cm_log(CM_LOG_NOTICE, "snapshot", "no usable snapshot among %d in %s: %s", n, snap_dir,
+               base ? "the op-log alone is incomplete" : "replaying the whole op-log");
+    cm_free(ids);
     return 0;
 }
 
@@ -387,8 +582,8 @@ int srv_snapshot_start(void) {
         cm_log(CM_LOG_WARNING, "snapshot", "%s", err);
         return -1;
     }
-    if (srv_cfg.enable_snapshot_restore)
-        snap_restore();
+    if (srv_cfg.enable_snapshot_restore && !srv_cfg.enable_ha)
+        snap_restore(); /* HA: the new leader's recovery loads it (srv_snapshot_load_ha) */
     if (!srv_cfg.enable_snapshot)
         return 0;
     pthread_condattr_t ca;
@@ -444,7 +639,10 @@ void srv_snapshot_stats(struct srv_snapshot_stats *out) {
 
 void srv_snapshot_info(struct cm_buf *b) {
     struct srv_snapshot_stats st;
+    struct srv_oplog_stats os = {0};
     srv_snapshot_stats(&st);
+    if (srv_oplog_enabled() && st.restored_id[0])
+        srv_oplog_get_stats(&os);
     cm_buf_appendf(b,
                    "# Snapshot\r\nsnapshot_enabled:%d\r\nsnapshot_in_progress:%d\r\n"
                    "snapshot_ok:%llu\r\nsnapshot_failed:%llu\r\nsnapshot_last_id:%s\r\n"
@@ -452,7 +650,8 @@ void srv_snapshot_info(struct cm_buf *b) {
                    "snapshot_last_pause_us:%llu\r\nsnapshot_last_objects:%llu\r\n"
                    "snapshot_last_bytes:%llu\r\nsnapshot_restored_id:%s\r\n"
                    "snapshot_restored_objects:%llu\r\nsnapshot_restore_ms:%llu\r\n"
-                   "snapshot_restore_refused:%llu\r\n\r\n",
+                   "snapshot_restore_refused:%llu\r\nsnapshot_restored_seq:%llu\r\n"
+                   "snapshot_restored_oplog_replayed:%llu\r\n\r\n",
                    st.enabled, st.in_progress, (unsigned long long)st.ok,
                    (unsigned long long)st.failed, st.last_id,
                    st.ok + st.failed == 0 ? "none"
@@ -461,5 +660,6 @@ void srv_snapshot_info(struct cm_buf *b) {
                    (unsigned long long)st.last_duration_ms, (unsigned long long)st.last_pause_us,
                    (unsigned long long)st.last_objects, (unsigned long long)st.last_bytes,
                    st.restored_id, (unsigned long long)st.restored_objects,
-                   (unsigned long long)st.restore_ms, (unsigned long long)st.restore_refused);
+                   (unsigned long long)st.restore_ms, (unsigned long long)st.restore_refused,
+                   (unsigned long long)st.restored_seq, (unsigned long long)os.replayed);
 }

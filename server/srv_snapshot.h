@@ -5,7 +5,10 @@
  * pool (server/pool/pool_snap.c) under <dir>/mooncake_master_snapshot/<cluster_id>/<id>/,
  * publishes it in the catalog (srv_snapcat.c: embedded latest.txt or Redis ZSET + STRING) and
  * deletes the ones beyond snapshot_retention_count; and the restore at start-up, which loads
- * the newest snapshot that passes its checks and falls back to older ones.
+ * the newest snapshot that passes its checks and falls back to older ones. In HA mode only the
+ * serving leader takes snapshots (each records the op-log position it includes, and the log is
+ * trimmed up to the oldest one kept), and a new leader loads one before replaying the op-log
+ * entries after it (docs/ha.md, "Snapshots and the op-log").
  */
 #ifndef CRESCENT_SERVER_SRV_SNAPSHOT_H
 #define CRESCENT_SERVER_SRV_SNAPSHOT_H
@@ -26,7 +29,8 @@ struct srv_snapshot_stats {
     char restored_id[32]; /* snapshot loaded at start ("" none) */
     uint64_t restored_objects;
     uint64_t restore_ms;      /* time to read and load it */
-    uint64_t restore_refused; /* snapshots found corrupt and skipped at start */
+    uint64_t restore_refused; /* snapshots found corrupt (or, HA, unusable) and skipped */
+    uint64_t restored_seq;    /* last op-log sequence number of the restored snapshot */
 };
 
 /*
@@ -36,6 +40,21 @@ struct srv_snapshot_stats {
  * settings, no snapshot directory, an unreachable Redis catalog). Main thread, once.
  */
 int srv_snapshot_start(void);
+
+struct pool;
+struct pool_snap_meta;
+
+/*
+ * HA recovery (srv_ha.c): with enable_snapshot_restore, lists the catalog (latest first) and
+ * loads into a new pool (*out) the first snapshot that passes its checks, was written by an HA
+ * leader (epoch > 0) and leaves no gap before the op-log: its last_seq must be >= base (the
+ * store's trim point) and >= first - 1 (first: the log's first entry, 0 = empty). Each refused
+ * one is logged with the reason and the previous one tried. Fills *meta and id. Returns 0 with
+ * *out NULL when none is usable (or restore is off), or -1 when the catalog cannot be listed
+ * and base > 0 (the log alone is incomplete: retry). HA recovery thread; the caller owns *out.
+ */
+int srv_snapshot_load_ha(uint64_t base, uint64_t first, struct pool **out,
+                         struct pool_snap_meta *meta, char *id, size_t idlen);
 
 /* Stops the snapshot thread (waits for a running child). Main thread, before srv_mc_stop(). */
 void srv_snapshot_stop(void);

@@ -816,8 +816,10 @@ struct pool_snap_meta {
  * every object with a complete replica (leases and soft pins are not kept: restored objects
  * are ordinary cache entries, as in Mooncake), and the buffers that must stay reserved (writes
  * and copies in flight, discarded buffers) with their remaining release time. The file ends
- * with a CRC-32C trailer. meta->epoch, last_seq and created_ms are written; objects and bytes
- * are filled in. Allocates one 1 MiB buffer; safe in a forked child. Returns 0 or a negative
+ * with a CRC-32C trailer. With meta->epoch != 0 (an HA leader's snapshot) no buffer is kept
+ * reserved: the op-log after the snapshot may place objects in them (a put that ends after it),
+ * as a replay of the log alone would. meta->epoch, last_seq and created_ms are written; objects and
+ * bytes are filled in. Allocates one 1 MiB buffer; safe in a forked child. Returns 0 or a negative
  * errno (the write failed). Reads the pool only: hold the pool's lock (or be a forked copy).
  */
 int pool_snapshot_write(const struct pool *p, int64_t now, int fd, struct pool_snap_meta *meta);
