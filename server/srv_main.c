@@ -156,6 +156,17 @@ static int srv_startup(int argc, char **argv) {
     return 0;
 }
 
+/*
+ * jemalloc's start-up options (read before the first allocation; the MALLOC_CONF environment
+ * variable still overrides them; ignored when the server is built without jemalloc): the heap
+ * on transparent huge pages. The pool's metadata then sits on 2 MiB pages, so the fork() of a
+ * snapshot copies one page-table entry where it copied 512 and the pool is held locked for a
+ * fraction of the time (docs/snapshots.md, "Costs"). A write to a shared huge page after the
+ * fork copies only its 4 KiB (the kernel splits the mapping), so copy-on-write stays small.
+ */
+extern const char *malloc_conf;
+const char *malloc_conf = "thp:always,metadata_thp:always";
+
 int main(int argc, char **argv) {
     if (srv_startup(argc, argv) != 0)
         return 1;
