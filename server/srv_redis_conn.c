@@ -93,8 +93,8 @@ static int srv_redis_setup_cmd(redisContext *c, int argc, const char **argv, con
 }
 
 /* Public: see srv_redis_conn.h. */
-redisContext *srv_redis_connect(const struct ha_uri *u, int timeout_ms, const char *what,
-                                char *err, size_t errlen) {
+redisContext *srv_redis_connect(const struct ha_uri *u, int timeout_ms, const char *what, char *err,
+                                size_t errlen) {
     char host[256];
     int port;
     srv_redis_hostport(u, host, sizeof(host), &port);
@@ -110,10 +110,9 @@ redisContext *srv_redis_connect(const struct ha_uri *u, int timeout_ms, const ch
     if (u->password[0]) {
         const char *with_user[3] = {"AUTH", u->user, u->password};
         const char *without[2] = {"AUTH", u->password};
-        int rc = u->user[0] ? srv_redis_setup_cmd(c, 3, with_user, "AUTH", what, u->hosts[0],
-                                                  err, errlen)
-                            : srv_redis_setup_cmd(c, 2, without, "AUTH", what, u->hosts[0], err,
-                                                  errlen);
+        int rc = u->user[0]
+                     ? srv_redis_setup_cmd(c, 3, with_user, "AUTH", what, u->hosts[0], err, errlen)
+                     : srv_redis_setup_cmd(c, 2, without, "AUTH", what, u->hosts[0], err, errlen);
         if (rc != 0)
             goto fail;
     }

@@ -43,7 +43,7 @@ void srv_redis_hostport(const struct ha_uri *u, char *host, size_t hostlen, int 
  * and names the server: "cannot connect to Redis at H:P: ...", "Redis AUTH at H:P failed:
  * ...", "Redis SELECT N at H:P failed: ...". Blocks for up to a few times timeout_ms.
  */
-redisContext *srv_redis_connect(const struct ha_uri *u, int timeout_ms, const char *what,
-                                char *err, size_t errlen);
+redisContext *srv_redis_connect(const struct ha_uri *u, int timeout_ms, const char *what, char *err,
+                                size_t errlen);
 
 #endif
