@@ -9,9 +9,9 @@
 #include "common/cm_http.h"
 
 #include "common/cm_mem.h"
+#include "common/cm_net.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -85,26 +85,10 @@ static enum MHD_Result cm_http_handler(void *cls, struct MHD_Connection *conn, c
 
 /* A listening TCP socket on host:port; -errno (-EINVAL: host is not a numeric address). */
 static int cm_http_listen(const char *host, int port) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    char ps[8];
-    snprintf(ps, sizeof(ps), "%d", port);
-    if (getaddrinfo(*host ? host : NULL, ps, &hints, &ai) != 0)
-        return -EINVAL;
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int rc = fd < 0 ? -errno : 0;
-    int one = 1;
-    if (rc == 0) {
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, CM_HTTP_BACKLOG) != 0)
-            rc = -errno;
-    }
-    freeaddrinfo(ai);
-    if (rc < 0) {
-        if (fd >= 0)
-            close(fd);
+    int fd = cm_net_tcp_bind(*host ? host : NULL, port, true);
+    if (fd >= 0 && listen(fd, CM_HTTP_BACKLOG) != 0) {
+        int rc = -errno;
+        close(fd);
         return rc;
     }
     return fd;
