@@ -151,6 +151,14 @@ int srv__set_has(const void *set, const char *p, size_t n);
 size_t srv__set_card(const void *set);
 
 /*
+ * Puts no (an owned object for key dst, or NULL to delete) at dst, replacing any value and its
+ * TTL, under dst's shard lock (taken and released here; the caller holds no lock). Sends
+ * event of class cls when no is stored, "del" when NULL removed an existing key. The
+ * destination half of the *STORE commands (SUNIONSTORE, ZUNIONSTORE, ...).
+ */
+void srv__t_store(const struct srv_arg *dst, struct srv_obj *no, int cls, const char *event);
+
+/*
  * Memory guard, called by aggregate writes (the denyoom commands) before any shard lock is
  * taken, with the approximate number of bytes the command adds: when aggregate payloads plus
  * segment usage exceed --memory, evicts least recently used keys; if nothing is left to evict,

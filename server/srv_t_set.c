@@ -639,20 +639,7 @@ static long long srv_sop_store(const struct srv_arg *dst, struct srv_set *acc, c
         no = srv_obj_create_agg(dst->p, dst->len, SRV_TYPE_SET, acc);
     else
         srv_set_free(acc);
-    struct srv_db_ref r;
-    srv_db_lock(&r, dst->p, dst->len);
-    struct srv_obj *old = srv_db_peek(&r, srv_now_ms());
-    if (old && no)
-        srv_db_replace(&r, old, no);
-    else if (old)
-        srv_db_unlink(&r, old);
-    else if (no)
-        srv_db_insert(&r, no);
-    srv_db_unlock(&r);
-    if (no)
-        srv_notify(SRV_NOTIFY_SET, event, dst->p, dst->len);
-    else if (old)
-        srv_notify(SRV_NOTIFY_GENERIC, "del", dst->p, dst->len);
+    srv__t_store(dst, no, SRV_NOTIFY_SET, event);
     return n;
 }
 
