@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Test harness for leader election: starts a real redis-server or etcd on free loopback ports,
 runs crescent-elect processes, parses their transition lines and checks that leader intervals
-never overlap. Used by tests/ha/test_election.py and tests/ha/chaos.py."""
+never overlap; the verdict helper (check, failures) and the candidate bookkeeping and scenarios
+that the election scripts share. Used by tests/ha/test_election.py, k8s_election.py, chaos.py,
+test_elect_cli.py and test_master_ha.py."""
 import os
 import shutil
 import signal
@@ -351,3 +353,112 @@ class TempDir:
 
     def remove(self):
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+# ---- verdicts, candidates and scenarios shared by the election scripts ----
+
+failures = []
+
+
+def check(cond, msg):
+    """Prints "ok" or "FAIL" with msg; a failure is kept in failures. Returns cond."""
+    print("  %s %s" % ("ok  " if cond else "FAIL", msg))
+    if not cond:
+        failures.append(msg)
+    return cond
+
+
+class ElectCtx:
+    """Starts crescent-elect candidates against one backend with fixed timings, names their
+    logs in start order, and appends each (cluster, Elect) to elects (a list the caller may
+    share) for the end-of-run checks."""
+
+    def __init__(self, backend, tmp, timings, elects):
+        self.backend = backend
+        self.tmp = tmp
+        self.timings = timings
+        self.elects = elects
+        self.n = 0
+
+    def elect(self, cluster, identity, extra=()):
+        self.n += 1
+        e = Elect(self.tmp, self.backend, cluster, identity, self.timings, extra,
+                  name="%02d-%s" % (self.n, identity))
+        self.elects.append((cluster, e))
+        return e
+
+
+def check_no_overlap(elects):
+    """Checks, over every (cluster, Elect) of elects, that no two leader terms of a cluster
+    overlap and that epochs grow from term to term."""
+    by_cluster = {}
+    for cluster, e in elects:
+        by_cluster.setdefault(cluster, []).extend(intervals(e.lines(), e.name))
+    total = sum(len(v) for v in by_cluster.values())
+    bad = [p for v in by_cluster.values() for p in check_overlap(v, 0)]
+    check(not bad, "no overlapping leader intervals across %d terms %s" % (total, bad[:3]))
+    ebad = [p for v in by_cluster.values() for p in check_epochs(v)]
+    check(not ebad, "epochs grow from term to term in every cluster %s" % ebad[:3])
+
+
+def check_no_sanitizer(elects):
+    """Checks that no crescent-elect log of elects holds a sanitizer report."""
+    san = [e.name for _, e in elects if "Sanitizer" in e.raw() or "runtime error:" in e.raw()]
+    check(not san, "no sanitizer report in any crescent-elect log %s" % san)
+
+
+def print_logs(elects):
+    """Prints every crescent-elect log of elects (after a failure)."""
+    for _, e in elects:
+        print("---- %s" % e.name)
+        print(e.raw(), end="")
+
+
+def scenario_three_candidates(c, settle_ms):
+    """Three candidates started together in cluster c3: after settle_ms exactly one leads and
+    the other two follow it."""
+    print("three simultaneous candidates => exactly one winner")
+    es = [c.elect("c3", "n%d:1" % i) for i in range(3)]
+    for e in es:
+        e.start()
+    time.sleep(settle_ms / 1000.0)
+    leaders = [e for e in es if any(ln[1] == "LEADER" for ln in e.lines())]
+    check(len(leaders) == 1, "exactly one LEADER among 3 (got %d)" % len(leaders))
+    if len(leaders) == 1:
+        win = leaders[0].identity
+        others = [e for e in es if e is not leaders[0]]
+        check(all(any(ln[1] == "FOLLOWER" and ln[2]["leader"] == win for ln in e.lines())
+                  for e in others), "both others report FOLLOWER leader=%s" % win)
+    for e in es:
+        e.term()
+
+
+def scenario_sigstop(c, lease_ms, retry_ms, slack_ms, also=None):
+    """The leader of cluster c6 is SIGSTOPped longer than the lease: the standby leads within
+    lease + retry; after SIGCONT the old leader steps down at once and never renews. also(a,
+    lb), when given, adds checks on the old leader a and the standby's LEADER line lb."""
+    print("leader SIGSTOPped longer than the lease: a new leader; no overlap after SIGCONT")
+    a = c.elect("c6", "a:1").start()
+    if not check(a.wait_for("LEADER", 3000) is not None, "a leads"):
+        return
+    b = c.elect("c6", "b:1").start()
+    check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
+    time.sleep(0.3)
+    t_stop = mono_ms()
+    a.signal(signal.SIGSTOP)
+    lb = b.wait_for("LEADER", lease_ms + retry_ms + 2 * slack_ms, after_ms=t_stop)
+    check(lb is not None, "b leads while a is stopped (%s ms)" % (lb and lb[0] - t_stop))
+    time.sleep(0.5)
+    t_cont = mono_ms()
+    a.signal(signal.SIGCONT)
+    sd = a.wait_for("STEPPED_DOWN", 2000, after_ms=t_stop)
+    check(sd is not None and sd[2].get("reason") in ("renew_deadline", "lease_lost")
+          and sd[0] - t_cont < slack_ms,
+          "a steps down %s ms after SIGCONT (%s)" % (sd and sd[0] - t_cont, sd and sd[2]))
+    check(not any(ln[1] == "RENEWED" and ln[0] >= t_cont for ln in a.lines()),
+          "a never renews after SIGCONT")
+    if also is not None:
+        also(a, lb)
+    time.sleep(0.3)
+    a.term()
+    b.term()

@@ -19,13 +19,7 @@ import ha_harness as H  # noqa: E402
 
 MASTER = os.path.join(H.BUILD, "bin", "crescent-master")
 TIMINGS = ["--lease-ms", "1000", "--renew-ms", "600", "--retry-ms", "200"]
-failures = []
-
-
-def check(cond, what):
-    print("  %s %s" % ("ok  " if cond else "FAIL", what))
-    if not cond:
-        failures.append(what)
+check, failures = H.check, H.failures
 
 
 def run(args, timeout=20):
