@@ -56,14 +56,35 @@ def spawn(args, out, err=None, **kw):
     return p
 
 
-class RedisBackend:
-    kind = "redis"
-    host = "127.0.0.1"  # the address redis-server binds and clients use (a subclass may say ::1)
+def bracketed(host):
+    """host as it goes before ":port": an IPv6 literal in brackets."""
+    return "[%s]" % host if ":" in host else host
+
+
+class _ServerBackend:
+    """A backend server process of ours (self.proc): stop (even when paused), pause, resume."""
+    host = "127.0.0.1"  # the address it serves clients on (a subclass may say ::1)
 
     def __init__(self, tmp):
         self.tmp = tmp
         self.port = None
         self.proc = None
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait()
+
+    def pause(self):
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self):
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+
+class RedisBackend(_ServerBackend):
+    kind = "redis"
 
     def start(self, port=None):
         for _ in range(5):
@@ -90,10 +111,7 @@ class RedisBackend:
 
     @property
     def uri(self):
-        return "redis://%s:%d" % (self._hostport_host(), self.port)
-
-    def _hostport_host(self):
-        return "[%s]" % self.host if ":" in self.host else self.host
+        return "redis://%s:%d" % (bracketed(self.host), self.port)
 
     def command(self, *args):
         """Sends one command; returns the raw reply bytes (first read)."""
@@ -108,19 +126,7 @@ class RedisBackend:
     def enable_auth(self, user, password):
         """Adds an ACL user with all permissions; returns its URI."""
         self.command("ACL", "SETUSER", user, "on", ">" + password, "~*", "&*", "+@all")
-        return "redis://%s:%s@%s:%d" % (user, password, self._hostport_host(), self.port)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait()
-
-    def pause(self):
-        os.kill(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self):
-        os.kill(self.proc.pid, signal.SIGCONT)
+        return "redis://%s:%s@%s:%d" % (user, password, bracketed(self.host), self.port)
 
     def restart_empty(self):
         """kill -9 and start again on the same port without data (no persistence)."""
@@ -128,23 +134,21 @@ class RedisBackend:
         self.start(self.port)
 
 
-class EtcdBackend:
+class EtcdBackend(_ServerBackend):
+    """One etcd member serving clients on host (peers always on 127.0.0.1); its data and log
+    files in tmp are named after name."""
     kind = "etcd"
-
-    def __init__(self, tmp):
-        self.tmp = tmp
-        self.port = None
-        self.proc = None
+    name = "etcd"
 
     def start(self, ports=None):
         for attempt in range(5):
-            self.port, peer = ports or (free_port(), free_port())
+            self.port, peer = ports or (free_port(self.host), free_port())
             self.peer = peer
-            data = os.path.join(self.tmp, "etcd-data-%d" % attempt)
+            data = os.path.join(self.tmp, "%s-data-%d" % (self.name, attempt))
             shutil.rmtree(data, ignore_errors=True)
             self.data = data
-            log = open(os.path.join(self.tmp, "etcd.log"), "a")
-            c, p = "http://127.0.0.1:%d" % self.port, "http://127.0.0.1:%d" % peer
+            log = open(os.path.join(self.tmp, "%s.log" % self.name), "a")
+            c, p = self._http(), "http://127.0.0.1:%d" % peer
             # Short raft ticks so that 1 s leases are honoured (etcd's minimum lease TTL is
             # 1.5 election timeouts, rounded up to whole seconds).
             self.proc = spawn(["etcd", "--name", "t", "--data-dir", data,
@@ -159,22 +163,25 @@ class EtcdBackend:
                     return
                 time.sleep(0.05)
             self.stop()
-        raise RuntimeError("etcd did not start")
+        raise RuntimeError("etcd on %s did not start" % self.host)
+
+    def _http(self, path=""):
+        return "http://%s:%d%s" % (bracketed(self.host), self.port, path)
 
     def ping(self):
         try:
-            r = urllib.request.urlopen("http://127.0.0.1:%d/health" % self.port, timeout=0.5)
+            r = urllib.request.urlopen(self._http("/health"), timeout=0.5)
             return b"true" in r.read()
         except OSError:
             return False
 
     @property
     def uri(self):
-        return "etcd://127.0.0.1:%d" % self.port
+        return "etcd://%s:%d" % (bracketed(self.host), self.port)
 
     def post(self, path, body):
-        req = urllib.request.Request("http://127.0.0.1:%d/v3/%s" % (self.port, path),
-                                     data=body.encode(), method="POST")
+        req = urllib.request.Request(self._http("/v3/" + path), data=body.encode(),
+                                     method="POST")
         return urllib.request.urlopen(req, timeout=2).read()
 
     def enable_auth(self, user, password):
@@ -183,19 +190,7 @@ class EtcdBackend:
         self.post("auth/user/add", '{"name":"%s","password":"%s"}' % (user, password))
         self.post("auth/user/grant", '{"user":"%s","role":"root"}' % user)
         self.post("auth/enable", "{}")
-        return "etcd://%s:%s@127.0.0.1:%d" % (user, password, self.port)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait()
-
-    def pause(self):
-        os.kill(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self):
-        os.kill(self.proc.pid, signal.SIGCONT)
+        return "etcd://%s:%s@%s:%d" % (user, password, bracketed(self.host), self.port)
 
     def restart_empty(self):
         """kill -9, delete the data directory and start a new one-member cluster on the same

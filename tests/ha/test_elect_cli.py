@@ -396,37 +396,8 @@ def test_ipv6_redis(tmp):
 
 class Etcd6(H.EtcdBackend):
     """etcd serving clients on [::1] only (peers stay on 127.0.0.1)."""
-
-    def start(self):
-        for attempt in range(5):
-            self.port, peer = free_port6(), H.free_port()
-            data = os.path.join(self.tmp, "etcd6-data-%d" % attempt)
-            log = open(os.path.join(self.tmp, "etcd6.log"), "a")
-            c, p = "http://[::1]:%d" % self.port, "http://127.0.0.1:%d" % peer
-            self.proc = H.spawn(["etcd", "--name", "t", "--data-dir", data,
-                                 "--listen-client-urls", c, "--advertise-client-urls", c,
-                                 "--listen-peer-urls", p, "--initial-advertise-peer-urls", p,
-                                 "--initial-cluster", "t=" + p, "--heartbeat-interval", "10",
-                                 "--election-timeout", "100", "--log-level", "error"], log)
-            for _ in range(200):
-                if self.proc.poll() is not None:
-                    break
-                if self.ping():
-                    return
-                time.sleep(0.05)
-            self.stop()
-        raise RuntimeError("etcd on [::1] did not start")
-
-    def ping(self):
-        try:
-            r = H.urllib.request.urlopen("http://[::1]:%d/health" % self.port, timeout=0.5)
-            return b"true" in r.read()
-        except OSError:
-            return False
-
-    @property
-    def uri(self):
-        return "etcd://[::1]:%d" % self.port
+    host = "::1"
+    name = "etcd6"
 
 
 def test_ipv6_etcd(tmp):
