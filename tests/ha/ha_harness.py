@@ -342,6 +342,27 @@ def check_epochs(all_intervals):
     return [(a, b) for a, b in zip(ivs, ivs[1:]) if b[2] <= a[2]]
 
 
+def make_test_certs(d, ip):
+    """Makes, with the openssl CLI in directory d (created if needed), a test CA (ca.crt,
+    ca.key) and a server certificate for the IP address ip signed by it (server.crt,
+    server.key), valid two days. Raises CalledProcessError when openssl fails."""
+    os.makedirs(d, exist_ok=True)
+
+    def ossl(*a):
+        subprocess.run(["openssl"] + list(a), cwd=d, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    ossl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj",
+         "/CN=crescent-test-ca", "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    ossl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=" + ip)
+    with open(os.path.join(d, "server.ext"), "w") as f:
+        f.write("subjectAltName=IP:%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+                % ip)
+    ossl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+         "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
+
+
 class TempDir:
     def __init__(self, prefix):
         self.path = tempfile.mkdtemp(prefix=prefix)

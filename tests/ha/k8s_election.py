@@ -49,22 +49,8 @@ class K8sDouble:
         self.outage = False
 
     def start(self):
-        os.makedirs(self.dir, exist_ok=True)
         d = self.dir
-
-        def ossl(*a):
-            subprocess.run(["openssl"] + list(a), cwd=d, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        ossl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
-             "-subj", "/CN=crescent-test-ca", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-        ossl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
-        with open(os.path.join(d, "server.ext"), "w") as f:
-            f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
-                    "extendedKeyUsage=serverAuth\n")
-        ossl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-             "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
+        H.make_test_certs(d, "127.0.0.1")
         port_file = os.path.join(d, "port")
         log = open(os.path.join(d, "double.log"), "a")
         self.proc = H.spawn([sys.executable, os.path.join(HERE, "k8s_lease_server.py"),

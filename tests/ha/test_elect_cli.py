@@ -422,20 +422,7 @@ def start_k8s_double6(tmp):
     """The Lease API double (k8s_lease_server.py) over TLS on [::1], with a CA and a server
     certificate for ::1 made by the openssl CLI; returns (proc, kubeconfig path)."""
     d = os.path.join(tmp, "k8s6")
-    os.makedirs(d, exist_ok=True)
-
-    def ossl(*a):
-        subprocess.run(["openssl"] + list(a), cwd=d, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    ossl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj",
-         "/CN=crescent-test-ca", "-addext", "basicConstraints=critical,CA:TRUE",
-         "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    ossl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=::1")
-    with open(os.path.join(d, "server.ext"), "w") as f:
-        f.write("subjectAltName=IP:::1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
-    ossl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-         "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
+    H.make_test_certs(d, "::1")
     port_file = os.path.join(d, "port")
     log = open(os.path.join(d, "double.log"), "a")
     proc = H.spawn([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
