@@ -15,6 +15,16 @@ import sys
 TIMEOUT = 60
 
 
+def resp_command(*args):
+    """One RESP2 request (an array of bulk strings) for args: bytes as they are, anything else
+    as its str() in UTF-8."""
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
 class Conn:
     def __init__(self, port):
         self.s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
@@ -67,10 +77,7 @@ class Conn:
         raise ValueError(f"bad reply line {line!r}")
 
     def call(self, args):
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.s.sendall(out)
+        self.s.sendall(resp_command(*args))
         return self.reply()
 
 

@@ -56,6 +56,16 @@ def spawn(args, out, err=None, **kw):
     return p
 
 
+def resp_command(*args):
+    """One RESP2 request (an array of bulk strings) for args: bytes as they are, anything else
+    as its str() in UTF-8."""
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
 def bracketed(host):
     """host as it goes before ":port": an IPv6 literal in brackets."""
     return "[%s]" % host if ":" in host else host
@@ -115,12 +125,8 @@ class RedisBackend(_ServerBackend):
 
     def command(self, *args):
         """Sends one command; returns the raw reply bytes (first read)."""
-        req = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a.encode()
-            req += b"$%d\r\n%s\r\n" % (len(a), a)
         with socket.create_connection((self.host, self.port), timeout=2) as s:
-            s.sendall(req)
+            s.sendall(resp_command(*args))
             return s.recv(4096)
 
     def enable_auth(self, user, password):

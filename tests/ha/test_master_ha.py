@@ -64,11 +64,7 @@ class Conn:
         self.f = self.s.makefile("rb")
 
     def send(self, *args):
-        req = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a if isinstance(a, bytes) else str(a).encode()
-            req += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.s.sendall(req)
+        self.s.sendall(H.resp_command(*args))
 
     def read(self):
         return _read(self.f)
