@@ -8,21 +8,16 @@
 # compared too. Lex-range commands use keys whose members all have score 0 (Redis leaves other
 # cases unspecified).
 # Usage: differential.py PORT REF_PORT [COUNT [SEED [PROTO]]].
+import os
 import random
 import socket
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+# RESP request encoding (tests/lib/resp_util.py); protocol.py and pubsub.py import it from here too.
+from resp_util import resp_command  # noqa: E402,F401
+
 TIMEOUT = 60
-
-
-def resp_command(*args):
-    """One RESP2 request (an array of bulk strings) for args: bytes as they are, anything else
-    as its str() in UTF-8."""
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 
 class Conn:

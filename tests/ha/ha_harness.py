@@ -14,6 +14,10 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+# RESP request encoding (tests/lib/resp_util.py); the HA tests and benches use it as H.resp_command.
+from resp_util import resp_command  # noqa: E402,F401
+
 BUILD = os.environ.get("CRESCENT_BUILD", os.path.abspath("build"))
 ELECT = os.path.join(BUILD, "bin", "crescent-elect")
 _children = []
@@ -54,16 +58,6 @@ def spawn(args, out, err=None, **kw):
                          stdin=subprocess.DEVNULL, **kw)
     _children.append(p)
     return p
-
-
-def resp_command(*args):
-    """One RESP2 request (an array of bulk strings) for args: bytes as they are, anything else
-    as its str() in UTF-8."""
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 
 def bracketed(host):
