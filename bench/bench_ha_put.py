@@ -26,12 +26,7 @@ CID = "c" * 32
 MARK = b"$6\r\nMARK42\r\n"
 
 
-def cmd(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
+cmd = H.resp_command
 
 
 def roundtrip(s, req):

@@ -20,12 +20,7 @@ MASTER = os.path.join(H.BUILD, "bin", "crescent-master")
 CID = "d" * 32
 
 
-def cmd(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
+cmd = H.resp_command
 
 
 def fill(port, key, n):

@@ -70,6 +70,21 @@ void cm_buf_appendf(struct cm_buf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
+/* Escapes byte by byte; see cm_buf.h. */
+void cm_buf_append_json_str(struct cm_buf *b, const char *s, size_t len) {
+    cm_buf_append(b, "\"", 1);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\')
+            cm_buf_appendf(b, "\\%c", ch);
+        else if (ch < 0x20 || ch >= 0x7f)
+            cm_buf_appendf(b, "\\u%04x", ch);
+        else
+            cm_buf_append(b, &s[i], 1);
+    }
+    cm_buf_append(b, "\"", 1);
+}
+
 /* Drops the first n bytes with memmove. O(len - n). */
 void cm_buf_consume(struct cm_buf *b, size_t n) {
     if (n >= b->len) {

@@ -26,6 +26,11 @@ void cm_buf_reserve(struct cm_buf *b, size_t extra);
 void cm_buf_append(struct cm_buf *b, const void *p, size_t n);
 /* Appends printf-formatted text (no NUL is counted in len). Aborts on OOM. */
 void cm_buf_appendf(struct cm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * Appends s[0..len) as a JSON string, quotes included: '"' and the backslash are escaped and each
+ * byte outside printable ASCII is written as \u00XX, so any bytes give valid JSON. Aborts on OOM.
+ */
+void cm_buf_append_json_str(struct cm_buf *b, const char *s, size_t len);
 /* Drops the first n bytes (n > len drops all), moving the rest to the front. */
 void cm_buf_consume(struct cm_buf *b, size_t n);
 /* Sets len to 0 and keeps the memory. */

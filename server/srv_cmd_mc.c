@@ -37,10 +37,7 @@ void srv_mc_register_command(struct srv_client *c) {
     if (rc == 0)
         srv_oplog_log_register(&id, host);
     srv_mc_unlock();
-    if (rc < 0)
-        srv_mc_reply_err(c, rc);
-    else
-        srv_reply_ok(c);
+    srv_mc_reply_status(c, rc);
 }
 
 void srv_mc_ping_command(struct srv_client *c) {
@@ -167,10 +164,7 @@ void srv_mc_mount_command(struct srv_client *c) {
     if (rc == 0)
         srv_oplog_log_mount(srv_mc_pool, spec.name);
     srv_mc_unlock();
-    if (rc < 0)
-        srv_mc_reply_err(c, rc);
-    else
-        srv_reply_ok(c);
+    srv_mc_reply_status(c, rc);
 }
 
 void srv_mc_remount_command(struct srv_client *c) {
@@ -203,10 +197,7 @@ void srv_mc_remount_command(struct srv_client *c) {
         for (size_t k = 0; k < n; k++) /* the ones before a failure stay mounted */
             srv_oplog_log_mount(srv_mc_pool, specs[k].name);
         srv_mc_unlock();
-        if (rc < 0)
-            srv_mc_reply_err(c, rc);
-        else
-            srv_reply_ok(c);
+        srv_mc_reply_status(c, rc);
     }
     cm_free(specs);
     cm_free(sb);
@@ -221,10 +212,7 @@ void srv_mc_unmount_command(struct srv_client *c) {
     srv_mc_lock();
     int rc = pool_segment_unmount(srv_mc_pool, &id, name, srv_mc_now());
     srv_mc_unlock();
-    if (rc < 0)
-        srv_mc_reply_err(c, rc);
-    else
-        srv_reply_ok(c);
+    srv_mc_reply_status(c, rc);
 }
 
 void srv_mc_gracefulunmount_command(struct srv_client *c) {
@@ -240,10 +228,7 @@ void srv_mc_gracefulunmount_command(struct srv_client *c) {
     if (rc == 0)
         srv_oplog_log_graceful(name, (int64_t)grace);
     srv_mc_unlock();
-    if (rc < 0)
-        srv_mc_reply_err(c, rc);
-    else
-        srv_reply_ok(c);
+    srv_mc_reply_status(c, rc);
 }
 
 void srv_mc_querysegment_command(struct srv_client *c) {
@@ -369,10 +354,7 @@ static void srv_mc_key_op(struct srv_client *c, srv_mc_key_fn *fn) {
     if (rc == 0)
         srv_oplog_log_key(srv_mc_pool, c->argv[2].p, c->argv[2].len);
     srv_mc_unlock();
-    if (rc < 0)
-        srv_mc_reply_err(c, rc);
-    else
-        srv_reply_ok(c);
+    srv_mc_reply_status(c, rc);
 }
 
 /* client key [key ...]: one +OK or error per key. */
@@ -385,10 +367,7 @@ static void srv_mc_batch_key_op(struct srv_client *c, srv_mc_key_fn *fn) {
     int64_t now = srv_mc_now();
     for (int i = 2; i < c->argc; i++) {
         int rc = fn(srv_mc_pool, &id, c->argv[i].p, c->argv[i].len, now);
-        if (rc < 0)
-            srv_mc_add_err(c, rc);
-        else
-            srv_reply_ok(c);
+        srv_mc_add_status(c, rc);
         if (rc == 0)
             srv_oplog_log_key(srv_mc_pool, c->argv[i].p, c->argv[i].len);
     }

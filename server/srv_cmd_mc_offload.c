@@ -28,10 +28,7 @@ void srv_mc_mountdisk_command(struct srv_client *c) {
     srv_mc_lock();
     int rc = pool_disk_mount(srv_mc_pool, &id, ep, srv_mc_now());
     srv_mc_unlock();
-    if (rc < 0)
-        srv_mc_reply_err(c, rc);
-    else
-        srv_reply_ok(c);
+    srv_mc_reply_status(c, rc);
 }
 
 void srv_mc_unmountdisk_command(struct srv_client *c) {
@@ -41,10 +38,7 @@ void srv_mc_unmountdisk_command(struct srv_client *c) {
     srv_mc_lock();
     int rc = pool_disk_unmount(srv_mc_pool, &id, srv_mc_now());
     srv_mc_unlock();
-    if (rc < 0)
-        srv_mc_reply_err(c, rc);
-    else
-        srv_reply_ok(c);
+    srv_mc_reply_status(c, rc);
 }
 
 void srv_mc_querydisk_command(struct srv_client *c) {

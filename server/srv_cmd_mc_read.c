@@ -202,10 +202,7 @@ void srv_mc_remove_command(struct srv_client *c) {
     if (rc == 0)
         srv_oplog_log_key(srv_mc_pool, c->argv[1].p, c->argv[1].len);
     srv_mc_unlock();
-    if (rc < 0)
-        srv_mc_reply_err(c, rc);
-    else
-        srv_reply_ok(c);
+    srv_mc_reply_status(c, rc);
 }
 
 void srv_mc_batchremove_command(struct srv_client *c) {
@@ -220,10 +217,7 @@ void srv_mc_batchremove_command(struct srv_client *c) {
     int64_t now = srv_mc_now();
     for (int i = 2; i < 2 + (int)n; i++) {
         int rc = pool_remove(srv_mc_pool, c->argv[i].p, c->argv[i].len, force, now);
-        if (rc < 0)
-            srv_mc_add_err(c, rc);
-        else
-            srv_reply_ok(c);
+        srv_mc_add_status(c, rc);
         if (rc == 0)
             srv_oplog_log_key(srv_mc_pool, c->argv[i].p, c->argv[i].len);
     }

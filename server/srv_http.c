@@ -13,76 +13,35 @@
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
+#include "common/cm_http.h"
 #include "common/cm_log.h"
 #include "common/cm_util.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #define SRV_HTTP_KEYS_DEFAULT 100
 #define SRV_HTTP_KEYS_MAX     10000
 
-static struct MHD_Daemon *srv_httpd;
-static int srv_http_bound_port;
+static struct cm_http *srv_httpd;
 
-void srv_json_str(struct cm_buf *out, const char *s, size_t len) {
-    cm_buf_append(out, "\"", 1);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '"' || ch == '\\')
-            cm_buf_appendf(out, "\\%c", ch);
-        else if (ch < 0x20 || ch >= 0x7f)
-            cm_buf_appendf(out, "\\u%04x", ch);
-        else
-            cm_buf_append(out, &s[i], 1);
-    }
-    cm_buf_append(out, "\"", 1);
-}
-
-static enum MHD_Result srv_http_send(struct MHD_Connection *conn, unsigned status, const char *type,
-                                     const struct cm_buf *body) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(
-        body->len, body->len ? body->data : (void *)"", MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-/* Sends {"error":"<code>","message":"<msg>"} with the given status. */
-static enum MHD_Result srv_http_error(struct MHD_Connection *conn, unsigned status,
-                                      const char *code, const char *msg) {
-    struct cm_buf b;
-    cm_buf_init(&b);
-    cm_buf_appendf(&b, "{\"error\":\"%s\",\"message\":", code);
-    srv_json_str(&b, msg, strlen(msg));
-    cm_buf_appendf(&b, "}\n");
-    enum MHD_Result ret = srv_http_send(conn, status, "application/json", &b);
-    cm_buf_fini(&b);
-    return ret;
-}
-
+/* Sends b as application/json with status and frees b. */
 static enum MHD_Result srv_http_json(struct MHD_Connection *conn, unsigned status,
                                      struct cm_buf *b) {
-    enum MHD_Result ret = srv_http_send(conn, status, "application/json", b);
+    enum MHD_Result ret = cm_http_send(conn, status, "application/json", b);
     cm_buf_fini(b);
     return ret;
 }
 
 /* ---------------------------------------------------------------- routes */
 
-static enum MHD_Result srv_route_metrics(struct MHD_Connection *conn) {
+static enum MHD_Result srv_route_metrics(void *arg, struct MHD_Connection *conn) {
+    (void)arg;
     struct cm_buf b;
     cm_buf_init(&b);
     srv_metrics_render(&b);
-    enum MHD_Result ret = srv_http_send(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", &b);
+    enum MHD_Result ret = cm_http_send(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", &b);
     cm_buf_fini(&b);
     return ret;
 }
@@ -91,7 +50,8 @@ static const char *srv_state_name(int st) {
     return st == SRV_STATE_SERVING ? "serving" : st == SRV_STATE_STOPPING ? "stopping" : "starting";
 }
 
-static enum MHD_Result srv_route_health(struct MHD_Connection *conn) {
+static enum MHD_Result srv_route_health(void *arg, struct MHD_Connection *conn) {
+    (void)arg;
     int st = cm_atomic_load_acquire(&srv_state);
     int ready = st == SRV_STATE_SERVING;
     struct cm_buf b;
@@ -109,7 +69,8 @@ static enum MHD_Result srv_route_health(struct MHD_Connection *conn) {
     return srv_http_json(conn, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, &b);
 }
 
-static enum MHD_Result srv_route_role(struct MHD_Connection *conn) {
+static enum MHD_Result srv_route_role(void *arg, struct MHD_Connection *conn) {
+    (void)arg;
     struct cm_buf b;
     cm_buf_init(&b);
     if (srv_ha_enabled()) {
@@ -124,7 +85,8 @@ static enum MHD_Result srv_route_role(struct MHD_Connection *conn) {
     return srv_http_json(conn, MHD_HTTP_OK, &b);
 }
 
-static enum MHD_Result srv_route_leader(struct MHD_Connection *conn) {
+static enum MHD_Result srv_route_leader(void *arg, struct MHD_Connection *conn) {
+    (void)arg;
     struct cm_buf b;
     cm_buf_init(&b);
     const char *host = srv_cfg.bind && *srv_cfg.bind ? srv_cfg.bind : "0.0.0.0";
@@ -135,19 +97,20 @@ static enum MHD_Result srv_route_leader(struct MHD_Connection *conn) {
     if (srv_ha_enabled()) {
         struct srv_ha_view v;
         srv_ha_get_view(&v);
-        srv_json_str(&b, v.leader, strlen(v.leader));
+        cm_buf_append_json_str(&b, v.leader, strlen(v.leader));
         cm_buf_appendf(&b, ",\"epoch\":%llu,\"ha\":true}\n", (unsigned long long)v.epoch);
         return srv_http_json(conn, MHD_HTTP_OK, &b);
     }
     char addr[300];
     int n = snprintf(addr, sizeof(addr), strchr(first, ':') ? "[%s]:%lld" : "%s:%lld", first,
                      srv_cfg.port);
-    srv_json_str(&b, addr, (size_t)n < sizeof(addr) ? (size_t)n : sizeof(addr) - 1);
+    cm_buf_append_json_str(&b, addr, (size_t)n < sizeof(addr) ? (size_t)n : sizeof(addr) - 1);
     cm_buf_appendf(&b, ",\"epoch\":0,\"ha\":false}\n");
     return srv_http_json(conn, MHD_HTTP_OK, &b);
 }
 
-static enum MHD_Result srv_route_segments(struct MHD_Connection *conn) {
+static enum MHD_Result srv_route_segments(void *arg, struct MHD_Connection *conn) {
+    (void)arg;
     struct srv_seg_stats ss;
     srv_seg_stats(srv_segment, &ss);
     struct cm_buf b;
@@ -161,14 +124,15 @@ static enum MHD_Result srv_route_segments(struct MHD_Connection *conn) {
 
 static const char *const srv_type_names[] = {"string", "list", "set", "hash", "zset"};
 
-static enum MHD_Result srv_route_query_key(struct MHD_Connection *conn) {
+static enum MHD_Result srv_route_query_key(void *arg, struct MHD_Connection *conn) {
+    (void)arg;
     const char *key;
     size_t klen;
     if (MHD_lookup_connection_value_n(conn, MHD_GET_ARGUMENT_KIND, "key", 3, &key, &klen) !=
             MHD_YES ||
         key == NULL)
-        return srv_http_error(conn, MHD_HTTP_BAD_REQUEST, "INVALID_PARAMS",
-                              "the key parameter is required: /query_key?key=NAME");
+        return cm_http_error(conn, MHD_HTTP_BAD_REQUEST, "INVALID_PARAMS",
+                             "the key parameter is required: /query_key?key=NAME");
     struct cm_buf b;
     cm_buf_init(&b);
     int64_t now = srv_now_ms();
@@ -180,7 +144,7 @@ static enum MHD_Result srv_route_query_key(struct MHD_Connection *conn) {
         int64_t exp = cm_atomic_load_relaxed(&o->expire_ms);
         int is_str = o->type == SRV_TYPE_STRING;
         cm_buf_appendf(&b, "{\"key\":");
-        srv_json_str(&b, key, klen);
+        cm_buf_append_json_str(&b, key, klen);
         cm_buf_appendf(&b, ",\"type\":\"%s\",\"size\":%llu,\"ttl_ms\":%lld,\"replicas\":[",
                        o->type < 5 ? srv_type_names[o->type] : "unknown",
                        (unsigned long long)(is_str ? o->vlen : 0),
@@ -198,7 +162,7 @@ static enum MHD_Result srv_route_query_key(struct MHD_Connection *conn) {
     srv_db_rdunlock();
     if (!o) {
         cm_buf_fini(&b);
-        return srv_http_error(conn, MHD_HTTP_NOT_FOUND, "OBJECT_NOT_FOUND", "no such key");
+        return cm_http_error(conn, MHD_HTTP_NOT_FOUND, "OBJECT_NOT_FOUND", "no such key");
     }
     return srv_http_json(conn, MHD_HTTP_OK, &b);
 }
@@ -212,7 +176,7 @@ static void srv_keys_visit(struct srv_obj *o, void *arg) {
     struct srv_keys_ctx *k = arg;
     if (k->n++)
         cm_buf_append(k->b, ",", 1);
-    srv_json_str(k->b, o->key, o->klen);
+    cm_buf_append_json_str(k->b, o->key, o->klen);
 }
 
 /* Parses an optional unsigned query parameter; 0 on success, -1 when present but malformed. */
@@ -227,12 +191,13 @@ static int srv_http_u64_arg(struct MHD_Connection *conn, const char *name, uint6
     return 0;
 }
 
-static enum MHD_Result srv_route_all_keys(struct MHD_Connection *conn) {
+static enum MHD_Result srv_route_all_keys(void *arg, struct MHD_Connection *conn) {
+    (void)arg;
     uint64_t cursor = 0, count = SRV_HTTP_KEYS_DEFAULT;
     if (srv_http_u64_arg(conn, "cursor", &cursor) < 0 ||
         srv_http_u64_arg(conn, "count", &count) < 0 || count == 0 || count > SRV_HTTP_KEYS_MAX)
-        return srv_http_error(conn, MHD_HTTP_BAD_REQUEST, "INVALID_PARAMS",
-                              "cursor must be an unsigned integer and count 1..10000");
+        return cm_http_error(conn, MHD_HTTP_BAD_REQUEST, "INVALID_PARAMS",
+                             "cursor must be an unsigned integer and count 1..10000");
     struct cm_buf b;
     cm_buf_init(&b);
     cm_buf_appendf(&b, "{\"keys\":[");
@@ -245,10 +210,7 @@ static enum MHD_Result srv_route_all_keys(struct MHD_Connection *conn) {
     return srv_http_json(conn, MHD_HTTP_OK, &b);
 }
 
-static const struct {
-    const char *path;
-    enum MHD_Result (*fn)(struct MHD_Connection *conn);
-} srv_routes[] = {
+static const struct cm_http_route srv_routes[] = {
     {"/metrics", srv_route_metrics},
     {"/health", srv_route_health},
     {"/role", srv_route_role},
@@ -258,78 +220,41 @@ static const struct {
     {"/get_all_keys", srv_route_all_keys},
 };
 
-static enum MHD_Result srv_http_handler(void *cls, struct MHD_Connection *conn, const char *url,
-                                        const char *method, const char *version, const char *upload,
-                                        size_t *upload_size, void **state) {
-    (void)cls;
-    (void)version;
-    (void)upload;
-    if (*state == NULL) { /* first call for this request: headers only */
-        *state = (void *)1;
-        return MHD_YES;
-    }
-    if (*upload_size) { /* a body is ignored */
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    int known = -1;
-    for (size_t i = 0; i < sizeof(srv_routes) / sizeof(srv_routes[0]); i++)
-        if (strcmp(url, srv_routes[i].path) == 0)
-            known = (int)i;
-    if (known < 0)
-        return srv_http_error(conn, MHD_HTTP_NOT_FOUND, "NOT_FOUND", "no such path");
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-        return srv_http_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED",
-                              "only GET and HEAD");
-    return srv_routes[known].fn(conn);
-}
-
 /* ---------------------------------------------------------------- start and stop */
 
+/* Public: see srv_http.h. */
 int srv_http_start(const char *host, int port) {
-    if (port == 0)
-        return 0;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICHOST};
-    struct addrinfo *ai = NULL;
-    char portstr[8];
-    snprintf(portstr, sizeof(portstr), "%d", port);
-    int rc = getaddrinfo(host && *host ? host : NULL, portstr, &hints, &ai);
-    if (rc != 0) {
-        cm_log(CM_LOG_WARNING, "http", "admin HTTP server not started: bad --metrics_host '%s': %s",
-               host, gai_strerror(rc));
-        return -EINVAL;
-    }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
-    if (ai->ai_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    srv_httpd =
-        MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, srv_http_handler, NULL,
-                         MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
-    freeaddrinfo(ai);
-    if (!srv_httpd) {
-        int err = errno ? errno : EADDRINUSE;
+    static const struct cm_http_config cfg = {
+        .routes = srv_routes,
+        .nroutes = sizeof(srv_routes) / sizeof(srv_routes[0]),
+        .not_found = "no such path",
+    };
+    char err[256];
+    int rc = cm_http_start(&cfg, host, port, &srv_httpd, err, sizeof(err));
+    if (rc == -EINVAL) {
         cm_log(CM_LOG_WARNING, "http",
-               "admin HTTP server not started: cannot listen on %s:%d (%s); RESP serving goes on",
-               host, port, strerror(err));
-        return -err;
+               "admin HTTP server not started: bad --metrics_host '%s': not a numeric address",
+               host);
+        return rc;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv_httpd, MHD_DAEMON_INFO_BIND_PORT);
-    srv_http_bound_port = di ? di->port : port;
-    cm_log(CM_LOG_NOTICE, "http", "admin HTTP on %s:%d (/metrics /health /role /leader)", host,
-           srv_http_bound_port);
+    if (rc < 0) {
+        cm_log(CM_LOG_WARNING, "http", "admin HTTP server not started: %s; RESP serving goes on",
+               err);
+        return rc;
+    }
+    if (srv_httpd)
+        cm_log(CM_LOG_NOTICE, "http", "admin HTTP on %s:%d (/metrics /health /role /leader)", host,
+               cm_http_port(srv_httpd));
     return 0;
 }
 
+/* Public: see srv_http.h. */
 void srv_http_stop(void) {
-    if (srv_httpd)
-        MHD_stop_daemon(srv_httpd);
+    cm_http_stop(srv_httpd);
     srv_httpd = NULL;
-    srv_http_bound_port = 0;
 }
 
+/* Public: see srv_http.h. */
 int srv_http_port(void) {
-    return srv_http_bound_port;
+    return cm_http_port(srv_httpd);
 }

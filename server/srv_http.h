@@ -30,8 +30,4 @@ int srv_http_port(void);
  */
 void srv_metrics_render(struct cm_buf *out);
 
-/* Appends s[0..len) to out as a JSON string (quotes included); bytes outside printable ASCII
- * are written as \u00XX, one per byte, so any key gives valid JSON. */
-void srv_json_str(struct cm_buf *out, const char *s, size_t len);
-
 #endif

@@ -426,6 +426,22 @@ void srv_mc_add_err(struct srv_client *c, int err) {
     resp_add_errorf(&c->out, "%s %s", pool_err_name(err), pool_strerror(err));
 }
 
+/* The status reply of a one-result MC command; see srv_mc.h. */
+void srv_mc_reply_status(struct srv_client *c, int rc) {
+    if (rc < 0)
+        srv_mc_reply_err(c, rc);
+    else
+        srv_reply_ok(c);
+}
+
+/* One status element of a batch reply; see srv_mc.h. */
+void srv_mc_add_status(struct srv_client *c, int rc) {
+    if (rc < 0)
+        srv_mc_add_err(c, rc);
+    else
+        srv_reply_ok(c);
+}
+
 void srv_mc_add_field(struct srv_client *c, const char *name) {
     resp_add_bulk(&c->out, name, strlen(name));
 }

@@ -103,6 +103,12 @@ void srv_mc_reply_err(struct srv_client *c, int err);
 /* Appends err as an error element of an array (batch results; not counted as a failed call). */
 void srv_mc_add_err(struct srv_client *c, int err);
 
+/* Replies +OK for rc >= 0, else as srv_mc_reply_err(c, rc) (a top-level reply). */
+void srv_mc_reply_status(struct srv_client *c, int rc);
+
+/* Appends +OK for rc >= 0, else as srv_mc_add_err(c, rc) (an element of a batch reply). */
+void srv_mc_add_status(struct srv_client *c, int rc);
+
 /* Appends one replica descriptor (RESP3 map / RESP2 flat array of 8 fields). */
 void srv_mc_add_replica(struct srv_client *c, const struct pool_replica_desc *d);
 

@@ -9,6 +9,7 @@
 #include "common/fmacros.h"
 
 #include "server/srv_oplog_int.h"
+#include "server/srv_redis_conn.h"
 
 #include "common/cm_log.h"
 #include "common/cm_mem.h"
@@ -74,10 +75,9 @@ static const char srv_opr_bounds_script[] =
     "return {redis.call('GET', KEYS[2]) or '0', redis.call('LINDEX', KEYS[1], 0) or ''}\n";
 
 static struct {
-    char host[256];
+    struct ha_uri uri; /* the store's server */
+    char host[256];    /* its host and port, for messages */
     int port;
-    char user[128], password[256];
-    long db;
     char list_key[320], fence_key[320], side_key[340], base_key[320];
     char desc[640];
 } srv_opr;
@@ -109,32 +109,7 @@ static int srv_opr_do(redisContext *c, char *err, size_t errlen, int argc, const
 }
 
 static void *srv_opr_connect(char *err, size_t errlen) {
-    struct timeval tv = {SRV_OPR_IO_MS / 1000, (SRV_OPR_IO_MS % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(srv_opr.host, srv_opr.port, tv);
-    if (!c || c->err) {
-        snprintf(err, errlen, "op-log store %s:%d unreachable: %s", srv_opr.host, srv_opr.port,
-                 c ? c->errstr : "out of memory");
-        redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, tv);
-    if (srv_opr.password[0]) {
-        const char *u[3] = {"AUTH", srv_opr.user, srv_opr.password};
-        const char *p[2] = {"AUTH", srv_opr.password};
-        if (srv_opr.user[0] ? srv_opr_do(c, err, errlen, 3, u) : srv_opr_do(c, err, errlen, 2, p))
-            goto fail;
-    }
-    if (srv_opr.db) {
-        char db[24];
-        snprintf(db, sizeof(db), "%ld", srv_opr.db);
-        const char *s[2] = {"SELECT", db};
-        if (srv_opr_do(c, err, errlen, 2, s))
-            goto fail;
-    }
-    return c;
-fail:
-    redisFree(c);
-    return NULL;
+    return srv_redis_connect(&srv_opr.uri, SRV_OPR_IO_MS, "op-log store", err, errlen);
 }
 
 static void srv_opr_disconnect(void *conn) {
@@ -273,35 +248,6 @@ static int srv_opr_scan(void *conn, srv_oplog_scan_cb *cb, void *arg, char *err,
     }
 }
 
-/* Splits "host:port" / "[v6]:port" into srv_opr.host / port. */
-static int srv_opr_hostport(const char *hp, char *err, size_t errlen) {
-    const char *colon = strrchr(hp, ':');
-    if (!colon || colon == hp) {
-        snprintf(err, errlen, "oplog_store: '%s' is not host:port", hp);
-        return -1;
-    }
-    size_t hl = (size_t)(colon - hp);
-    const char *h = hp;
-    if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
-        h++;
-        hl -= 2;
-    }
-    if (hl >= sizeof(srv_opr.host)) {
-        snprintf(err, errlen, "oplog_store: host too long");
-        return -1;
-    }
-    memcpy(srv_opr.host, h, hl);
-    srv_opr.host[hl] = '\0';
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 1 || port > 65535) {
-        snprintf(err, errlen, "oplog_store: bad port in '%s'", hp);
-        return -1;
-    }
-    srv_opr.port = (int)port;
-    return 0;
-}
-
 /* Logs a warning when the store's persistence may lose acknowledged entries. */
 static void srv_opr_check_persistence(redisContext *c) {
     char err[256];
@@ -324,15 +270,10 @@ static void srv_opr_check_persistence(redisContext *c) {
 }
 
 static int srv_opr_open(const struct ha_uri *u, const char *cluster, char *err, size_t errlen) {
-    if (u->nhosts != 1) {
-        snprintf(err, errlen, "oplog_store: one redis://host:port, not %d", u->nhosts);
+    if (srv_redis_uri_check(u, "oplog_store", err, errlen) != 0)
         return -1;
-    }
-    if (srv_opr_hostport(u->hosts[0], err, errlen) != 0)
-        return -1;
-    snprintf(srv_opr.user, sizeof(srv_opr.user), "%s", u->user);
-    snprintf(srv_opr.password, sizeof(srv_opr.password), "%s", u->password);
-    srv_opr.db = u->path[0] ? strtol(u->path, NULL, 10) : 0;
+    srv_opr.uri = *u;
+    srv_redis_hostport(u, srv_opr.host, sizeof(srv_opr.host), &srv_opr.port);
     snprintf(srv_opr.list_key, sizeof(srv_opr.list_key), "crescent/{%s}/oplog", cluster);
     snprintf(srv_opr.fence_key, sizeof(srv_opr.fence_key), "crescent/{%s}/oplog_epoch", cluster);
     snprintf(srv_opr.side_key, sizeof(srv_opr.side_key), "%s:compact", srv_opr.list_key);

@@ -2,6 +2,7 @@
 /* The snapshot catalog, embedded or in Redis (see srv_snapcat.h). */
 #include "common/fmacros.h"
 
+#include "server/srv_redis_conn.h"
 #include "server/srv_snapcat.h"
 
 #include "common/cm_mem.h"
@@ -10,18 +11,18 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#define SRV_SNAPCAT_IO_MS 2000 /* bound on a connect and on each call */
+
 struct srv_snapcat {
     int redis;
     char dir[4096];
     char index_key[512], latest_key[512];
-    char host[256], user[128], password[256];
-    int port, db;
+    struct ha_uri uri; /* the Redis catalog's server */
 };
 
 int srv_snapcat_is_id(const char *s) {
@@ -34,84 +35,11 @@ int srv_snapcat_is_id(const char *s) {
     return 1;
 }
 
-/* Parses redis://[[user]:password@]host:port[/db] (or host:port) into cat. */
-static int snapcat_parse(struct srv_snapcat *cat, const char *uri, char *err, size_t errlen) {
-    const char *p = strncmp(uri, "redis://", 8) == 0 ? uri + 8 : uri;
-    const char *at = strrchr(p, '@');
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        size_t ul = colon ? (size_t)(colon - p) : 0, pl = (size_t)(at - (colon ? colon + 1 : p));
-        if (ul >= sizeof(cat->user) || pl >= sizeof(cat->password))
-            goto bad;
-        memcpy(cat->user, p, ul);
-        memcpy(cat->password, colon ? colon + 1 : p, pl);
-        p = at + 1;
-    }
-    const char *hs = p, *he;
-    if (*p == '[') {
-        hs = p + 1;
-        he = strchr(hs, ']');
-        if (!he || he[1] != ':')
-            goto bad;
-        p = he + 2;
-    } else {
-        he = strrchr(p, ':');
-        if (!he)
-            goto bad;
-        p = he + 1;
-    }
-    if (he == hs || (size_t)(he - hs) >= sizeof(cat->host))
-        goto bad;
-    memcpy(cat->host, hs, (size_t)(he - hs));
-    char *end;
-    long port = strtol(p, &end, 10);
-    long db = 0;
-    if (*end == '/')
-        db = strtol(end + 1, &end, 10);
-    if (port < 1 || port > 65535 || db < 0 || db > 255 || *end)
-        goto bad;
-    cat->port = (int)port;
-    cat->db = (int)db;
-    return 0;
-bad:
-    snprintf(err, errlen, "bad snapshot_catalog_store_connstring '%s' (want redis://host:port)",
-             uri);
-    return -1;
-}
-
-/* Connects, authenticates and selects the db. NULL with err filled on failure. */
-static redisContext *snapcat_connect(const struct srv_snapcat *cat, char *err, size_t errlen) {
-    struct timeval tv = {2, 0};
-    redisContext *rc = redisConnectWithTimeout(cat->host, cat->port, tv);
-    if (!rc || rc->err) {
-        snprintf(err, errlen, "snapshot catalog: cannot connect to Redis at %s:%d: %s", cat->host,
-                 cat->port, rc ? rc->errstr : "out of memory");
-        redisFree(rc);
-        return NULL;
-    }
-    redisSetTimeout(rc, tv);
-    redisReply *r = NULL;
-    if (cat->password[0])
-        r = cat->user[0] ? redisCommand(rc, "AUTH %s %s", cat->user, cat->password)
-                         : redisCommand(rc, "AUTH %s", cat->password);
-    if (r && r->type == REDIS_REPLY_ERROR) {
-        snprintf(err, errlen, "snapshot catalog: Redis AUTH failed: %s", r->str);
-        freeReplyObject(r);
-        redisFree(rc);
-        return NULL;
-    }
-    freeReplyObject(r);
-    if (cat->db) {
-        r = redisCommand(rc, "SELECT %d", cat->db);
-        freeReplyObject(r);
-    }
-    return rc;
-}
-
 /* Runs one command; returns the reply (caller frees) or NULL with err filled. */
 static redisReply *snapcat_cmd(const struct srv_snapcat *cat, char *err, size_t errlen, int argc,
                                const char **argv) {
-    redisContext *rc = snapcat_connect(cat, err, errlen);
+    redisContext *rc =
+        srv_redis_connect(&cat->uri, SRV_SNAPCAT_IO_MS, "snapshot catalog", err, errlen);
     if (!rc)
         return NULL;
     redisReply *r = redisCommandArgv(rc, argc, argv, NULL);
@@ -141,7 +69,8 @@ int srv_snapcat_open(const char *type, const char *connstring, const char *dir, 
             snprintf(err, errlen,
                      "snapshot_catalog_store_type redis needs "
                      "snapshot_catalog_store_connstring");
-        else if (snapcat_parse(cat, connstring, err, errlen) == 0)
+        else if (srv_redis_uri_parse(connstring, "snapshot_catalog_store_connstring", &cat->uri,
+                                     err, errlen) == 0)
             r = snapcat_cmd(cat, err, errlen, 1, ping);
         if (!r) {
             cm_free(cat);

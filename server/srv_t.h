@@ -95,35 +95,28 @@ static inline struct srv_obj *srv_t_find(struct srv_client *c, struct srv_db_ref
     return srv_t_find_at(c, r, 1, type, read, bad);
 }
 
-/* SSCAN/HSCAN/ZSCAN options after the cursor. */
-struct srv_scan_opts {
-    unsigned long long cursor;
-    long long count;
-    const char *pat; /* MATCH pattern, NULL for all */
-    size_t plen;
-};
-
 /* Member bytes of a table node (for MATCH). */
 typedef void srv_scan_key_cb(const struct cm_ht_node *n, const char **p, size_t *len);
 /* Replies the element(s) of one node. */
 typedef void srv_scan_emit_cb(struct srv_client *c, const struct cm_ht_node *n);
 
-/* Parses the cursor (argv[2]); on error replies "ERR invalid cursor" and returns -1. */
-int srv__scan_cursor(struct srv_client *c, unsigned long long *cursor);
-
-/* Parses MATCH/COUNT from argv[3] on; on error replies and returns -1. */
-int srv__scan_opts(struct srv_client *c, struct srv_scan_opts *o);
+/* What SSCAN, HSCAN and ZSCAN need to know of their type. */
+struct srv_scan_type {
+    enum srv_type type;
+    size_t ht_off;          /* offsetof(payload struct, its member table) */
+    int per_node;           /* elements replied per member: 1 (SSCAN) or 2 (HSCAN, ZSCAN) */
+    srv_scan_key_cb *key;   /* the bytes MATCH looks at */
+    srv_scan_emit_cb *emit; /* replies one member's per_node elements */
+};
 
 /*
- * One *SCAN step over ht: visits buckets from o->cursor until o->count nodes were seen or the
- * table ends, then replies [next cursor, elements], emit writing per_node elements for each
- * node whose key matches. Shard lock held.
+ * The whole of "xSCAN key cursor [MATCH pattern] [COUNT count]" for a key of type t->type:
+ * parses the cursor (argv[2], like Redis 7.0), looks the key up (WRONGTYPE, cursor 0 and no
+ * elements when missing), parses MATCH/COUNT, visits buckets from the cursor until COUNT
+ * members were seen or the table ends, and replies [next cursor, elements]. Errors are
+ * replied. Takes and releases the key's shard lock.
  */
-void srv__scan_reply(struct srv_client *c, const struct cm_ht *ht, const struct srv_scan_opts *o,
-                     int per_node, srv_scan_key_cb *key, srv_scan_emit_cb *emit);
-
-/* The reply to *SCAN on a missing key: cursor 0, no elements. */
-void srv__scan_reply_empty(struct srv_client *c);
+void srv__scan_command(struct srv_client *c, const struct srv_scan_type *t);
 
 /*
  * Fills out[0 .. count) with distinct random nodes of ht; count must be below the node
@@ -149,6 +142,14 @@ typedef void srv_member_cb(const char *p, size_t n, void *arg);
 void srv__set_foreach(const void *set, srv_member_cb *cb, void *arg);
 int srv__set_has(const void *set, const char *p, size_t n);
 size_t srv__set_card(const void *set);
+
+/*
+ * Puts no (an owned object for key dst, or NULL to delete) at dst, replacing any value and its
+ * TTL, under dst's shard lock (taken and released here; the caller holds no lock). Sends
+ * event of class cls when no is stored, "del" when NULL removed an existing key. The
+ * destination half of the *STORE commands (SUNIONSTORE, ZUNIONSTORE, ...).
+ */
+void srv__t_store(const struct srv_arg *dst, struct srv_obj *no, int cls, const char *event);
 
 /*
  * Memory guard, called by aggregate writes (the denyoom commands) before any shard lock is

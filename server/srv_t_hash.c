@@ -463,18 +463,7 @@ static void srv_hfield_emit(struct srv_client *c, const struct cm_ht_node *n) {
 }
 
 void srv_hscan_command(struct srv_client *c) {
-    struct srv_scan_opts so;
-    if (srv__scan_cursor(c, &so.cursor) < 0)
-        return;
-    struct srv_db_ref r;
-    int bad;
-    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_HASH, 1, &bad);
-    if (bad)
-        return;
-    if (!o)
-        srv__scan_reply_empty(c);
-    else if (srv__scan_opts(c, &so) == 0)
-        srv__scan_reply(c, &((struct srv_hash *)o->payload)->ht, &so, 2, srv_hfield_key,
-                        srv_hfield_emit);
-    srv_db_unlock(&r);
+    static const struct srv_scan_type hash = {SRV_TYPE_HASH, offsetof(struct srv_hash, ht), 2,
+                                              srv_hfield_key, srv_hfield_emit};
+    srv__scan_command(c, &hash);
 }

@@ -422,8 +422,17 @@ void srv_srandmember_command(struct srv_client *c) {
 
 /* ---------------------------------------------------------------- *SCAN helpers, SSCAN */
 
-/* The *SCAN cursor, parsed like Redis 7.0 (strtoul; "-1" wraps); see srv_t.h. */
-int srv__scan_cursor(struct srv_client *c, unsigned long long *cursor) {
+/* SSCAN/HSCAN/ZSCAN options after the cursor. */
+struct srv_scan_opts {
+    unsigned long long cursor;
+    long long count;
+    const char *pat; /* MATCH pattern, NULL for all */
+    size_t plen;
+};
+
+/* The *SCAN cursor (argv[2]), parsed like Redis 7.0 (strtoul; "-1" wraps); on error replies
+ * "ERR invalid cursor" and returns -1. */
+static int srv_scan_cursor(struct srv_client *c, unsigned long long *cursor) {
     char tmp[32], *end;
     const struct srv_arg *a = &c->argv[2];
     if (a->len == 0 || a->len >= sizeof(tmp) || isspace((unsigned char)a->p[0])) {
@@ -441,8 +450,8 @@ int srv__scan_cursor(struct srv_client *c, unsigned long long *cursor) {
     return 0;
 }
 
-/* MATCH and COUNT of *SCAN; see srv_t.h. */
-int srv__scan_opts(struct srv_client *c, struct srv_scan_opts *o) {
+/* MATCH and COUNT of *SCAN (argv[3] on); on error replies and returns -1. */
+static int srv_scan_parse_opts(struct srv_client *c, struct srv_scan_opts *o) {
     o->count = 10;
     o->pat = NULL;
     o->plen = 0;
@@ -484,9 +493,14 @@ static void srv_scan_collect(struct cm_ht_node *node, void *arg) {
     k->v[k->n++] = node;
 }
 
-/* One *SCAN step and its reply; see srv_t.h. */
-void srv__scan_reply(struct srv_client *c, const struct cm_ht *ht, const struct srv_scan_opts *o,
-                     int per_node, srv_scan_key_cb *key, srv_scan_emit_cb *emit) {
+/*
+ * One *SCAN step over ht: visits buckets from o->cursor until o->count nodes were seen or the
+ * table ends, then replies [next cursor, elements], emit writing per_node elements for each
+ * node whose key matches. Shard lock held.
+ */
+static void srv_scan_reply(struct srv_client *c, const struct cm_ht *ht,
+                           const struct srv_scan_opts *o, int per_node, srv_scan_key_cb *key,
+                           srv_scan_emit_cb *emit) {
     struct srv_scan_ctx k = {NULL, 0, 0};
     uint64_t cursor = o->cursor;
     do
@@ -508,11 +522,25 @@ void srv__scan_reply(struct srv_client *c, const struct cm_ht *ht, const struct 
     cm_free(k.v);
 }
 
-/* The *SCAN reply for a missing key. */
-void srv__scan_reply_empty(struct srv_client *c) {
-    resp_add_array_hdr(&c->out, 2);
-    resp_add_bulk(&c->out, "0", 1);
-    resp_add_array_hdr(&c->out, 0);
+/* The *SCAN command; see srv_t.h. */
+void srv__scan_command(struct srv_client *c, const struct srv_scan_type *t) {
+    struct srv_scan_opts so;
+    if (srv_scan_cursor(c, &so.cursor) < 0)
+        return;
+    struct srv_db_ref r;
+    int bad;
+    struct srv_obj *o = srv_t_find(c, &r, t->type, 1, &bad);
+    if (bad)
+        return;
+    if (!o) { /* cursor 0, no elements */
+        resp_add_array_hdr(&c->out, 2);
+        resp_add_bulk(&c->out, "0", 1);
+        resp_add_array_hdr(&c->out, 0);
+    } else if (srv_scan_parse_opts(c, &so) == 0) {
+        const struct cm_ht *ht = (const struct cm_ht *)((const char *)o->payload + t->ht_off);
+        srv_scan_reply(c, ht, &so, t->per_node, t->key, t->emit);
+    }
+    srv_db_unlock(&r);
 }
 
 static void srv_smember_key(const struct cm_ht_node *n, const char **p, size_t *len) {
@@ -527,20 +555,9 @@ static void srv_smember_emit(struct srv_client *c, const struct cm_ht_node *n) {
 }
 
 void srv_sscan_command(struct srv_client *c) {
-    struct srv_scan_opts so;
-    if (srv__scan_cursor(c, &so.cursor) < 0)
-        return;
-    struct srv_db_ref r;
-    int bad;
-    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_SET, 1, &bad);
-    if (bad)
-        return;
-    if (!o)
-        srv__scan_reply_empty(c);
-    else if (srv__scan_opts(c, &so) == 0)
-        srv__scan_reply(c, &((struct srv_set *)o->payload)->ht, &so, 1, srv_smember_key,
-                        srv_smember_emit);
-    srv_db_unlock(&r);
+    static const struct srv_scan_type set = {SRV_TYPE_SET, offsetof(struct srv_set, ht), 1,
+                                             srv_smember_key, srv_smember_emit};
+    srv__scan_command(c, &set);
 }
 
 /* ---------------------------------------------------------------- set algebra, SMOVE */
@@ -639,20 +656,7 @@ static long long srv_sop_store(const struct srv_arg *dst, struct srv_set *acc, c
         no = srv_obj_create_agg(dst->p, dst->len, SRV_TYPE_SET, acc);
     else
         srv_set_free(acc);
-    struct srv_db_ref r;
-    srv_db_lock(&r, dst->p, dst->len);
-    struct srv_obj *old = srv_db_peek(&r, srv_now_ms());
-    if (old && no)
-        srv_db_replace(&r, old, no);
-    else if (old)
-        srv_db_unlink(&r, old);
-    else if (no)
-        srv_db_insert(&r, no);
-    srv_db_unlock(&r);
-    if (no)
-        srv_notify(SRV_NOTIFY_SET, event, dst->p, dst->len);
-    else if (old)
-        srv_notify(SRV_NOTIFY_GENERIC, "del", dst->p, dst->len);
+    srv__t_store(dst, no, SRV_NOTIFY_SET, event);
     return n;
 }
 

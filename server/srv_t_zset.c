@@ -792,20 +792,7 @@ static long long srv_zset_store(const struct srv_arg *dst, struct srv_zset *zs, 
         no = srv_obj_create_agg(dst->p, dst->len, SRV_TYPE_ZSET, zs);
     else if (zs)
         srv_zset_free(zs);
-    struct srv_db_ref r;
-    srv_db_lock(&r, dst->p, dst->len);
-    struct srv_obj *old = srv_db_peek(&r, srv_now_ms());
-    if (old && no)
-        srv_db_replace(&r, old, no);
-    else if (old)
-        srv_db_unlink(&r, old);
-    else if (no)
-        srv_db_insert(&r, no);
-    srv_db_unlock(&r);
-    if (no)
-        srv_notify(SRV_NOTIFY_ZSET, event, dst->p, dst->len);
-    else if (old)
-        srv_notify(SRV_NOTIFY_GENERIC, "del", dst->p, dst->len);
+    srv__t_store(dst, no, SRV_NOTIFY_ZSET, event);
     return n;
 }
 
@@ -1085,19 +1072,9 @@ static void srv_zn_emit(struct srv_client *c, const struct cm_ht_node *n) {
 }
 
 void srv_zscan_command(struct srv_client *c) {
-    struct srv_scan_opts so;
-    if (srv__scan_cursor(c, &so.cursor) < 0)
-        return;
-    struct srv_db_ref r;
-    int bad;
-    struct srv_obj *o = srv_t_find(c, &r, SRV_TYPE_ZSET, 1, &bad);
-    if (bad)
-        return;
-    if (!o)
-        srv__scan_reply_empty(c);
-    else if (srv__scan_opts(c, &so) == 0)
-        srv__scan_reply(c, &((struct srv_zset *)o->payload)->ht, &so, 2, srv_zn_key, srv_zn_emit);
-    srv_db_unlock(&r);
+    static const struct srv_scan_type zset = {SRV_TYPE_ZSET, offsetof(struct srv_zset, ht), 2,
+                                              srv_zn_key, srv_zn_emit};
+    srv__scan_command(c, &zset);
 }
 
 /* ---------------------------------------------------------------- ZUNION, ZINTER, ZDIFF */

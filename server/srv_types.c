@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Type dispatch for aggregate values (lists, sets, hashes, sorted sets): free, copy and name,
- * and the memory guard of aggregate writes. The payload structures and their commands live in
- * srv_t_*.c.
+ * the destination store of the *STORE commands, and the memory guard of aggregate writes. The
+ * payload structures and their commands live in srv_t_*.c.
  */
 #include "common/fmacros.h"
 
@@ -78,6 +78,24 @@ uint64_t srv__agg_mem(void) {
 #define SRV_AGG_CHECK_BYTES 65536
 /* Aggregate writes a thread may do between two memory checks. */
 #define SRV_AGG_CHECK_CALLS 32
+
+/* Public: see srv_t.h. */
+void srv__t_store(const struct srv_arg *dst, struct srv_obj *no, int cls, const char *event) {
+    struct srv_db_ref r;
+    srv_db_lock(&r, dst->p, dst->len);
+    struct srv_obj *old = srv_db_peek(&r, srv_now_ms());
+    if (old && no)
+        srv_db_replace(&r, old, no);
+    else if (old)
+        srv_db_unlink(&r, old);
+    else if (no)
+        srv_db_insert(&r, no);
+    srv_db_unlock(&r);
+    if (no)
+        srv_notify(cls, event, dst->p, dst->len);
+    else if (old)
+        srv_notify(SRV_NOTIFY_GENERIC, "del", dst->p, dst->len);
+}
 
 /*
  * The memory guard of aggregate writes (see srv_t.h): aggregates live on the heap, so the

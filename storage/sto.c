@@ -59,6 +59,19 @@ void sto__ent_free(struct sto_ent *e) {
     cm_free(e);
 }
 
+/* The PUT record of an index entry; see sto_int.h. */
+void sto__ent_to_rec(const struct sto_ent *e, struct sto_rec *r) {
+    *r = (struct sto_rec){.flags = STO_REC_PUT,
+                          .key_len = e->klen,
+                          .value_off = e->value_off,
+                          .value_len = e->value_len,
+                          .rec_len = e->rec_len,
+                          .seq = e->seq,
+                          .value_crc = e->value_crc,
+                          .rec_off = e->rec_off,
+                          .key = e->key};
+}
+
 static void lru_unlink(struct sto *s, struct sto_ent *e) {
     if (e->lprev)
         e->lprev->lnext = e->lnext;

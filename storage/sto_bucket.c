@@ -99,15 +99,8 @@ static int write_meta(struct sto *s, struct bucket *b) {
         len += (STO_ENT_HDR + e->klen + 7) & ~(size_t)7;
     uint8_t *buf = cm_malloc(len ? len : 1), *p = buf;
     for (struct sto_ent *e = b->head; e; e = e->bnext) {
-        struct sto_rec r = {.flags = STO_REC_PUT,
-                            .key_len = e->klen,
-                            .value_off = e->value_off,
-                            .value_len = e->value_len,
-                            .rec_len = e->rec_len,
-                            .seq = e->seq,
-                            .value_crc = e->value_crc,
-                            .rec_off = e->rec_off,
-                            .key = e->key};
+        struct sto_rec r;
+        sto__ent_to_rec(e, &r);
         p += sto_ent_encode(&r, p);
     }
     char name[64];
@@ -159,25 +152,30 @@ static int bk_flush(struct sto *s) {
     return first;
 }
 
+/* Indexes one record of b found at open; an older entry of the key it replaces leaves its
+ * bucket, whose meta then needs writing again. */
+static void bucket_recovered(struct sto *s, struct bucket *b, const struct sto_rec *r) {
+    struct sto_ent *kept, *old = sto__recovered(s, r, 0, &kept);
+    if (kept)
+        bucket_link_ent(b, kept);
+    if (old) {
+        struct bucket *ob = (struct bucket *)(uintptr_t)old->loc;
+        bucket_unlink_ent(ob, old);
+        mark_dirty(s->be, ob);
+        sto__ent_free(old);
+    }
+    b->nrec++;
+}
+
 /* Loads b's entries from its meta file. Returns 0, or -CM_ECORRUPT to fall back to a scan. */
 static int load_meta(struct sto *s, struct bucket *b, const uint8_t *m, size_t len) {
-    struct bk *k = s->be;
     for (size_t pos = 0; pos < len;) {
         struct sto_rec r;
         int n = sto_ent_decode(m + pos, len - pos, &r);
         if (n <= 0 || r.flags != STO_REC_PUT || r.rec_off + r.rec_len > b->size)
             return -CM_ECORRUPT;
         pos += (size_t)n;
-        struct sto_ent *kept, *old = sto__recovered(s, &r, 0, &kept);
-        if (kept)
-            bucket_link_ent(b, kept);
-        if (old) {
-            struct bucket *ob = (struct bucket *)(uintptr_t)old->loc;
-            bucket_unlink_ent(ob, old);
-            mark_dirty(k, ob);
-            sto__ent_free(old);
-        }
-        b->nrec++;
+        bucket_recovered(s, b, &r);
     }
     return 0;
 }
@@ -228,16 +226,7 @@ static void scan_records(struct sto *s, struct bucket *b, int fd) {
             break;
         }
         r.rec_off = pos;
-        struct sto_ent *kept, *old = sto__recovered(s, &r, 0, &kept);
-        if (kept)
-            bucket_link_ent(b, kept);
-        if (old) {
-            struct bucket *ob = (struct bucket *)(uintptr_t)old->loc;
-            bucket_unlink_ent(ob, old);
-            mark_dirty(k, ob);
-            sto__ent_free(old);
-        }
-        b->nrec++;
+        bucket_recovered(s, b, &r);
         pos += r.rec_len;
     }
     cm_free(buf);

@@ -151,6 +151,9 @@ uint64_t sto__next_seq(struct sto *s);
 /* Frees an entry that is no longer indexed. */
 void sto__ent_free(struct sto_ent *e);
 
+/* Fills r with the PUT record that describes e (r->key points into e). */
+void sto__ent_to_rec(const struct sto_ent *e, struct sto_rec *r);
+
 /* Adds to the torn / corrupt counters (restart scan and reads). */
 void sto__count_torn(struct sto *s, uint64_t n);
 void sto__count_corrupt(struct sto *s, uint64_t n);

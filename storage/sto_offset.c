@@ -39,18 +39,6 @@ static int ext_cmp(const void *a, const void *b) {
     return x->rec_off < y->rec_off ? -1 : x->rec_off > y->rec_off;
 }
 
-static void ent_to_rec(const struct sto_ent *e, struct sto_rec *r) {
-    *r = (struct sto_rec){.flags = STO_REC_PUT,
-                          .key_len = e->klen,
-                          .value_off = e->value_off,
-                          .value_len = e->value_len,
-                          .rec_len = e->rec_len,
-                          .seq = e->seq,
-                          .value_crc = e->value_crc,
-                          .rec_off = e->rec_off,
-                          .key = e->key};
-}
-
 /* Rewrites the journal with one PUT entry per live object and reopens it. */
 static int compact(struct sto *s) {
     struct ob *o = s->be;
@@ -60,7 +48,7 @@ static int compact(struct sto *s) {
     struct cm_ht_node *n, *tmp;
     cm_ht_foreach_node(&s->ht, i, n, tmp) {
         struct sto_rec r;
-        ent_to_rec((struct sto_ent *)n, &r);
+        sto__ent_to_rec((struct sto_ent *)n, &r);
         size_t need = sto_ent_size(&r);
         if (len + need > cap)
             buf = cm_realloc(buf, cap = 2 * (len + need));
@@ -239,7 +227,7 @@ static int ob_commit(struct sto *s, struct sto_wr *w, struct sto_ent *e) {
     struct ob *o = s->be;
     e->loc = w->loc;
     struct sto_rec r;
-    ent_to_rec(e, &r);
+    sto__ent_to_rec(e, &r);
     pend(o, &r);
     return ob_flush(s);
 }

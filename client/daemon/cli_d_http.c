@@ -13,24 +13,20 @@
 
 #include "client/daemon/cli_d.h"
 #include "client/store/cli_store.h"
+#include "common/cm_http.h"
 #include "common/cm_log.h"
 
 #include <errno.h>
-#include <microhttpd.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #define CLI_D_HTTP_MASTER_MS 1000 /* connect / reply timeout of the admin master connection */
 
 struct cli_d_http {
     struct cli_d_http_ctx ctx;
-    struct MHD_Daemon *mhd;
-    int port;           /* bound port */
+    struct cm_http *http;
     pthread_mutex_t mu; /* guards ctx.dummies and mc */
     redisContext *mc;   /* the server's master connection, NULL when broken */
     char host[256];     /* master host, from the store */
@@ -120,46 +116,6 @@ static size_t cli_d_http_segments(struct cli_d_http *h, struct cli_d_seg_view *s
 
 /* ---- responses ---- */
 
-static void cli_d_json_str(struct cm_buf *b, const char *s) {
-    cm_buf_append(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            cm_buf_appendf(b, "\\%c", *p);
-        } else if (*p < 0x20 || *p >= 0x7f) {
-            cm_buf_appendf(b, "\\u%04x", *p);
-        } else {
-            cm_buf_append(b, p, 1);
-        }
-    }
-    cm_buf_append(b, "\"", 1);
-}
-
-static enum MHD_Result cli_d_http_send(struct MHD_Connection *conn, unsigned status,
-                                       const char *type, const struct cm_buf *body) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(
-        body->len, body->len ? body->data : (void *)"", MHD_RESPMEM_MUST_COPY);
-    if (r == NULL) {
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return ret;
-}
-
-/* {"error":"<code>","message":"<msg>"} with status. */
-static enum MHD_Result cli_d_http_error(struct MHD_Connection *conn, unsigned status,
-                                        const char *code, const char *msg) {
-    struct cm_buf b;
-    cm_buf_init(&b);
-    cm_buf_appendf(&b, "{\"error\":\"%s\",\"message\":", code);
-    cli_d_json_str(&b, msg);
-    cm_buf_appendf(&b, "}\n");
-    enum MHD_Result ret = cli_d_http_send(conn, status, "application/json", &b);
-    cm_buf_fini(&b);
-    return ret;
-}
-
 static const char *cli_d_state_name(int s) {
     return s == CLI_D_SERVING ? "serving" : s == CLI_D_STOPPING ? "stopping" : "starting";
 }
@@ -178,14 +134,15 @@ static void cli_d_health_body(struct cli_d_http *h, const struct cli_d_seg_view 
     }
     cm_buf_appendf(b, "{\"state\":\"%s\",\"ready\":%s,\"client_id\":", cli_d_state_name(state),
                    *ready ? "true" : "false");
-    cli_d_json_str(b, crescent_store_client_id(h->ctx.st));
+    const char *id = crescent_store_client_id(h->ctx.st);
+    cm_buf_append_json_str(b, id, strlen(id));
     cm_buf_appendf(b, ",\"master\":");
-    cli_d_json_str(b, h->ctx.master);
+    cm_buf_append_json_str(b, h->ctx.master, strlen(h->ctx.master));
     cm_buf_appendf(b, ",\"master_connected\":%s,\"segments_mounted\":%s,\"segments\":[",
                    master_ok ? "true" : "false", mounted ? "true" : "false");
     for (size_t i = 0; i < n; i++) {
         cm_buf_appendf(b, "%s{\"name\":", i ? "," : "");
-        cli_d_json_str(b, segs[i].name);
+        cm_buf_append_json_str(b, segs[i].name, strlen(segs[i].name));
         cm_buf_appendf(b, ",\"size\":%llu,\"mounted\":%s,\"status\":\"%s\"",
                        (unsigned long long)segs[i].size, segs[i].mounted ? "true" : "false",
                        segs[i].status);
@@ -208,7 +165,7 @@ static enum MHD_Result cli_d_http_route(struct cli_d_http *h, struct MHD_Connect
     if (route != CLI_D_HEALTH && !h->ctx.st->metrics_on) { /* as Mooncake's client */
         cm_buf_appendf(&b, "client metrics are disabled (MC_STORE_CLIENT_METRIC=0)\n");
         enum MHD_Result ret =
-            cli_d_http_send(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", &b);
+            cm_http_send(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", &b);
         cm_buf_fini(&b);
         return ret;
     }
@@ -228,77 +185,30 @@ static enum MHD_Result cli_d_http_route(struct cli_d_http *h, struct MHD_Connect
         type = "application/json";
     }
     pthread_mutex_unlock(&h->mu);
-    enum MHD_Result ret = cli_d_http_send(conn, status, type, &b);
+    enum MHD_Result ret = cm_http_send(conn, status, type, &b);
     cm_buf_fini(&b);
     return ret;
 }
 
-static enum MHD_Result cli_d_http_handler(void *cls, struct MHD_Connection *conn, const char *url,
-                                          const char *method, const char *version,
-                                          const char *upload, size_t *upload_size, void **state) {
-    (void)version;
-    (void)upload;
-    if (*state == NULL) { /* first call for this request: headers only */
-        *state = (void *)1;
-        return MHD_YES;
-    }
-    if (*upload_size) { /* a body is ignored */
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    enum cli_d_route route;
-    if (strcmp(url, "/metrics") == 0) {
-        route = CLI_D_METRICS;
-    } else if (strcmp(url, "/metrics/summary") == 0) {
-        route = CLI_D_SUMMARY;
-    } else if (strcmp(url, "/health") == 0) {
-        route = CLI_D_HEALTH;
-    } else {
-        return cli_d_http_error(conn, MHD_HTTP_NOT_FOUND, "NOT_FOUND",
-                                "no such path (/metrics, /metrics/summary, /health)");
-    }
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-        return cli_d_http_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED",
-                                "only GET and HEAD");
-    }
-    if (MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, NULL, NULL) > 0) {
-        return cli_d_http_error(conn, MHD_HTTP_BAD_REQUEST, "INVALID_PARAMS",
-                                "this path takes no query parameters");
-    }
-    return cli_d_http_route(cls, conn, route);
+static enum MHD_Result cli_d_http_metrics(void *h, struct MHD_Connection *conn) {
+    return cli_d_http_route(h, conn, CLI_D_METRICS);
 }
+
+static enum MHD_Result cli_d_http_summary(void *h, struct MHD_Connection *conn) {
+    return cli_d_http_route(h, conn, CLI_D_SUMMARY);
+}
+
+static enum MHD_Result cli_d_http_health(void *h, struct MHD_Connection *conn) {
+    return cli_d_http_route(h, conn, CLI_D_HEALTH);
+}
+
+static const struct cm_http_route cli_d_http_routes[] = {
+    {"/metrics", cli_d_http_metrics},
+    {"/metrics/summary", cli_d_http_summary},
+    {"/health", cli_d_http_health},
+};
 
 /* ---- start and stop ---- */
-
-/* A listening TCP socket on host:port; -errno (-EINVAL: host is not a numeric address). */
-static int cli_d_http_listen(const char *host, int port) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV};
-    struct addrinfo *ai = NULL;
-    char ps[8];
-    snprintf(ps, sizeof(ps), "%d", port);
-    if (getaddrinfo(*host ? host : NULL, ps, &hints, &ai) != 0) {
-        return -EINVAL;
-    }
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int rc = fd < 0 ? -errno : 0;
-    int one = 1;
-    if (rc == 0) {
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0) {
-            rc = -errno;
-        }
-    }
-    freeaddrinfo(ai);
-    if (rc < 0) {
-        if (fd >= 0) {
-            close(fd);
-        }
-        return rc;
-    }
-    return fd;
-}
 
 /* Public: see cli_d.h. */
 int cli_d_http_start(const struct cli_d_http_ctx *ctx, const char *host, int port,
@@ -307,48 +217,39 @@ int cli_d_http_start(const struct cli_d_http_ctx *ctx, const char *host, int por
     if (port == 0) {
         return 0;
     }
-    int fd = cli_d_http_listen(host, port);
-    if (fd < 0) {
-        cm_log(CM_LOG_WARNING, "http",
-               "admin HTTP server not started: cannot listen on %s:%d (%s); the daemon serves "
-               "on without it",
-               host, port, fd == -EINVAL ? "not a numeric address" : strerror(-fd));
-        return fd;
-    }
     struct cli_d_http *h = calloc(1, sizeof(*h));
     if (h == NULL) {
-        close(fd);
         return -ENOMEM;
     }
     h->ctx = *ctx;
     snprintf(h->host, sizeof(h->host), "%s", ctx->st->host);
     h->master_port = ctx->st->port;
     pthread_mutex_init(&h->mu, NULL);
-    h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
-                              cli_d_http_handler, h, MHD_OPTION_LISTEN_SOCKET, fd,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
-    if (h->mhd == NULL) {
+    struct cm_http_config cfg = {
+        .routes = cli_d_http_routes,
+        .nroutes = sizeof(cli_d_http_routes) / sizeof(cli_d_http_routes[0]),
+        .not_found = "no such path (/metrics, /metrics/summary, /health)",
+        .no_query = true,
+        .arg = h,
+    };
+    char err[256];
+    int rc = cm_http_start(&cfg, host, port, &h->http, err, sizeof(err));
+    if (rc < 0) {
         cm_log(CM_LOG_WARNING, "http",
-               "admin HTTP server not started on %s:%d: libmicrohttpd failed; the daemon serves "
-               "on without it",
-               host, port);
-        close(fd);
+               "admin HTTP server not started: %s; the daemon serves on without it", err);
         pthread_mutex_destroy(&h->mu);
         free(h);
-        return -EIO;
+        return rc;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    h->port = di != NULL && di->port != 0 ? di->port : port;
     cm_log(CM_LOG_NOTICE, "http", "admin HTTP on %s:%d (/metrics /metrics/summary /health)", host,
-           h->port);
+           cm_http_port(h->http));
     *out = h;
     return 0;
 }
 
 /* Public: see cli_d.h. */
 int cli_d_http_port(const struct cli_d_http *h) {
-    return h != NULL ? h->port : 0;
+    return h != NULL ? cm_http_port(h->http) : 0;
 }
 
 /* Public: see cli_d.h. */
@@ -365,7 +266,7 @@ void cli_d_http_stop(struct cli_d_http *h) {
     if (h == NULL) {
         return;
     }
-    MHD_stop_daemon(h->mhd); /* closes the listening socket too */
+    cm_http_stop(h->http);
     if (h->mc != NULL) {
         redisFree(h->mc);
     }

@@ -280,6 +280,23 @@ _release_buffer.restype = None
 _release_buffer.argtypes = [POINTER(_PyBuffer)]
 
 
+class Closing:
+    """Base of the handle classes (Store, TransferEngine): a context manager whose exit, and
+    the object's collection, call close(); an error in close() at collection is ignored."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
 class Buffer:
     """A view of caller memory as (addr, size): an exported buffer-protocol view (held until
     release(), so the object cannot be resized or freed under the library), a torch CPU

@@ -90,7 +90,7 @@ def _batch_results(rc, results, op):
     return [rc if v == _UNSET else v for v in vals]
 
 
-class Store:
+class Store(L.Closing):
     """A client of the distributed store (Mooncake's MooncakeDistributedStore). Create, then
     setup(); close() (or a with block) releases it. Failures raise CrescentError carrying
     Mooncake's error name; batch calls return per-key results instead (a negative entry is a
@@ -160,18 +160,6 @@ class Store:
             buf.release()
         self._segments.clear()
         return 0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def _h(self):
         if self._st is None:

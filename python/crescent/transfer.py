@@ -60,7 +60,7 @@ class Segment:
         return self._seg
 
 
-class TransferEngine:
+class TransferEngine(L.Closing):
     """A transfer engine: registers local memory and moves bytes to and from the registered
     memory of peers. initialize() first; close() (or a with block) releases it."""
 
@@ -120,18 +120,6 @@ class TransferEngine:
         self._registered.clear()
         L.xfer_engine_destroy(eng)
         return 0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def _h(self):
         if self._eng is None:

@@ -185,6 +185,16 @@ struct pool_obj *pool__obj_find(const struct pool *p, const void *key, size_t kl
     return (struct pool_obj *)cm_ht_find(&p->objects, hash, key, klen, pool_obj_eq);
 }
 
+/* Finds a complete object; see pool_int.h. */
+int pool__obj_find_ready(const struct pool *p, const void *key, size_t klen, struct pool_obj **o) {
+    *o = pool__obj_find(p, key, klen, pool__key_hash(p, key, klen));
+    if (!*o)
+        return POOL_EOBJECT_NOT_FOUND;
+    if ((*o)->flags & POOL_OF_INFLIGHT)
+        return POOL_EREPLICA_IS_NOT_READY;
+    return POOL_OK;
+}
+
 /* Record bytes of an object: header, key, padding, replicas. */
 size_t pool_object_record_size(size_t klen, uint32_t nrep) {
     size_t off = (sizeof(struct pool_obj) + klen + 3u) & ~(size_t)3u;

@@ -43,11 +43,10 @@ static int pool_task_args(struct pool *p, const struct pool_uuid *client, const 
         return POOL_EINVALID_PARAMS;
     if (!pool__client_find(p, client))
         return POOL_ECLIENT_NOT_FOUND;
-    struct pool_obj *o = pool__obj_find(p, key, klen, pool__key_hash(p, key, klen));
-    if (!o)
-        return POOL_EOBJECT_NOT_FOUND;
-    if (o->flags & POOL_OF_INFLIGHT)
-        return POOL_EREPLICA_IS_NOT_READY;
+    struct pool_obj *o;
+    int rc = pool__obj_find_ready(p, key, klen, &o);
+    if (rc != POOL_OK)
+        return rc;
     if (o->flags & POOL_OF_TASK)
         return POOL_EOBJECT_HAS_REPLICATION_TASK;
     if (o->nrep + ntgt > POOL_MAX_REPLICAS)

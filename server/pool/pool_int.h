@@ -152,6 +152,12 @@ struct pool {
 uint64_t pool__rand(struct pool *p);
 uint64_t pool__key_hash(const struct pool *p, const void *key, size_t klen);
 struct pool_obj *pool__obj_find(const struct pool *p, const void *key, size_t klen, uint64_t hash);
+
+/*
+ * Finds the complete object for key into *o: POOL_OK, POOL_EOBJECT_NOT_FOUND (no object), or
+ * POOL_EREPLICA_IS_NOT_READY (its write is still in flight; *o is set all the same).
+ */
+int pool__obj_find_ready(const struct pool *p, const void *key, size_t klen, struct pool_obj **o);
 /* The record of a new object: key, size and nrep replicas (copied from reps, or left for the
  * caller when reps is NULL); no flags, writer or lease. Linked into the table and counted. */
 struct pool_obj *pool__obj_new(struct pool *p, const void *key, size_t klen, uint64_t hash,

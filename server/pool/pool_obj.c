@@ -273,11 +273,10 @@ int pool_get_replicas(struct pool *p, const void *key, size_t klen, int64_t now,
     *nout = 0;
     if (!pool_key_ok(key, klen))
         return POOL_EINVALID_PARAMS;
-    struct pool_obj *o = pool__obj_find(p, key, klen, pool__key_hash(p, key, klen));
-    if (!o)
-        return POOL_EOBJECT_NOT_FOUND;
-    if (o->flags & POOL_OF_INFLIGHT)
-        return POOL_EREPLICA_IS_NOT_READY;
+    struct pool_obj *o;
+    int rc = pool__obj_find_ready(p, key, klen, &o);
+    if (rc != POOL_OK)
+        return rc;
     const struct pool_rep *reps = pool__reps(o);
     size_t n = 0;
     for (uint32_t i = 0; i < o->nrep; i++)

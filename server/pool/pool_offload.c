@@ -482,11 +482,10 @@ int pool_promote_start(struct pool *p, const struct pool_uuid *client, const voi
         return POOL_ECLIENT_NOT_FOUND;
     if (!p->cfg.promotion_on_hit)
         return POOL_EUNAVAILABLE_IN_CURRENT_STATUS;
-    struct pool_obj *o = pool__obj_find(p, key, klen, pool__key_hash(p, key, klen));
-    if (!o)
-        return POOL_EOBJECT_NOT_FOUND;
-    if (o->flags & POOL_OF_INFLIGHT)
-        return POOL_EREPLICA_IS_NOT_READY;
+    struct pool_obj *o;
+    int rc = pool__obj_find_ready(p, key, klen, &o);
+    if (rc != POOL_OK)
+        return rc;
     if (o->flags & POOL_OF_TASK)
         return POOL_EOBJECT_HAS_REPLICATION_TASK;
     if (pool__has_mem_rep(o))

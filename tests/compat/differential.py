@@ -8,9 +8,14 @@
 # compared too. Lex-range commands use keys whose members all have score 0 (Redis leaves other
 # cases unspecified).
 # Usage: differential.py PORT REF_PORT [COUNT [SEED [PROTO]]].
+import os
 import random
 import socket
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+# RESP request encoding (tests/lib/resp_util.py); protocol.py and pubsub.py import it from here too.
+from resp_util import resp_command  # noqa: E402,F401
 
 TIMEOUT = 60
 
@@ -67,10 +72,7 @@ class Conn:
         raise ValueError(f"bad reply line {line!r}")
 
     def call(self, args):
-        out = b"*%d\r\n" % len(args)
-        for a in args:
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.s.sendall(out)
+        self.s.sendall(resp_command(*args))
         return self.reply()
 
 

@@ -4,10 +4,14 @@
 # lines, quoting, fragmented and pipelined requests, large arguments and RESP3 framing work.
 # Usage: protocol.py PORT [PORT_WITH_PASSWORD PASSWORD [PORT_WITH_TIMEOUT_1S]].
 # Exits 0 only if every check holds.
+import os
 import random
 import socket
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from differential import resp_command as cmd  # noqa: E402
 
 PORT = 0
 TIMEOUT = 20.0  # generous: sanitizer builds are slow
@@ -129,14 +133,6 @@ def expect_replies(name, data, expected, chunks=None):
     assert_no_more(s)
     s.close()
     print(f"ok   {name}")
-
-
-def cmd(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 
 def bulk(v):

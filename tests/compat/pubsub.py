@@ -17,7 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from differential import Conn  # noqa: E402
+from differential import Conn, resp_command  # noqa: E402
 
 failures = 0
 
@@ -39,11 +39,7 @@ def cmd(c, *args):
 
 
 def send(c, *args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = b(a)
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    c.s.sendall(out)
+    c.s.sendall(resp_command(*args))
 
 
 def resp3(port):

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Test harness for leader election: starts a real redis-server or etcd on free loopback ports,
 runs crescent-elect processes, parses their transition lines and checks that leader intervals
-never overlap. Used by tests/ha/test_election.py and tests/ha/chaos.py."""
+never overlap; the verdict helper (check, failures) and the candidate bookkeeping and scenarios
+that the election scripts share. Used by tests/ha/test_election.py, k8s_election.py, chaos.py,
+test_elect_cli.py and test_master_ha.py."""
 import os
 import shutil
 import signal
@@ -11,6 +13,10 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+# RESP request encoding (tests/lib/resp_util.py); the HA tests and benches use it as H.resp_command.
+from resp_util import resp_command  # noqa: E402,F401
 
 BUILD = os.environ.get("CRESCENT_BUILD", os.path.abspath("build"))
 ELECT = os.path.join(BUILD, "bin", "crescent-elect")
@@ -54,14 +60,35 @@ def spawn(args, out, err=None, **kw):
     return p
 
 
-class RedisBackend:
-    kind = "redis"
-    host = "127.0.0.1"  # the address redis-server binds and clients use (a subclass may say ::1)
+def bracketed(host):
+    """host as it goes before ":port": an IPv6 literal in brackets."""
+    return "[%s]" % host if ":" in host else host
+
+
+class _ServerBackend:
+    """A backend server process of ours (self.proc): stop (even when paused), pause, resume."""
+    host = "127.0.0.1"  # the address it serves clients on (a subclass may say ::1)
 
     def __init__(self, tmp):
         self.tmp = tmp
         self.port = None
         self.proc = None
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait()
+
+    def pause(self):
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self):
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+
+class RedisBackend(_ServerBackend):
+    kind = "redis"
 
     def start(self, port=None):
         for _ in range(5):
@@ -88,37 +115,18 @@ class RedisBackend:
 
     @property
     def uri(self):
-        return "redis://%s:%d" % (self._hostport_host(), self.port)
-
-    def _hostport_host(self):
-        return "[%s]" % self.host if ":" in self.host else self.host
+        return "redis://%s:%d" % (bracketed(self.host), self.port)
 
     def command(self, *args):
         """Sends one command; returns the raw reply bytes (first read)."""
-        req = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a.encode()
-            req += b"$%d\r\n%s\r\n" % (len(a), a)
         with socket.create_connection((self.host, self.port), timeout=2) as s:
-            s.sendall(req)
+            s.sendall(resp_command(*args))
             return s.recv(4096)
 
     def enable_auth(self, user, password):
         """Adds an ACL user with all permissions; returns its URI."""
         self.command("ACL", "SETUSER", user, "on", ">" + password, "~*", "&*", "+@all")
-        return "redis://%s:%s@%s:%d" % (user, password, self._hostport_host(), self.port)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait()
-
-    def pause(self):
-        os.kill(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self):
-        os.kill(self.proc.pid, signal.SIGCONT)
+        return "redis://%s:%s@%s:%d" % (user, password, bracketed(self.host), self.port)
 
     def restart_empty(self):
         """kill -9 and start again on the same port without data (no persistence)."""
@@ -126,23 +134,21 @@ class RedisBackend:
         self.start(self.port)
 
 
-class EtcdBackend:
+class EtcdBackend(_ServerBackend):
+    """One etcd member serving clients on host (peers always on 127.0.0.1); its data and log
+    files in tmp are named after name."""
     kind = "etcd"
-
-    def __init__(self, tmp):
-        self.tmp = tmp
-        self.port = None
-        self.proc = None
+    name = "etcd"
 
     def start(self, ports=None):
         for attempt in range(5):
-            self.port, peer = ports or (free_port(), free_port())
+            self.port, peer = ports or (free_port(self.host), free_port())
             self.peer = peer
-            data = os.path.join(self.tmp, "etcd-data-%d" % attempt)
+            data = os.path.join(self.tmp, "%s-data-%d" % (self.name, attempt))
             shutil.rmtree(data, ignore_errors=True)
             self.data = data
-            log = open(os.path.join(self.tmp, "etcd.log"), "a")
-            c, p = "http://127.0.0.1:%d" % self.port, "http://127.0.0.1:%d" % peer
+            log = open(os.path.join(self.tmp, "%s.log" % self.name), "a")
+            c, p = self._http(), "http://127.0.0.1:%d" % peer
             # Short raft ticks so that 1 s leases are honoured (etcd's minimum lease TTL is
             # 1.5 election timeouts, rounded up to whole seconds).
             self.proc = spawn(["etcd", "--name", "t", "--data-dir", data,
@@ -157,22 +163,25 @@ class EtcdBackend:
                     return
                 time.sleep(0.05)
             self.stop()
-        raise RuntimeError("etcd did not start")
+        raise RuntimeError("etcd on %s did not start" % self.host)
+
+    def _http(self, path=""):
+        return "http://%s:%d%s" % (bracketed(self.host), self.port, path)
 
     def ping(self):
         try:
-            r = urllib.request.urlopen("http://127.0.0.1:%d/health" % self.port, timeout=0.5)
+            r = urllib.request.urlopen(self._http("/health"), timeout=0.5)
             return b"true" in r.read()
         except OSError:
             return False
 
     @property
     def uri(self):
-        return "etcd://127.0.0.1:%d" % self.port
+        return "etcd://%s:%d" % (bracketed(self.host), self.port)
 
     def post(self, path, body):
-        req = urllib.request.Request("http://127.0.0.1:%d/v3/%s" % (self.port, path),
-                                     data=body.encode(), method="POST")
+        req = urllib.request.Request(self._http("/v3/" + path), data=body.encode(),
+                                     method="POST")
         return urllib.request.urlopen(req, timeout=2).read()
 
     def enable_auth(self, user, password):
@@ -181,19 +190,7 @@ class EtcdBackend:
         self.post("auth/user/add", '{"name":"%s","password":"%s"}' % (user, password))
         self.post("auth/user/grant", '{"user":"%s","role":"root"}' % user)
         self.post("auth/enable", "{}")
-        return "etcd://%s:%s@127.0.0.1:%d" % (user, password, self.port)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait()
-
-    def pause(self):
-        os.kill(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self):
-        os.kill(self.proc.pid, signal.SIGCONT)
+        return "etcd://%s:%s@%s:%d" % (user, password, bracketed(self.host), self.port)
 
     def restart_empty(self):
         """kill -9, delete the data directory and start a new one-member cluster on the same
@@ -345,9 +342,139 @@ def check_epochs(all_intervals):
     return [(a, b) for a, b in zip(ivs, ivs[1:]) if b[2] <= a[2]]
 
 
+def make_test_certs(d, ip):
+    """Makes, with the openssl CLI in directory d (created if needed), a test CA (ca.crt,
+    ca.key) and a server certificate for the IP address ip signed by it (server.crt,
+    server.key), valid two days. Raises CalledProcessError when openssl fails."""
+    os.makedirs(d, exist_ok=True)
+
+    def ossl(*a):
+        subprocess.run(["openssl"] + list(a), cwd=d, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    ossl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj",
+         "/CN=crescent-test-ca", "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    ossl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=" + ip)
+    with open(os.path.join(d, "server.ext"), "w") as f:
+        f.write("subjectAltName=IP:%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+                % ip)
+    ossl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+         "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
+
+
 class TempDir:
     def __init__(self, prefix):
         self.path = tempfile.mkdtemp(prefix=prefix)
 
     def remove(self):
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+# ---- verdicts, candidates and scenarios shared by the election scripts ----
+
+failures = []
+
+
+def check(cond, msg):
+    """Prints "ok" or "FAIL" with msg; a failure is kept in failures. Returns cond."""
+    print("  %s %s" % ("ok  " if cond else "FAIL", msg))
+    if not cond:
+        failures.append(msg)
+    return cond
+
+
+class ElectCtx:
+    """Starts crescent-elect candidates against one backend with fixed timings, names their
+    logs in start order, and appends each (cluster, Elect) to elects (a list the caller may
+    share) for the end-of-run checks."""
+
+    def __init__(self, backend, tmp, timings, elects):
+        self.backend = backend
+        self.tmp = tmp
+        self.timings = timings
+        self.elects = elects
+        self.n = 0
+
+    def elect(self, cluster, identity, extra=()):
+        self.n += 1
+        e = Elect(self.tmp, self.backend, cluster, identity, self.timings, extra,
+                  name="%02d-%s" % (self.n, identity))
+        self.elects.append((cluster, e))
+        return e
+
+
+def check_no_overlap(elects):
+    """Checks, over every (cluster, Elect) of elects, that no two leader terms of a cluster
+    overlap and that epochs grow from term to term."""
+    by_cluster = {}
+    for cluster, e in elects:
+        by_cluster.setdefault(cluster, []).extend(intervals(e.lines(), e.name))
+    total = sum(len(v) for v in by_cluster.values())
+    bad = [p for v in by_cluster.values() for p in check_overlap(v, 0)]
+    check(not bad, "no overlapping leader intervals across %d terms %s" % (total, bad[:3]))
+    ebad = [p for v in by_cluster.values() for p in check_epochs(v)]
+    check(not ebad, "epochs grow from term to term in every cluster %s" % ebad[:3])
+
+
+def check_no_sanitizer(elects):
+    """Checks that no crescent-elect log of elects holds a sanitizer report."""
+    san = [e.name for _, e in elects if "Sanitizer" in e.raw() or "runtime error:" in e.raw()]
+    check(not san, "no sanitizer report in any crescent-elect log %s" % san)
+
+
+def print_logs(elects):
+    """Prints every crescent-elect log of elects (after a failure)."""
+    for _, e in elects:
+        print("---- %s" % e.name)
+        print(e.raw(), end="")
+
+
+def scenario_three_candidates(c, settle_ms):
+    """Three candidates started together in cluster c3: after settle_ms exactly one leads and
+    the other two follow it."""
+    print("three simultaneous candidates => exactly one winner")
+    es = [c.elect("c3", "n%d:1" % i) for i in range(3)]
+    for e in es:
+        e.start()
+    time.sleep(settle_ms / 1000.0)
+    leaders = [e for e in es if any(ln[1] == "LEADER" for ln in e.lines())]
+    check(len(leaders) == 1, "exactly one LEADER among 3 (got %d)" % len(leaders))
+    if len(leaders) == 1:
+        win = leaders[0].identity
+        others = [e for e in es if e is not leaders[0]]
+        check(all(any(ln[1] == "FOLLOWER" and ln[2]["leader"] == win for ln in e.lines())
+                  for e in others), "both others report FOLLOWER leader=%s" % win)
+    for e in es:
+        e.term()
+
+
+def scenario_sigstop(c, lease_ms, retry_ms, slack_ms, also=None):
+    """The leader of cluster c6 is SIGSTOPped longer than the lease: the standby leads within
+    lease + retry; after SIGCONT the old leader steps down at once and never renews. also(a,
+    lb), when given, adds checks on the old leader a and the standby's LEADER line lb."""
+    print("leader SIGSTOPped longer than the lease: a new leader; no overlap after SIGCONT")
+    a = c.elect("c6", "a:1").start()
+    if not check(a.wait_for("LEADER", 3000) is not None, "a leads"):
+        return
+    b = c.elect("c6", "b:1").start()
+    check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
+    time.sleep(0.3)
+    t_stop = mono_ms()
+    a.signal(signal.SIGSTOP)
+    lb = b.wait_for("LEADER", lease_ms + retry_ms + 2 * slack_ms, after_ms=t_stop)
+    check(lb is not None, "b leads while a is stopped (%s ms)" % (lb and lb[0] - t_stop))
+    time.sleep(0.5)
+    t_cont = mono_ms()
+    a.signal(signal.SIGCONT)
+    sd = a.wait_for("STEPPED_DOWN", 2000, after_ms=t_stop)
+    check(sd is not None and sd[2].get("reason") in ("renew_deadline", "lease_lost")
+          and sd[0] - t_cont < slack_ms,
+          "a steps down %s ms after SIGCONT (%s)" % (sd and sd[0] - t_cont, sd and sd[2]))
+    check(not any(ln[1] == "RENEWED" and ln[0] >= t_cont for ln in a.lines()),
+          "a never renews after SIGCONT")
+    if also is not None:
+        also(a, lb)
+    time.sleep(0.3)
+    a.term()
+    b.term()

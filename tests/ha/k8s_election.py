@@ -30,15 +30,8 @@ SLACK = 400  # scheduling slack on a loaded 2-core machine, ms
 LATE = 150  # lateness allowed for a timer wake-up, ms
 NS = "crescent-test"
 
-failures = []
+check, failures = H.check, H.failures
 all_elects = []
-
-
-def check(cond, msg):
-    print("  %s %s" % ("ok  " if cond else "FAIL", msg))
-    if not cond:
-        failures.append(msg)
-    return cond
 
 
 class K8sDouble:
@@ -56,22 +49,8 @@ class K8sDouble:
         self.outage = False
 
     def start(self):
-        os.makedirs(self.dir, exist_ok=True)
         d = self.dir
-
-        def ossl(*a):
-            subprocess.run(["openssl"] + list(a), cwd=d, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        ossl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
-             "-subj", "/CN=crescent-test-ca", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-        ossl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1")
-        with open(os.path.join(d, "server.ext"), "w") as f:
-            f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
-                    "extendedKeyUsage=serverAuth\n")
-        ossl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-             "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
+        H.make_test_certs(d, "127.0.0.1")
         port_file = os.path.join(d, "port")
         log = open(os.path.join(d, "double.log"), "a")
         self.proc = H.spawn([sys.executable, os.path.join(HERE, "k8s_lease_server.py"),
@@ -124,20 +103,6 @@ class K8sDouble:
             self.proc.wait()
 
 
-class Ctx:
-    def __init__(self, backend, tmp):
-        self.backend = backend
-        self.tmp = tmp
-        self.n = 0
-
-    def elect(self, cluster, identity, extra=()):
-        self.n += 1
-        e = H.Elect(self.tmp, self.backend, cluster, identity, TIMINGS, extra,
-                    name="%02d-%s" % (self.n, identity))
-        all_elects.append((cluster, e))
-        return e
-
-
 def ep(ln):
     return int(ln[2]["epoch"])
 
@@ -180,20 +145,7 @@ def test_one_winner_and_epochs(c):
 
 
 def test_three_candidates(c):
-    print("three simultaneous candidates => exactly one winner")
-    es = [c.elect("c3", "n%d:1" % i) for i in range(3)]
-    for e in es:
-        e.start()
-    time.sleep((LEASE + SLACK) / 1000.0)
-    leaders = [e for e in es if any(ln[1] == "LEADER" for ln in e.lines())]
-    check(len(leaders) == 1, "exactly one LEADER among 3 (got %d)" % len(leaders))
-    if len(leaders) == 1:
-        win = leaders[0].identity
-        others = [e for e in es if e is not leaders[0]]
-        check(all(any(ln[1] == "FOLLOWER" and ln[2]["leader"] == win for ln in e.lines())
-                  for e in others), "both others report FOLLOWER leader=%s" % win)
-    for e in es:
-        e.term()
+    H.scenario_three_candidates(c, LEASE + SLACK)
 
 
 def test_kill9(c):
@@ -370,32 +322,12 @@ def test_backend_down(c, backend, cluster):
 
 
 def test_sigstop(c):
-    print("leader SIGSTOPped longer than the lease: a new leader; no overlap after SIGCONT")
-    a = c.elect("c6", "a:1").start()
-    if not check(a.wait_for("LEADER", 3000) is not None, "a leads"):
-        return
-    b = c.elect("c6", "b:1").start()
-    check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
-    time.sleep(0.3)
-    t_stop = H.mono_ms()
-    a.signal(signal.SIGSTOP)
-    lb = b.wait_for("LEADER", LEASE + RETRY + 2 * SLACK, after_ms=t_stop)
-    check(lb is not None, "b leads while a is stopped (%s ms)" % (lb and lb[0] - t_stop))
-    time.sleep(0.5)
-    t_cont = H.mono_ms()
-    a.signal(signal.SIGCONT)
-    sd = a.wait_for("STEPPED_DOWN", 2000, after_ms=t_stop)
-    check(sd is not None and sd[2].get("reason") in ("renew_deadline", "lease_lost")
-          and sd[0] - t_cont < SLACK,
-          "a steps down %s ms after SIGCONT (%s)" % (sd and sd[0] - t_cont, sd and sd[2]))
-    check(not any(ln[1] == "RENEWED" and ln[0] >= t_cont for ln in a.lines()),
-          "a never renews after SIGCONT")
-    ua = max(int(ln[2]["until"]) for ln in a.lines() if ln[1] in ("LEADER", "RENEWED"))
-    check(lb is not None and ua <= lb[0], "a's last until %d <= b's LEADER at %s" %
-          (ua, lb and lb[0]))
-    time.sleep(0.3)
-    a.term()
-    b.term()
+    def lease_ended_first(a, lb):
+        ua = max(int(ln[2]["until"]) for ln in a.lines() if ln[1] in ("LEADER", "RENEWED"))
+        check(lb is not None and ua <= lb[0], "a's last until %d <= b's LEADER at %s" %
+              (ua, lb and lb[0]))
+
+    H.scenario_sigstop(c, LEASE, RETRY, SLACK, also=lease_ended_first)
 
 
 def run_elect_once(extra_env, timeout=8):
@@ -430,17 +362,6 @@ def test_errors(c, backend):
           "no kubeconfig and no service account -> rc=%d: %s" % (rc, err[:2]))
 
 
-def check_no_overlap():
-    by_cluster = {}
-    for cluster, e in all_elects:
-        by_cluster.setdefault(cluster, []).extend(H.intervals(e.lines(), e.name))
-    total = sum(len(v) for v in by_cluster.values())
-    bad = [p for v in by_cluster.values() for p in H.check_overlap(v, 0)]
-    check(not bad, "no overlapping leader intervals across %d terms %s" % (total, bad[:3]))
-    ebad = [p for v in by_cluster.values() for p in H.check_epochs(v)]
-    check(not ebad, "epochs grow from term to term in every cluster %s" % ebad[:3])
-
-
 def main():
     if not shutil.which("openssl"):
         print("skip: openssl not installed")
@@ -463,7 +384,7 @@ def main():
         for d in doubles:
             d.start()
         backend.use()
-        c = Ctx(backend, tmp.path)
+        c = H.ElectCtx(backend, tmp.path, TIMINGS, all_elects)
         for t in (test_one_winner_and_epochs, test_three_candidates, test_kill9, test_sigstop):
             t(c)
         test_lease_deleted(c, backend)
@@ -478,10 +399,8 @@ def main():
                   % (form, a, b))
         backend.use()
         test_errors(c, backend)
-        check_no_overlap()
-        san = [e.name for _, e in all_elects
-               if "Sanitizer" in e.raw() or "runtime error:" in e.raw()]
-        check(not san, "no sanitizer report in any crescent-elect log %s" % san)
+        H.check_no_overlap(all_elects)
+        H.check_no_sanitizer(all_elects)
         print("k8s: %d failures in %.1f s" % (len(failures), time.time() - t0))
         ok = not failures
     finally:
@@ -489,9 +408,7 @@ def main():
         for d in doubles:
             d.stop()
         if not ok:
-            for _, e in all_elects:
-                print("---- %s" % e.name)
-                print(e.raw(), end="")
+            H.print_logs(all_elects)
         tmp.remove()
     return 0 if ok else 1
 

@@ -19,13 +19,7 @@ import ha_harness as H  # noqa: E402
 
 MASTER = os.path.join(H.BUILD, "bin", "crescent-master")
 TIMINGS = ["--lease-ms", "1000", "--renew-ms", "600", "--retry-ms", "200"]
-failures = []
-
-
-def check(cond, what):
-    print("  %s %s" % ("ok  " if cond else "FAIL", what))
-    if not cond:
-        failures.append(what)
+check, failures = H.check, H.failures
 
 
 def run(args, timeout=20):
@@ -402,37 +396,8 @@ def test_ipv6_redis(tmp):
 
 class Etcd6(H.EtcdBackend):
     """etcd serving clients on [::1] only (peers stay on 127.0.0.1)."""
-
-    def start(self):
-        for attempt in range(5):
-            self.port, peer = free_port6(), H.free_port()
-            data = os.path.join(self.tmp, "etcd6-data-%d" % attempt)
-            log = open(os.path.join(self.tmp, "etcd6.log"), "a")
-            c, p = "http://[::1]:%d" % self.port, "http://127.0.0.1:%d" % peer
-            self.proc = H.spawn(["etcd", "--name", "t", "--data-dir", data,
-                                 "--listen-client-urls", c, "--advertise-client-urls", c,
-                                 "--listen-peer-urls", p, "--initial-advertise-peer-urls", p,
-                                 "--initial-cluster", "t=" + p, "--heartbeat-interval", "10",
-                                 "--election-timeout", "100", "--log-level", "error"], log)
-            for _ in range(200):
-                if self.proc.poll() is not None:
-                    break
-                if self.ping():
-                    return
-                time.sleep(0.05)
-            self.stop()
-        raise RuntimeError("etcd on [::1] did not start")
-
-    def ping(self):
-        try:
-            r = H.urllib.request.urlopen("http://[::1]:%d/health" % self.port, timeout=0.5)
-            return b"true" in r.read()
-        except OSError:
-            return False
-
-    @property
-    def uri(self):
-        return "etcd://[::1]:%d" % self.port
+    host = "::1"
+    name = "etcd6"
 
 
 def test_ipv6_etcd(tmp):
@@ -457,20 +422,7 @@ def start_k8s_double6(tmp):
     """The Lease API double (k8s_lease_server.py) over TLS on [::1], with a CA and a server
     certificate for ::1 made by the openssl CLI; returns (proc, kubeconfig path)."""
     d = os.path.join(tmp, "k8s6")
-    os.makedirs(d, exist_ok=True)
-
-    def ossl(*a):
-        subprocess.run(["openssl"] + list(a), cwd=d, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    ossl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj",
-         "/CN=crescent-test-ca", "-addext", "basicConstraints=critical,CA:TRUE",
-         "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-    ossl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=::1")
-    with open(os.path.join(d, "server.ext"), "w") as f:
-        f.write("subjectAltName=IP:::1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
-    ossl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-         "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "server.ext")
+    H.make_test_certs(d, "::1")
     port_file = os.path.join(d, "port")
     log = open(os.path.join(d, "double.log"), "a")
     proc = H.spawn([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),

@@ -10,7 +10,6 @@ run (redis-server restarted empty, etcd wiped: epochs keep growing, the loss is 
 --state-dir across a candidate restart. Exit 0 pass, 1 fail, 77 skip."""
 import os
 import shutil
-import signal
 import sys
 import time
 
@@ -23,31 +22,13 @@ TIMINGS = ["--lease-ms", str(LEASE), "--renew-ms", str(RENEW), "--retry-ms", str
 SLACK = 400  # scheduling slack on a loaded 2-core machine, ms
 LATE = 150  # lateness allowed for a timer wake-up, ms
 
-failures = []
+check, failures = H.check, H.failures
 all_elects = []
 
 
-def check(cond, msg):
-    if cond:
-        print("  ok   %s" % msg)
-    else:
-        print("  FAIL %s" % msg)
-        failures.append(msg)
-    return cond
-
-
-class Ctx:
+class Ctx(H.ElectCtx):
     def __init__(self, backend, tmp):
-        self.backend = backend
-        self.tmp = tmp
-        self.n = 0
-
-    def elect(self, cluster, identity, extra=()):
-        self.n += 1
-        e = H.Elect(self.tmp, self.backend, cluster, identity, TIMINGS, extra,
-                    name="%02d-%s" % (self.n, identity))
-        all_elects.append((cluster, e))
-        return e
+        super().__init__(backend, tmp, TIMINGS, all_elects)
 
     def observe_once(self, cluster):
         """The holder as a fresh observer reads it: (holder, epoch)."""
@@ -99,20 +80,7 @@ def test_one_winner_and_epochs(c):
 
 
 def test_three_candidates(c):
-    print("three simultaneous candidates => exactly one winner")
-    es = [c.elect("c3", "n%d:1" % i) for i in range(3)]
-    for e in es:
-        e.start()
-    time.sleep((LEASE + SLACK) / 1000.0)
-    leaders = [e for e in es if any(ln[1] == "LEADER" for ln in e.lines())]
-    check(len(leaders) == 1, "exactly one LEADER among 3 (got %d)" % len(leaders))
-    if len(leaders) == 1:
-        win = leaders[0].identity
-        others = [e for e in es if e is not leaders[0]]
-        check(all(any(ln[1] == "FOLLOWER" and ln[2]["leader"] == win for ln in e.lines())
-                  for e in others), "both others report FOLLOWER leader=%s" % win)
-    for e in es:
-        e.term()
+    H.scenario_three_candidates(c, LEASE + SLACK)
 
 
 def test_kill9(c):
@@ -172,29 +140,7 @@ def test_backend_down(c):
 
 
 def test_sigstop(c):
-    print("leader SIGSTOPped longer than the lease: a new leader; no overlap after SIGCONT")
-    a = c.elect("c6", "a:1").start()
-    if not check(a.wait_for("LEADER", 3000) is not None, "a leads"):
-        return
-    b = c.elect("c6", "b:1").start()
-    check(b.wait_for("FOLLOWER", 3000) is not None, "b follows")
-    time.sleep(0.3)
-    t_stop = H.mono_ms()
-    a.signal(signal.SIGSTOP)
-    lb = b.wait_for("LEADER", LEASE + RETRY + 2 * SLACK, after_ms=t_stop)
-    check(lb is not None, "b leads while a is stopped (%s ms)" % (lb and lb[0] - t_stop))
-    time.sleep(0.5)
-    t_cont = H.mono_ms()
-    a.signal(signal.SIGCONT)
-    sd = a.wait_for("STEPPED_DOWN", 2000, after_ms=t_stop)
-    check(sd is not None and sd[2].get("reason") in ("renew_deadline", "lease_lost")
-          and sd[0] - t_cont < SLACK,
-          "a steps down %s ms after SIGCONT (%s)" % (sd and sd[0] - t_cont, sd and sd[2]))
-    check(not any(ln[1] == "RENEWED" and ln[0] >= t_cont for ln in a.lines()),
-          "a never renews after SIGCONT")
-    time.sleep(0.3)
-    a.term()
-    b.term()
+    H.scenario_sigstop(c, LEASE, RETRY, SLACK)
 
 
 def test_data_loss(c):
@@ -308,17 +254,6 @@ def test_checker_itself():
     check(len(H.check_overlap(a + c, 0)) == 0, "back-to-back terms do not overlap")
 
 
-def check_no_overlap():
-    by_cluster = {}
-    for cluster, e in all_elects:
-        by_cluster.setdefault(cluster, []).extend(H.intervals(e.lines(), e.name))
-    total = sum(len(v) for v in by_cluster.values())
-    bad = [p for v in by_cluster.values() for p in H.check_overlap(v, 0)]
-    check(not bad, "no overlapping leader intervals across %d terms %s" % (total, bad[:3]))
-    ebad = [p for v in by_cluster.values() for p in H.check_epochs(v)]
-    check(not ebad, "epochs grow from term to term in every cluster %s" % ebad[:3])
-
-
 def main():
     kind = sys.argv[1] if len(sys.argv) > 1 else "redis"
     tool = {"redis": "redis-server", "etcd": "etcd"}[kind]
@@ -338,20 +273,16 @@ def main():
         for t in (test_one_winner_and_epochs, test_three_candidates, test_kill9,
                   test_sigstop, test_backend_down, test_api, test_data_loss, test_errors):
             t(c)
-        check_no_overlap()
+        H.check_no_overlap(all_elects)
         test_checker_itself()
-        san = [e.name for _, e in all_elects
-               if "Sanitizer" in e.raw() or "runtime error:" in e.raw()]
-        check(not san, "no sanitizer report in any crescent-elect log %s" % san)
+        H.check_no_sanitizer(all_elects)
         print("%s: %d failures in %.1f s" % (kind, len(failures), time.time() - t0))
         ok = not failures
     finally:
         H.cleanup()
         backend.stop()
         if not ok:
-            for _, e in all_elects:
-                print("---- %s" % e.name)
-                print(e.raw(), end="")
+            H.print_logs(all_elects)
         tmp.remove()
     return 0 if ok else 1
 

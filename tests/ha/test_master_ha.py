@@ -30,15 +30,7 @@ MASTER = os.path.join(H.BUILD, "bin", "crescent-master")
 CLIENT_A = "a" * 31 + "1"
 CLIENT_B = "b" * 31 + "2"
 GRACE_S = 4  # client_live_ttl_sec: the remount grace period of a new leader
-failures = []
-
-
-def check(cond, msg):
-    if cond:
-        print("  ok   %s" % msg)
-    else:
-        print("  FAIL %s" % msg)
-        failures.append(msg)
+check, failures = H.check, H.failures
 
 
 class Err(Exception):
@@ -72,11 +64,7 @@ class Conn:
         self.f = self.s.makefile("rb")
 
     def send(self, *args):
-        req = b"*%d\r\n" % len(args)
-        for a in args:
-            a = a if isinstance(a, bytes) else str(a).encode()
-            req += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.s.sendall(req)
+        self.s.sendall(H.resp_command(*args))
 
     def read(self):
         return _read(self.f)

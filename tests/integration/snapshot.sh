@@ -191,6 +191,15 @@ expect_refused "unknown snapshot_catalog_store_type 'zk'" --enable_snapshot yes 
 expect_refused "cannot connect to Redis at 127.0.0.1:$(free_port)\|cannot connect to Redis" --enable_snapshot yes \
     --snapshot_local_path "$SNAP" --snapshot_catalog_store_type redis \
     --snapshot_catalog_store_connstring "redis://127.0.0.1:1"
+expect_refused "snapshot_catalog_store_connstring: bad URI: '127.0.0.1' is not host:port" \
+    --enable_snapshot yes --snapshot_local_path "$SNAP" --snapshot_catalog_store_type redis \
+    --snapshot_catalog_store_connstring 127.0.0.1
+expect_refused "snapshot_catalog_store_connstring: Redis db 'x' is not a number" --enable_snapshot yes \
+    --snapshot_local_path "$SNAP" --snapshot_catalog_store_type redis \
+    --snapshot_catalog_store_connstring "127.0.0.1:$rport/x"
+expect_refused "snapshot catalog: Redis AUTH at 127.0.0.1:$rport failed" --enable_snapshot yes \
+    --snapshot_local_path "$SNAP" --snapshot_catalog_store_type redis \
+    --snapshot_catalog_store_connstring "redis://:wrong@127.0.0.1:$rport"
 expect_refused "cluster_id 'a/b' is not a valid name" --enable_snapshot yes \
     --snapshot_local_path "$SNAP" --cluster_id a/b
 # the path from the environment works

@@ -24,16 +24,9 @@ static const char *st_bin_dir(void) {
     return b != NULL && *b ? b : "build";
 }
 
-/* A free loopback TCP port number (also used to name a dummy socket). */
+/* A free loopback TCP port number (also used to name a dummy socket): st_free_port(). */
 int st_daemon_free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t l = sizeof(a);
-    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-    cr_assert(getsockname(fd, (struct sockaddr *)&a, &l) == 0);
-    close(fd);
-    return ntohs(a.sin_port);
+    return st_free_port();
 }
 
 /* Runs crescent-client with argv (after the program name); stdout to *out_fd (a pipe read end)

@@ -35,7 +35,8 @@ void st_sleep_ms(long ms) {
     }
 }
 
-static int st_free_port(void) {
+/* A free loopback TCP port number (nothing listens on it right now). */
+int st_free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

@@ -45,6 +45,7 @@ long long st_segments_used(redisContext *c);
 struct crescent_store *st_store(const struct st_master *m, const char *proto, uint64_t seg_size);
 void st_fill(void *buf, size_t len, unsigned seed);
 long long st_now_ms(void);
+int st_free_port(void);
 void st_sleep_ms(long ms);
 /* True when the log at path holds an AddressSanitizer, LeakSanitizer or UBSan report. */
 bool st_log_has_sanitizer_report(const char *path);

@@ -26,14 +26,6 @@ static uint64_t deadline;
 static atomic_int writers_left;
 static atomic_long writes, reads, elements_checked;
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 /* Dies unless r is an intact element of the key with id `id` (nil allowed when nil_ok). */
 static void check_elem(const redisReply *r, uint64_t id, int nil_ok, const char *what) {
     if (r->type == REDIS_REPLY_NIL && nil_ok) {
@@ -65,11 +57,11 @@ static void *writer_main(void *arg) {
     uint64_t rng = 0x5151ull * (uint64_t)(id + 7);
     uint32_t version = (uint32_t)id << 28;
     while (st_now_ms() < deadline) {
-        uint64_t k = rng_next(&rng) % HOT;
-        size_t len = 64 + rng_next(&rng) % (MAX_ELEM - 64);
-        unsigned field = (unsigned)(rng_next(&rng) % 64);
+        uint64_t k = st_rng_next(&rng) % HOT;
+        size_t len = 64 + st_rng_next(&rng) % (MAX_ELEM - 64);
+        unsigned field = (unsigned)(st_rng_next(&rng) % 64);
         redisReply *r;
-        switch (rng_next(&rng) % 10) {
+        switch (st_rng_next(&rng) % 10) {
         case 0:
         case 1:
             st_value_build(buf, len, LIST_ID + k, ++version);
@@ -119,9 +111,9 @@ static void *writer_main(void *arg) {
 }
 
 static void read_once(redisContext *c, uint64_t *rng) {
-    uint64_t k = rng_next(rng) % HOT;
+    uint64_t k = st_rng_next(rng) % HOT;
     redisReply *r;
-    switch (rng_next(rng) % 5) {
+    switch (st_rng_next(rng) % 5) {
     case 0:
         r = st_command(c, "LRANGE list:%llu 0 -1", (unsigned long long)k);
         expect_type(r, REDIS_REPLY_ARRAY, "LRANGE");
@@ -149,7 +141,7 @@ static void read_once(redisContext *c, uint64_t *rng) {
         break;
     case 3:
         r = st_command(c, "HGET hash:%llu f%u", (unsigned long long)k,
-                       (unsigned)(rng_next(rng) % 64));
+                       (unsigned)(st_rng_next(rng) % 64));
         check_elem(r, HASH_ID + k, 1, "HGET");
         break;
     default:

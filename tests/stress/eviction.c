@@ -33,18 +33,10 @@ static atomic_long sets_ok, sets_oom, bytes_written;
 static atomic_long gets_hit, gets_nil;
 static atomic_int writers_done;
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 /* 90 % 100 B..1 KiB, 9 % 1..8 KiB, 1 % 8..64 KiB. */
 static size_t pick_size(uint64_t *rng) {
-    uint64_t r = rng_next(rng) % 1000;
-    uint64_t v = rng_next(rng);
+    uint64_t r = st_rng_next(rng) % 1000;
+    uint64_t v = st_rng_next(rng);
     if (r < 900) {
         return MIN_SIZE + v % (1024 - MIN_SIZE);
     }
@@ -70,7 +62,7 @@ static void *writer_main(void *arg) {
         uint64_t keys[PIPELINE];
         for (int i = 0; i < batch; i++) {
             char key[32];
-            keys[i] = rng_next(&rng) % keyspace;
+            keys[i] = st_rng_next(&rng) % keyspace;
             size_t len = pick_size(&rng);
             st_value_build(buf, len, keys[i], ++version);
             snprintf(key, sizeof(key), "ev:%llu", (unsigned long long)keys[i]);
@@ -132,7 +124,7 @@ static long check_keys(redisContext *c, uint64_t *rng, int n, int mget, const ch
     argv[0] = "MGET";
     lens[0] = 4;
     for (int i = 0; i < n; i++) {
-        keys[i] = rng_next(rng) % keyspace;
+        keys[i] = st_rng_next(rng) % keyspace;
         snprintf(names[i], sizeof(names[i]), "ev:%llu", (unsigned long long)keys[i]);
         if (mget) {
             argv[i + 1] = names[i];

@@ -29,14 +29,6 @@ static uint64_t deadline;
 static atomic_int writers_left;
 static atomic_long op_count[OP_COUNT], old_values, reads, read_hits, filler_sets;
 
-static uint64_t rng_next(uint64_t *s) {
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 /* Dies unless r is nil or an intact value of hot key k. Returns 1 for a value. */
 static int check_value(const redisReply *r, uint64_t k, const char *what) {
     if (r->type == REDIS_REPLY_NIL) {
@@ -65,9 +57,9 @@ static void *writer_main(void *arg) {
     uint64_t rng = 0x1234567ull * (uint64_t)(id + 3);
     uint32_t version = (uint32_t)id << 28;
     while (st_now_ms() < deadline) {
-        uint64_t k = rng_next(&rng) % HOT_KEYS;
-        size_t len = rng_next(&rng) % 2 ? BIG : SMALL;
-        enum op op = (enum op)(rng_next(&rng) % OP_COUNT);
+        uint64_t k = st_rng_next(&rng) % HOT_KEYS;
+        size_t len = st_rng_next(&rng) % 2 ? BIG : SMALL;
+        enum op op = (enum op)(st_rng_next(&rng) % OP_COUNT);
         char key[32];
         snprintf(key, sizeof(key), "race:%llu", (unsigned long long)k);
         st_value_build(buf, len, k, ++version);
@@ -150,7 +142,7 @@ static void *reader_main(void *arg) {
     redisContext *c = st_connect(host, port);
     uint64_t rng = 0xABCDEFull * (uint64_t)(id + 1);
     while (atomic_load(&writers_left) > 0) {
-        if (rng_next(&rng) % 4 == 0) {
+        if (st_rng_next(&rng) % 4 == 0) {
             redisReply *r = st_command(c, "MGET race:0 race:1 race:2 race:3");
             if (r->type != REDIS_REPLY_ARRAY || r->elements != HOT_KEYS) {
                 st_die("MGET of %d hot keys: got type %d", HOT_KEYS, r->type);
@@ -161,7 +153,7 @@ static void *reader_main(void *arg) {
             freeReplyObject(r);
             atomic_fetch_add(&reads, HOT_KEYS);
         } else {
-            uint64_t k = rng_next(&rng) % HOT_KEYS;
+            uint64_t k = st_rng_next(&rng) % HOT_KEYS;
             redisReply *r = st_command(c, "GET race:%llu", (unsigned long long)k);
             atomic_fetch_add(&read_hits, check_value(r, k, "GET"));
             freeReplyObject(r);

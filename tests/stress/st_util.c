@@ -147,6 +147,15 @@ static void crc_init(void) {
     }
 }
 
+/* One xorshift64 step (shifts 13, 7, 17); see st_util.h. */
+uint64_t st_rng_next(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
 /* Updates a CRC-32 (IEEE, as zlib) with buf; start with crc = 0. Thread-safe after the first
  * call has returned (the table is built on first use; call it once before starting threads). */
 uint32_t st_crc32(uint32_t crc, const void *buf, size_t len) {

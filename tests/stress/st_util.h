@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the stress programs in tests/stress/: fatal checks, raw and hiredis
- * connections to the server under test, INFO parsing, CRC32 and a seekable byte pattern. */
+ * connections to the server under test, INFO parsing, a xorshift generator, CRC32 and a seekable
+ * byte pattern. */
 #ifndef CRESCENT_TESTS_STRESS_ST_UTIL_H
 #define CRESCENT_TESTS_STRESS_ST_UTIL_H
 
@@ -24,6 +25,10 @@ redisReply *st_command(redisContext *c, const char *fmt, ...);
 void st_expect_status(redisContext *c, const char *status, const char *fmt, ...);
 
 long long st_info_field(redisContext *c, const char *section, const char *field);
+
+/* Advances the xorshift64 state *s (not 0) and returns the new value. Not thread-safe for
+ * one state; give each thread its own. */
+uint64_t st_rng_next(uint64_t *s);
 
 uint32_t st_crc32(uint32_t crc, const void *buf, size_t len);
 

@@ -15,6 +15,7 @@
 #include "common/cm_errno.h"
 #include "common/cm_log.h"
 #include "common/cm_mem.h"
+#include "common/cm_net.h"
 #include "common/cm_time.h"
 
 #include <arpa/inet.h>
@@ -210,30 +211,13 @@ static void *accept_main(void *arg) {
 /* Binds a socket to spec (listen(2) comes in xfer__listener_accept_start); writes the
  * advertised "host:port" to adv. Returns the socket or a negative code. */
 static int bind_only(const char *spec, char *adv, size_t advlen) {
-    char host[256], port[8];
+    char host[256];
     uint16_t p;
     if (xfer__split_hostport(spec, host, sizeof(host), &p) < 0)
         return -EINVAL;
-    snprintf(port, sizeof(port), "%u", p);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
-                    *ai = NULL;
-    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
-        return -EINVAL;
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int rc = fd < 0 ? -errno : 0, one = 1;
-    if (rc == 0) {
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0)
-            rc = -errno;
-    }
-    freeaddrinfo(ai);
-    if (rc < 0) {
-        if (fd >= 0)
-            close(fd);
-        return rc;
-    }
+    int fd = cm_net_tcp_bind(host, p, false);
+    if (fd < 0)
+        return fd;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     getsockname(fd, (struct sockaddr *)&ss, &sl);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for cm_errno, cm_mem accounting and cm_time. */
+/* Unit tests for cm_errno, cm_mem accounting, cm_time and cm_buf's JSON string escaper. */
 #include "common/fmacros.h"
 
+#include "common/cm_buf.h"
 #include "common/cm_errno.h"
 #include "common/cm_mem.h"
 #include "common/cm_time.h"
@@ -40,4 +41,17 @@ Test(cm_time, monotonic_advances) {
     uint64_t b = cm_mono_ms();
     cr_assert_geq(b - a, 19);
     cr_assert_gt(cm_wall_ms(), 1700000000000ull);
+}
+
+Test(cm_buf, json_str_escapes_quotes_controls_and_high_bytes) {
+    struct cm_buf b;
+    cm_buf_init(&b);
+    cm_buf_append_json_str(&b, "a\"b\\c\n\x01\xff\0z", 10);
+    cm_buf_append(&b, "", 1);
+    cr_assert_str_eq(b.data, "\"a\\\"b\\\\c\\u000a\\u0001\\u00ff\\u0000z\"");
+    cm_buf_clear(&b);
+    cm_buf_append_json_str(&b, "", 0);
+    cr_assert_eq(b.len, 2);
+    cr_assert_eq(memcmp(b.data, "\"\"", 2), 0);
+    cm_buf_fini(&b);
 }
