@@ -204,17 +204,19 @@ static pid_t spawn(const struct it_server *s, const char **argv) {
  * The probe connection then QUITs and waits for the server to close it.
  * Returns 1 when ready, 0 when the process exited (e.g. port taken), -1 on timeout. */
 static int wait_ready(struct it_server *s) {
-    long long deadline = it_now_ms() + 10000;
+    /* A readiness wait, not a timing check: a restart that scans an offload directory on a
+     * saturated 2-core machine (or under ASan) may need more than 10 s. */
+    long long deadline = it_now_ms() + 30000;
     while (it_now_ms() < deadline) {
         int st;
         if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
             s->pid = 0;
             return 0;
         }
-        struct timeval tv = {0, 200000};
+        struct timeval tv = {0, 200000}, reply_tv = {2, 0};
         redisContext *c = redisConnectWithTimeout(s->host, s->port, tv);
         if (c != NULL && !c->err) {
-            redisSetTimeout(c, tv);
+            redisSetTimeout(c, reply_tv);
             redisReply *r = redisCommand(c, "PING");
             if (r != NULL) {
                 /* Leave with QUIT and wait for the server's close, so that this probe is no
@@ -299,7 +301,7 @@ void it_server_start(struct it_server *s, const struct it_opts *opts) {
             waitpid(s->pid, NULL, 0);
             s->pid = 0;
             dump_file(s->log, "server log");
-            cr_assert_fail("server %s on port %d did not answer PING within 10 s", argv[0],
+            cr_assert_fail("server %s on port %d did not answer PING within 30 s", argv[0],
                            s->port);
         }
     }
