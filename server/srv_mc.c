@@ -20,6 +20,7 @@
 #include "redis-compat/resp_write.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,6 +29,8 @@
 #include <time.h>
 
 #define SRV_MC_TICK_MS 100 /* housekeeping period */
+/* A loop without its cron for longer than this (and than 3 cron periods) counts as stalled. */
+#define SRV_MC_STALL_MS 1000
 
 struct pool *srv_mc_pool;
 
@@ -138,6 +141,34 @@ static const char srv_mc_bad_cfg[] =
     "pool settings refused: max_kv_soft_pin_ttl must be >= default_kv_soft_pin_ttl and "
     "put_start_release_timeout_sec >= put_start_discard_timeout_sec";
 
+/*
+ * A client's ping can only be counted when an event loop reads it. While a loop is stalled (a
+ * long command, an HA op-log store that does not answer, so replies wait in before-sleep) the
+ * pings queue in the sockets, and expiring their senders would drop every segment and the
+ * objects on them for a stall of the master's own. So while the slowest loop has gone more than
+ * SRV_MC_STALL_MS without its cron, every client is marked alive: liveness restarts, with a
+ * full client_live_ttl, when the loops run again (as it does for a new HA leader). Pool mutex
+ * held.
+ */
+static void srv_mc_pause_liveness_if_stalled(void) {
+    static int stalled; /* housekeeping thread only */
+    uint64_t lag = srv_net_loop_lag_ms(cm_mono_ms());
+    uint64_t limit = 3000 / (uint64_t)(srv_cfg.hz > 0 ? srv_cfg.hz : 10);
+    if (lag <= (limit > SRV_MC_STALL_MS ? limit : SRV_MC_STALL_MS)) {
+        if (stalled)
+            cm_log(CM_LOG_NOTICE, "pool", "event loops running again: client liveness resumes");
+        stalled = 0;
+        return;
+    }
+    if (!stalled)
+        cm_log(CM_LOG_WARNING, "pool",
+               "an event loop has been stalled for %" PRIu64
+               " ms: client liveness paused (no client expires until pings can be read)",
+               lag);
+    stalled = 1;
+    pool_clients_touch(srv_mc_pool, srv_mc_now());
+}
+
 /* Housekeeping: pool_tick every SRV_MC_TICK_MS until srv_mc_stop(). */
 static void *srv_mc_main(void *arg) {
     (void)arg;
@@ -156,6 +187,7 @@ static void *srv_mc_main(void *arg) {
         pthread_mutex_unlock(&srv_mc_stop_mu);
         struct pool_tick_report r;
         srv_mc_lock();
+        srv_mc_pause_liveness_if_stalled();
         srv_pkv_tick(srv_mc_now());
         pool_tick(srv_mc_pool, srv_mc_now(), &r);
         srv_mc_unlock();

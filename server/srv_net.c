@@ -51,6 +51,8 @@ unsigned srv_nworkers;
 static pthread_mutex_t srv_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct srv_client *srv_registry;
 static _Atomic uint64_t srv_next_client_id = 1;
+/* Monotonic ms of each worker loop's last cron (0: not running); see srv_net_loop_lag_ms(). */
+static _Atomic uint64_t srv_loop_alive[SRV_NET_MAX_WORKERS];
 static _Atomic int srv_stopping;
 int srv_net_uring;
 
@@ -791,9 +793,22 @@ static void srv_wake(struct cm_ev_loop *loop, void *arg) {
     srv_check_kills(loop, arg);
 }
 
+/* How long the slowest running loop has gone without its cron; see srv_server.h. */
+uint64_t srv_net_loop_lag_ms(uint64_t now) {
+    uint64_t lag = 0;
+    for (unsigned i = 0; i < SRV_NET_MAX_WORKERS; i++) {
+        uint64_t t = cm_atomic_load_relaxed(&srv_loop_alive[i]);
+        if (t != 0 && now > t && now - t > lag)
+            lag = now - t;
+    }
+    return lag;
+}
+
 static void srv_cron(struct cm_ev_loop *loop, void *arg) {
     struct srv_worker *w = arg;
     uint64_t now = cm_ev_now_ms(loop);
+    if (w->id < SRV_NET_MAX_WORKERS)
+        cm_atomic_store_relaxed(&srv_loop_alive[w->id], cm_mono_ms());
     srv_check_kills(loop, arg);
     if (srv_cfg.timeout > 0) {
         struct srv_client *c = w->clients, *next;
@@ -822,7 +837,11 @@ static void *srv_worker_main(void *arg) {
     struct srv_worker *w = arg;
     srv_db_register_thread(w->id);
     srv_pubsub_thread_init(w);
+    if (w->id < SRV_NET_MAX_WORKERS)
+        cm_atomic_store_relaxed(&srv_loop_alive[w->id], cm_mono_ms());
     int rc = cm_ev_run(w->loop);
+    if (w->id < SRV_NET_MAX_WORKERS)
+        cm_atomic_store_relaxed(&srv_loop_alive[w->id], 0);
     if (rc < 0)
         cm_log(CM_LOG_WARNING, "net", "event loop %u failed: %s", w->id, strerror(-rc));
     /* Close this worker's clients on its own thread; on io_uring let their requests finish. */

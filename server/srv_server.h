@@ -133,6 +133,17 @@ int64_t srv_now_ms(void);
 /* Starts workers and listeners and runs until shutdown. Returns the exit status. */
 int srv_net_run(void);
 
+/* Most event-loop threads (the bound of --threads). */
+#define SRV_NET_MAX_WORKERS 256
+
+/*
+ * How long (ms) the slowest running event loop has gone without its periodic cron at monotonic
+ * time now (cm_mono_ms()): about 1000 / hz when every loop is healthy, more while one is
+ * blocked (a long command, an op-log store that does not answer). 0 before the loops run and
+ * after they stop. Any thread.
+ */
+uint64_t srv_net_loop_lag_ms(uint64_t now);
+
 /* "uring" or "epoll": the network backend running (valid once srv_net_run started). */
 const char *srv_io_backend_name(void);
 
