@@ -16,8 +16,8 @@
  * Arguments: workers=N (default MC_TCP_WORKERS or 8), peer_workers=N most workers one peer may
  * occupy (default workers/2, so a stalled peer leaves the others served), max_idle=N idle
  * connections kept per peer (default 16), group_bytes=N most payload bytes in one group
- * (default 1 MiB; a larger task still forms a group of its own), so large batches spread over
- * several connections while small objects share one.
+ * (default MC_TCP_GROUP_BYTES or 1 MiB; a larger task still forms a group of its own), so large
+ * batches spread over several connections while small objects share one.
  */
 #include "common/fmacros.h"
 
@@ -468,7 +468,7 @@ static void tcp_stop(struct tcp_ctx *c, int n) {
 
 static int tcp_install(struct xfer_transport *tp, const char *args) {
     uint64_t workers = xfer__env_u64("MC_TCP_WORKERS", 8), idle = 16, cap = 0;
-    uint64_t group_bytes = 1ull << 20;
+    uint64_t group_bytes = xfer__env_u64("MC_TCP_GROUP_BYTES", 1ull << 20);
     if (xfer__arg_u64(args, "workers", &workers) < 0 ||
         xfer__arg_u64(args, "max_idle", &idle) < 0 ||
         xfer__arg_u64(args, "peer_workers", &cap) < 0 ||
