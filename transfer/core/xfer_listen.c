@@ -73,7 +73,6 @@ struct xfer_listener {
     struct handler h[XFER_WIRE_OP_MAX + 1];
 };
 
-/* Replies with a header carrying status and optional payload. */
 /* Sends the held-back replies. */
 static int conn_flush(struct xfer_conn *c, uint64_t deadline) {
     if (c->out_len == 0)
@@ -83,6 +82,7 @@ static int conn_flush(struct xfer_conn *c, uint64_t deadline) {
     return xfer__sock_writev(c->fd, &v, 1, deadline);
 }
 
+/* xfer_rbuf before_wait: nothing to read yet, so the held-back replies go out now. */
 static int conn_before_wait(void *arg) {
     struct xfer_conn *c = arg;
     return conn_flush(c, cm_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull);
@@ -129,6 +129,7 @@ int xfer__conn_write(struct xfer_conn *c, struct iovec *iov, int cnt, uint64_t d
     return xfer__sock_writev(c->fd, v, k, deadline_ns);
 }
 
+/* Replies with a header carrying status and optional payload. */
 static int reply(struct xfer_conn *c, const struct xfer_wire_hdr *req, int32_t status,
                  const void *payload, uint64_t len, uint64_t deadline) {
     struct xfer_wire_hdr h = {.op = req->op,
