@@ -75,3 +75,9 @@ bench-ha: $(BINS)
 .PHONY: bench-ha-replay
 bench-ha-replay: $(BINS)
 	@CRESCENT_BUILD=$(abspath $(BUILD)) python3 bench/bench_ha_replay.py 5 100000
+
+# System calls and client instructions per object on the store's tcp path (strace, callgrind);
+# BENCH_STORE_COST_ARGS: "syscalls", "instr" or both (default).
+.PHONY: bench-store-cost
+bench-store-cost: $(BINS)
+	@CRESCENT_BUILD=$(abspath $(BUILD)) bench/store-cost.sh $(BENCH_STORE_COST_ARGS)

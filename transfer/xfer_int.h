@@ -305,11 +305,34 @@ uint64_t xfer__engine_instance(const struct xfer_engine *eng);
 void xfer__host_id(uint8_t out[XFER_HOST_ID_LEN]);
 
 /*
- * Handler for a listener opcode: called on the connection's thread after header h arrived
- * on fd (non-blocking; use xfer__sock_* with a deadline). Read the payload, reply, return 0 to
- * keep the connection or a negative code to close it.
+ * A listener connection as its handlers see it. Reads are buffered (several requests and their
+ * small payloads arrive in one read); replies of up to XFER_CONN_COPY_MAX bytes are held in an
+ * output buffer and sent together when the connection would block waiting for the next request
+ * (or the buffer fills), so a pipelined run of small requests costs a few system calls, not
+ * several per request. Owned by the connection's thread; handlers use only the calls below.
  */
-typedef int xfer_serve_cb(struct xfer_transport *tp, int fd, const struct xfer_wire_hdr *h);
+struct xfer_conn;
+#define XFER_CONN_COPY_MAX (16u << 10)
+
+/* Reads exactly len bytes of the request stream into dst by deadline_ns (held-back replies are
+ * sent before any wait). Returns 0, -ETIMEDOUT, -ECONNRESET or -errno. */
+int xfer__conn_read(struct xfer_conn *c, void *dst, size_t len, uint64_t deadline_ns);
+
+/* Reads len bytes and discards them (a refused payload). Same returns as xfer__conn_read. */
+int xfer__conn_drain(struct xfer_conn *c, uint64_t len, uint64_t deadline_ns);
+
+/* Queues a reply (the whole iovec, in order after earlier replies): small ones are copied and
+ * held back, larger ones go out at once with whatever was held. The caller's memory is not
+ * referenced after the call. Returns 0 or a negative code (the connection is then unusable). */
+int xfer__conn_write(struct xfer_conn *c, struct iovec *iov, int cnt, uint64_t deadline_ns);
+
+/*
+ * Handler for a listener opcode: called on the connection's thread after header h arrived on
+ * c. Read the payload (xfer__conn_read), reply (xfer__conn_write), return 0 to keep the
+ * connection or a negative code to close it (replies already queued are still sent).
+ */
+typedef int xfer_serve_cb(struct xfer_transport *tp, struct xfer_conn *c,
+                          const struct xfer_wire_hdr *h);
 
 /*
  * Routes listener opcodes [first, last] to cb. Returns 0, -EBUSY when one is taken, -ENOTCONN
@@ -337,6 +360,28 @@ int xfer__sock_writev(int fd, struct iovec *iov, int cnt, uint64_t deadline_ns);
 
 /* Reads len bytes and discards them (drains a refused payload). Same returns as readv. */
 int xfer__sock_drain(int fd, uint64_t len, uint64_t deadline_ns);
+
+/*
+ * Buffered reader over a non-blocking socket: a read that finds the buffer empty asks the kernel
+ * for the rest of the destination and up to cap more bytes in one readv(2), so the following
+ * small messages (headers, 4 KiB payloads) come out of the buffer without a system call, while
+ * large payloads still land straight in their destination. buf (cap bytes) belongs to the owner;
+ * cap 0 reads unbuffered. before_wait (optional) runs before every blocking wait, e.g. to send
+ * replies held back for coalescing; its negative return aborts the read.
+ */
+struct xfer_rbuf {
+    char *buf;
+    size_t cap;
+    size_t off, len; /* unread bytes: buf[off, off + len) */
+    int (*before_wait)(void *arg);
+    void *arg;
+};
+
+/* Reads exactly len bytes into dst by deadline_ns. Same returns as xfer__sock_readv. */
+int xfer__rbuf_read(int fd, struct xfer_rbuf *rb, void *dst, size_t len, uint64_t deadline_ns);
+
+/* Reads len bytes through rb and discards them. Same returns as xfer__sock_readv. */
+int xfer__rbuf_drain(int fd, struct xfer_rbuf *rb, uint64_t len, uint64_t deadline_ns);
 
 /*
  * Splits "host:port" or "[v6addr]:port" into host (bracketless) and port. An unbracketed

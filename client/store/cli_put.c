@@ -204,6 +204,21 @@ static void cli_batch_finish(struct crescent_store *st, const char *verb, const 
     free(idx);
 }
 
+/* Writes v in decimal at out (24 bytes); snprintf's format parsing was a twentieth of the
+ * client's instructions for a batch of 128 small puts. */
+static void cli_u64_str(char *out, uint64_t v) {
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (int i = 0; i < n; i++) {
+        out[i] = tmp[n - 1 - i];
+    }
+    out[n] = '\0';
+}
+
 static int cli_batch_put(struct crescent_store *st, const char *const *keys,
                          const void *const *bufs, const size_t *sizes, size_t n,
                          const struct crescent_store_replicate_config *rc, int *results,
@@ -239,10 +254,10 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
     }
     argv[0] = "MC.BATCHPUTSTART";
     argv[1] = st->client_id;
-    snprintf(num[n], 24, "%zu", n);
+    cli_u64_str(num[n], n);
     argv[2] = num[n];
     for (size_t i = 0; i < n; i++) {
-        snprintf(num[i], 24, "%zu", sizes[i] + (st->checksum ? CLI_TRAILER : 0));
+        cli_u64_str(num[i], sizes[i] + (st->checksum ? CLI_TRAILER : 0));
         argv[3 + 2 * i] = keys[i];
         argv[4 + 2 * i] = num[i];
     }

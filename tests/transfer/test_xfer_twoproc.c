@@ -18,6 +18,7 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -272,6 +273,63 @@ static void tcp_target_refuses(struct ctx *c) {
     cr_assert_eq(raw_request(c->t.addr, XFER_WIRE_RDMA_FIRST, ra, 0, 0), -CM_ENOT_SUPPORTED);
 }
 
+/*
+ * A pipelined run of raw requests on one connection, sent with one writev: pairs of a WRITE and
+ * a READ of the same range, sizes from 1 B to 3 MiB (copied through the target's buffers and
+ * straight), with refused ones in between (a READ past the end, a WRITE into private memory
+ * whose payload must be drained). The target answers in order with the right ids, statuses and
+ * bytes, sends nothing else, and keeps serving.
+ */
+static void tcp_target_pipelined(struct ctx *c) {
+    enum { N = 24 };
+    static const uint64_t lens[] = {1, 40, 4096, 4096, 16 << 10, (16 << 10) + 1, 70000, 3 << 20};
+    const uint64_t slot = REMOTE_LEN / (N / 2), ra = c->t.remote_addr;
+    uint64_t dl = cm_mono_ns() + 20000000000ull;
+    xt_fill(c->src, REMOTE_LEN, 4711);
+    int fd = xfer__sock_connect(c->t.addr, dl);
+    cr_assert_geq(fd, 0);
+    uint8_t hb[N][XFER_WIRE_HDR_LEN];
+    struct iovec v[2 * N];
+    struct xfer_wire_hdr h[N];
+    int k = 0;
+    for (int i = 0; i < N; i++) {
+        int pair = i / 2, write = i % 2 == 0, bad = i % 5 == 3;
+        uint64_t at = bad ? (write ? c->t.private_addr : ra + REMOTE_LEN) : ra + pair * slot;
+        h[i] = (struct xfer_wire_hdr){.op = write ? XFER_WIRE_TCP_WRITE : XFER_WIRE_TCP_READ,
+                                      .id = 100 + (uint64_t)i,
+                                      .addr = at,
+                                      .len = lens[pair % 8]};
+        xfer_wire_encode(&h[i], hb[i]);
+        v[k++] = (struct iovec){hb[i], XFER_WIRE_HDR_LEN};
+        if (write)
+            v[k++] = (struct iovec){c->src + pair * slot, h[i].len};
+    }
+    cr_assert_eq(xfer__sock_writev(fd, v, k, dl), 0);
+    for (int i = 0; i < N; i++) {
+        int pair = i / 2, write = i % 2 == 0, bad = i % 5 == 3;
+        uint8_t rb[XFER_WIRE_HDR_LEN];
+        struct iovec rv = {rb, sizeof(rb)};
+        cr_assert_eq(xfer__sock_readv(fd, &rv, 1, dl), 0);
+        struct xfer_wire_hdr rh;
+        cr_assert_eq(xfer_wire_decode(rb, sizeof(rb), &rh), XFER_WIRE_HDR_LEN);
+        cr_assert(rh.flags & XFER_WIRE_F_REPLY);
+        cr_assert_eq(rh.id, 100 + (uint64_t)i, "reply %d out of order", i);
+        cr_assert_eq(rh.status, bad ? -CM_EINVALID_PARAMS : 0, "request %d: status %d", i,
+                     rh.status);
+        cr_assert_eq(rh.len, !bad && !write ? h[i].len : 0, "request %d: len", i);
+        if (rh.len == 0)
+            continue;
+        struct iovec d = {c->dst, rh.len};
+        cr_assert_eq(xfer__sock_readv(fd, &d, 1, dl), 0);
+        if ((i - 1) % 5 != 3) /* the pair's WRITE was served */
+            cr_assert_eq(memcmp(c->dst, c->src + pair * slot, rh.len), 0, "READ %d differs", i);
+    }
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    cr_assert_eq(poll(&pf, 1, 100), 0, "bytes after the last reply");
+    close(fd);
+    cr_assert_eq(raw_request(c->t.addr, XFER_WIRE_TCP_READ, ra, 4096, 0), 0);
+}
+
 Test(xfer_twoproc, tcp_integrity, .timeout = 60) {
     struct ctx c;
     setup(&c, "tcp", 0, 20000);
@@ -280,6 +338,7 @@ Test(xfer_twoproc, tcp_integrity, .timeout = 60) {
     two_threads(&c);
     refused(&c);
     tcp_target_refuses(&c);
+    tcp_target_pipelined(&c);
     teardown(&c, 0); /* 0: the target's private buffer was never written */
 }
 

@@ -7,6 +7,10 @@
  * Idle connections wait for the next header without a deadline; once a header arrived, every
  * payload read and reply write is bounded by the engine's transfer timeout. Stopping the
  * listener shuts every connection down and waits for its thread.
+ *
+ * Each connection reads through a buffer and holds small replies back until it would block
+ * waiting for the next request (struct xfer_conn, see xfer_int.h): a pipelined run of requests
+ * is answered with one send.
  */
 #include "common/fmacros.h"
 
@@ -31,9 +35,20 @@
 #include <unistd.h>
 
 #define LISTEN_MAX_CONNS 1024 /* connections (and threads) served at once */
+#define CONN_IN_CAP      (128u << 10)
+#define CONN_OUT_CAP     (128u << 10)
+
+struct xfer_conn {
+    int fd;
+    uint32_t timeout_ms; /* bounds the send of held-back replies */
+    struct xfer_rbuf rb;
+    char *out; /* held-back replies (CONN_OUT_CAP bytes), or NULL: sent at once */
+    size_t out_len;
+};
 
 struct lconn {
     int fd;
+    struct xfer_conn io;
     pthread_t thr;
     struct xfer_listener *lis;
     struct lconn *next;
@@ -59,9 +74,65 @@ struct xfer_listener {
     struct handler h[XFER_WIRE_OP_MAX + 1];
 };
 
+/* Sends the held-back replies. */
+static int conn_flush(struct xfer_conn *c, uint64_t deadline) {
+    if (c->out_len == 0)
+        return 0;
+    struct iovec v = {c->out, c->out_len};
+    c->out_len = 0;
+    return xfer__sock_writev(c->fd, &v, 1, deadline);
+}
+
+/* xfer_rbuf before_wait: nothing to read yet, so the held-back replies go out now. */
+static int conn_before_wait(void *arg) {
+    struct xfer_conn *c = arg;
+    return conn_flush(c, cm_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull);
+}
+
+/* Reads from the request stream; see xfer_int.h. */
+int xfer__conn_read(struct xfer_conn *c, void *dst, size_t len, uint64_t deadline_ns) {
+    return xfer__rbuf_read(c->fd, &c->rb, dst, len, deadline_ns);
+}
+
+/* Discards request bytes; see xfer_int.h. */
+int xfer__conn_drain(struct xfer_conn *c, uint64_t len, uint64_t deadline_ns) {
+    return xfer__rbuf_drain(c->fd, &c->rb, len, deadline_ns);
+}
+
+/* Queues or sends a reply; see xfer_int.h. */
+int xfer__conn_write(struct xfer_conn *c, struct iovec *iov, int cnt, uint64_t deadline_ns) {
+    size_t total = 0;
+    for (int i = 0; i < cnt; i++)
+        total += iov[i].iov_len;
+    if (c->out && total <= XFER_CONN_COPY_MAX + XFER_WIRE_HDR_LEN) {
+        if (c->out_len + total > CONN_OUT_CAP) {
+            int rc = conn_flush(c, deadline_ns);
+            if (rc < 0)
+                return rc;
+        }
+        for (int i = 0; i < cnt; i++) {
+            memcpy(c->out + c->out_len, iov[i].iov_base, iov[i].iov_len);
+            c->out_len += iov[i].iov_len;
+        }
+        return 0;
+    }
+    struct iovec v[9];
+    if (cnt > 8) {
+        int rc = conn_flush(c, deadline_ns);
+        return rc < 0 ? rc : xfer__sock_writev(c->fd, iov, cnt, deadline_ns);
+    }
+    int k = 0;
+    if (c->out_len)
+        v[k++] = (struct iovec){c->out, c->out_len};
+    for (int i = 0; i < cnt; i++)
+        v[k++] = iov[i];
+    c->out_len = 0;
+    return xfer__sock_writev(c->fd, v, k, deadline_ns);
+}
+
 /* Replies with a header carrying status and optional payload. */
-static int reply(int fd, const struct xfer_wire_hdr *req, int32_t status, const void *payload,
-                 uint64_t len, uint64_t deadline) {
+static int reply(struct xfer_conn *c, const struct xfer_wire_hdr *req, int32_t status,
+                 const void *payload, uint64_t len, uint64_t deadline) {
     struct xfer_wire_hdr h = {.op = req->op,
                               .flags = XFER_WIRE_F_REPLY,
                               .status = status,
@@ -71,39 +142,40 @@ static int reply(int fd, const struct xfer_wire_hdr *req, int32_t status, const 
     uint8_t hb[XFER_WIRE_HDR_LEN];
     xfer_wire_encode(&h, hb);
     struct iovec v[2] = {{hb, sizeof(hb)}, {(void *)payload, (size_t)len}};
-    return xfer__sock_writev(fd, v, payload && len ? 2 : 1, deadline);
+    return xfer__conn_write(c, v, payload && len ? 2 : 1, deadline);
 }
 
-static int serve_desc(struct xfer_engine *eng, int fd, const struct xfer_wire_hdr *h,
+static int serve_desc(struct xfer_engine *eng, struct xfer_conn *c, const struct xfer_wire_hdr *h,
                       uint64_t deadline) {
     ssize_t n = xfer_engine_export_desc(eng, NULL, 0);
     void *buf = n > 0 ? cm_try_malloc((size_t)n) : NULL;
     if (buf)
         n = xfer_engine_export_desc(eng, buf, (size_t)n);
-    int rc = n < 0 || !buf ? reply(fd, h, n < 0 ? (int32_t)n : -ENOMEM, NULL, 0, deadline)
-                           : reply(fd, h, 0, buf, (uint64_t)n, deadline);
+    int rc = n < 0 || !buf ? reply(c, h, n < 0 ? (int32_t)n : -ENOMEM, NULL, 0, deadline)
+                           : reply(c, h, 0, buf, (uint64_t)n, deadline);
     cm_free(buf);
     return rc;
 }
 
 /* Serves one request after its header arrived. Returns 0 to keep the connection. */
-static int serve_one(struct xfer_listener *lis, int fd, const struct xfer_wire_hdr *h) {
+static int serve_one(struct xfer_listener *lis, struct xfer_conn *c,
+                     const struct xfer_wire_hdr *h) {
     struct xfer_engine *eng = lis->eng;
     uint64_t deadline = cm_mono_ns() + (uint64_t)eng->timeout_ms * 1000000ull;
     if (h->flags & XFER_WIRE_F_REPLY)
         return -CM_EPROTOCOL;
     if (h->op == XFER_WIRE_DESC_GET)
-        return h->len ? -CM_EPROTOCOL : serve_desc(eng, fd, h, deadline);
+        return h->len ? -CM_EPROTOCOL : serve_desc(eng, c, h, deadline);
     if (h->op == XFER_WIRE_PING)
-        return h->len ? -CM_EPROTOCOL : reply(fd, h, 0, NULL, 0, deadline);
+        return h->len ? -CM_EPROTOCOL : reply(c, h, 0, NULL, 0, deadline);
     pthread_rwlock_rdlock(&lis->hlock);
     struct handler hd = lis->h[h->op];
     int rc;
     if (hd.cb) {
-        rc = hd.cb(hd.tp, fd, h);
+        rc = hd.cb(hd.tp, c, h);
     } else {
         cm_log_sparse(1000, CM_LOG_VERBOSE, "xfer", "listener: opcode %u not served", h->op);
-        reply(fd, h, -CM_ENOT_SUPPORTED, NULL, 0, deadline);
+        reply(c, h, -CM_ENOT_SUPPORTED, NULL, 0, deadline);
         rc = -CM_ENOT_SUPPORTED; /* a payload may follow: drop the connection */
     }
     pthread_rwlock_unlock(&lis->hlock);
@@ -113,14 +185,20 @@ static int serve_one(struct xfer_listener *lis, int fd, const struct xfer_wire_h
 static void *conn_main(void *arg) {
     struct lconn *c = arg;
     struct xfer_listener *lis = c->lis;
+    struct xfer_conn *io = &c->io;
+    *io = (struct xfer_conn){.fd = c->fd, .timeout_ms = lis->eng->timeout_ms};
+    io->rb.buf = cm_try_malloc(CONN_IN_CAP);
+    io->rb.cap = io->rb.buf ? CONN_IN_CAP : 0; /* out of memory: unbuffered, still correct */
+    io->rb.before_wait = conn_before_wait;
+    io->rb.arg = io;
+    io->out = cm_try_malloc(CONN_OUT_CAP);
+    /* Idle pooled connections end after MC_TCP_IDLE_TIMEOUT seconds (default 300), so a peer
+     * that vanished without a FIN does not hold this thread forever. */
+    uint64_t idle = xfer__env_u64("MC_TCP_IDLE_TIMEOUT", 300);
+    idle = idle ? idle : 300;
     for (;;) {
         uint8_t hb[XFER_WIRE_HDR_LEN];
-        struct iovec v = {hb, sizeof(hb)};
-        /* Idle pooled connections end after MC_TCP_IDLE_TIMEOUT seconds (default 300), so a
-         * peer that vanished without a FIN does not hold this thread forever. */
-        uint64_t idle = xfer__env_u64("MC_TCP_IDLE_TIMEOUT", 300);
-        idle = idle ? idle : 300;
-        if (xfer__sock_readv(c->fd, &v, 1, cm_mono_ns() + idle * 1000000000ull) < 0)
+        if (xfer__conn_read(io, hb, sizeof(hb), cm_mono_ns() + idle * 1000000000ull) < 0)
             break;
         struct xfer_wire_hdr h;
         int rc = xfer_wire_decode(hb, sizeof(hb), &h);
@@ -129,9 +207,13 @@ static void *conn_main(void *arg) {
                           cm_strerror(rc));
             break;
         }
-        if (serve_one(lis, c->fd, &h) < 0)
+        if (serve_one(lis, io, &h) < 0)
             break;
     }
+    conn_flush(io, cm_mono_ns() + (uint64_t)io->timeout_ms * 1000000ull); /* refusals, say */
+    cm_free(io->rb.buf);
+    cm_free(io->out);
+    io->rb.buf = io->out = NULL;
     pthread_mutex_lock(&lis->lock);
     shutdown(c->fd, SHUT_RDWR);
     if (!lis->stopping) {

@@ -211,3 +211,61 @@ int xfer__sock_drain(int fd, uint64_t len, uint64_t deadline_ns) {
     }
     return 0;
 }
+
+/* Reads len bytes into dst through rb (see xfer_int.h). Thread-safe per reader owner. */
+int xfer__rbuf_read(int fd, struct xfer_rbuf *rb, void *dst, size_t len, uint64_t deadline_ns) {
+    char *d = dst;
+    size_t take = rb->len < len ? rb->len : len;
+    memcpy(d, rb->buf + rb->off, take);
+    rb->off += take;
+    rb->len -= take;
+    d += take;
+    len -= take;
+    if (rb->len == 0)
+        rb->off = 0;
+    while (len > 0) {
+        /* The buffer is empty: the rest of dst first, whatever follows into the buffer, so a
+         * run of small messages costs one read per buffer-full rather than one per message. */
+        size_t ahead = len >= (64u << 10) && rb->cap > 64 ? 64 : rb->cap; /* a header or so */
+        struct iovec v[2] = {{d, len}, {rb->buf, ahead}};
+        ssize_t n = readv(fd, v, rb->cap ? 2 : 1);
+        if (n > 0) {
+            if ((size_t)n > len) {
+                rb->off = 0;
+                rb->len = (size_t)n - len;
+                n = (ssize_t)len;
+            }
+            d += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n == 0)
+            return -ECONNRESET;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        if (rb->before_wait) {
+            int rc = rb->before_wait(rb->arg);
+            if (rc < 0)
+                return rc;
+        }
+        int rc = wait_fd(fd, POLLIN, deadline_ns);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Reads and discards len bytes through rb (see xfer_int.h). */
+int xfer__rbuf_drain(int fd, struct xfer_rbuf *rb, uint64_t len, uint64_t deadline_ns) {
+    char scratch[16384];
+    while (len) {
+        size_t n = len < sizeof(scratch) ? (size_t)len : sizeof(scratch);
+        int rc = xfer__rbuf_read(fd, rb, scratch, n, deadline_ns);
+        if (rc < 0)
+            return rc;
+        len -= n;
+    }
+    return 0;
+}

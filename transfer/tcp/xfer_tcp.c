@@ -2,14 +2,22 @@
 /*
  * tcp transport. Target side: READ/WRITE requests arrive on the engine listener (opcodes
  * XFER_WIRE_TCP_READ/WRITE); each is bounds-checked against the registered, remote-accessible
- * buffers (anything else is refused and logged, never served) and the payload moves straight
- * between the socket and the registered buffer. Initiator side: a pool of worker threads takes
- * tasks from a queue and runs each on a pooled connection to the peer (one pool per segment),
- * with readv/sendmsg directly on the caller's buffer and every wait bounded by the task deadline.
+ * buffers (anything else is refused and logged, never served) and the payload moves between
+ * the connection and the registered buffer (large payloads straight, small ones through the
+ * connection's buffers, whose replies go out together; see struct xfer_conn). Initiator side: a
+ * pool of worker threads takes tasks from a queue in groups (same peer and direction, up to
+ * TCP_GROUP_MAX requests and group_bytes of payload) and runs each group on a pooled connection
+ * to the peer (one pool per segment): every request of the group in one sendmsg (gathering the
+ * headers and the caller's buffers), then the replies in order through a read buffer (READ
+ * payloads of 64 KiB and more straight into the caller's buffer). Every wait is bounded by the
+ * task deadline. A batch of 128 small objects thus costs a handful of system calls on each side
+ * instead of several per object; the wire format is unchanged.
  *
  * Arguments: workers=N (default MC_TCP_WORKERS or 8), peer_workers=N most workers one peer may
  * occupy (default workers/2, so a stalled peer leaves the others served), max_idle=N idle
- * connections kept per peer (default 16).
+ * connections kept per peer (default 16), group_bytes=N most payload bytes in one group
+ * (default MC_TCP_GROUP_BYTES or 1 MiB; a larger task still forms a group of its own), so large
+ * batches spread over several connections while small objects share one.
  */
 #include "common/fmacros.h"
 
@@ -29,8 +37,12 @@
 #include <unistd.h>
 
 #define TCP_MAX_WORKERS 64
-/* Requests a worker sends on one connection before reading the replies. */
-#define TCP_PIPELINE 16
+/* Most requests a worker sends on one connection before reading the replies. Their headers
+ * (40 bytes each; a READ group sends nothing else) must fit in the socket buffers, since the
+ * target answers while the initiator is still sending. */
+#define TCP_GROUP_MAX 256
+/* Reply read buffer of each worker. */
+#define TCP_RBUF_CAP (256u << 10)
 /* A refused WRITE with at most this much payload is drained to keep the connection. */
 #define TCP_DRAIN_MAX (16ull << 20)
 
@@ -51,16 +63,17 @@ struct tcp_ctx {
     int stopping;
     int n_workers;
     int max_idle;
-    int peer_cap; /* most workers one peer may occupy */
-    int serving;  /* listener opcodes claimed */
+    int peer_cap;         /* most workers one peer may occupy */
+    uint64_t group_bytes; /* most payload bytes in one group */
+    int serving;          /* listener opcodes claimed */
     pthread_t workers[TCP_MAX_WORKERS];
     atomic_ulong next_id;
 };
 
 /* ---- target side ---- */
 
-static int tcp_reply(int fd, const struct xfer_wire_hdr *req, int32_t status, void *payload,
-                     uint64_t len, uint64_t deadline) {
+static int tcp_reply(struct xfer_conn *c, const struct xfer_wire_hdr *req, int32_t status,
+                     void *payload, uint64_t len, uint64_t deadline) {
     struct xfer_wire_hdr h = {.op = req->op,
                               .flags = XFER_WIRE_F_REPLY,
                               .status = status,
@@ -70,11 +83,12 @@ static int tcp_reply(int fd, const struct xfer_wire_hdr *req, int32_t status, vo
     uint8_t hb[XFER_WIRE_HDR_LEN];
     xfer_wire_encode(&h, hb);
     struct iovec v[2] = {{hb, sizeof(hb)}, {payload, (size_t)len}};
-    return xfer__sock_writev(fd, v, payload && len ? 2 : 1, deadline);
+    return xfer__conn_write(c, v, payload && len ? 2 : 1, deadline);
 }
 
 /* Serves one READ or WRITE on a listener connection; see xfer_serve_cb. */
-static int tcp_serve(struct xfer_transport *tp, int fd, const struct xfer_wire_hdr *h) {
+static int tcp_serve(struct xfer_transport *tp, struct xfer_conn *conn,
+                     const struct xfer_wire_hdr *h) {
     struct xfer_engine *eng = tp->eng;
     uint64_t deadline = cm_mono_ns() + (uint64_t)xfer_engine_timeout_ms(eng) * 1000000ull;
     int write = h->op == XFER_WIRE_TCP_WRITE;
@@ -90,11 +104,11 @@ static int tcp_serve(struct xfer_transport *tp, int fd, const struct xfer_wire_h
                       (unsigned long long)h->addr);
         if (write) {
             if (h->len > TCP_DRAIN_MAX)
-                return tcp_reply(fd, h, rc, NULL, 0, deadline) < 0 ? -ECONNRESET : -EINVAL;
-            if (xfer__sock_drain(fd, h->len, deadline) < 0)
+                return tcp_reply(conn, h, rc, NULL, 0, deadline) < 0 ? -ECONNRESET : -EINVAL;
+            if (xfer__conn_drain(conn, h->len, deadline) < 0)
                 return -ECONNRESET;
         }
-        return tcp_reply(fd, h, rc, NULL, 0, deadline);
+        return tcp_reply(conn, h, rc, NULL, 0, deadline);
     }
     void *p = (void *)(uintptr_t)h->addr, *tok;
     if (write) {
@@ -104,8 +118,7 @@ static int tcp_serve(struct xfer_transport *tp, int fd, const struct xfer_wire_h
             xfer__mr_release(eng, mr);
             return -ENOMEM;
         }
-        struct iovec v = {in, (size_t)h->len};
-        rc = xfer__sock_readv(fd, &v, 1, deadline);
+        rc = xfer__conn_read(conn, in, (size_t)h->len, deadline);
         if (rc < 0) {
             xfer__stage_release(tok);
             xfer__mr_release(eng, mr);
@@ -113,15 +126,15 @@ static int tcp_serve(struct xfer_transport *tp, int fd, const struct xfer_wire_h
         }
         rc = xfer__stage_in_done(p, in, (size_t)h->len, tok);
         xfer__mr_release(eng, mr);
-        return tcp_reply(fd, h, rc, NULL, 0, deadline);
+        return tcp_reply(conn, h, rc, NULL, 0, deadline);
     }
     /* Device memory: copy device-to-host into a staging buffer and send that. */
     const void *out = xfer__stage_out(p, (size_t)h->len, &tok);
     if (!out) {
         xfer__mr_release(eng, mr);
-        return tcp_reply(fd, h, -CM_ETRANSFER_FAIL, NULL, 0, deadline);
+        return tcp_reply(conn, h, -CM_ETRANSFER_FAIL, NULL, 0, deadline);
     }
-    rc = tcp_reply(fd, h, 0, (void *)(uintptr_t)out, h->len, deadline);
+    rc = tcp_reply(conn, h, 0, (void *)(uintptr_t)out, h->len, deadline);
     xfer__stage_release(tok);
     xfer__mr_release(eng, mr);
     return rc;
@@ -157,36 +170,53 @@ static void peer_put(struct tcp_peer *p, int fd) {
         close(fd);
 }
 
-/* Sends t's request: the header, and the payload for a WRITE. */
-static int tcp_send_req(struct tcp_ctx *c, int fd, struct xfer_task *t) {
-    struct xfer_wire_hdr h = {.op =
-                                  t->op == XFER_OP_WRITE ? XFER_WIRE_TCP_WRITE : XFER_WIRE_TCP_READ,
-                              .id = atomic_fetch_add(&c->next_id, 1),
-                              .addr = t->remote,
-                              .len = t->len};
-    t->tp_u64[0] = h.id;
-    uint8_t hb[XFER_WIRE_HDR_LEN];
-    xfer_wire_encode(&h, hb);
-    void *tok = NULL;
-    const void *src = t->local;
-    if (t->op == XFER_OP_WRITE) { /* device memory goes out through a staging buffer */
-        src = xfer__stage_out(t->local, (size_t)t->len, &tok);
+/* A worker's scratch space: the group's request headers and iovec, the reply read buffer. */
+struct tcp_worker_buf {
+    uint8_t hdr[TCP_GROUP_MAX][XFER_WIRE_HDR_LEN];
+    struct iovec iov[2 * TCP_GROUP_MAX];
+    struct xfer_rbuf rb;
+};
+
+/* Sends the requests of g[0..n) (headers, and the payloads of WRITEs) with as few sendmsg
+ * calls as the socket takes. Device memory is staged and sent one request at a time. */
+static int tcp_send_group(struct tcp_ctx *c, int fd, struct xfer_task **g, int n,
+                          struct tcp_worker_buf *w, uint64_t dl) {
+    int k = 0, rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        struct xfer_task *t = g[i];
+        int write = t->op == XFER_OP_WRITE;
+        struct xfer_wire_hdr h = {.op = write ? XFER_WIRE_TCP_WRITE : XFER_WIRE_TCP_READ,
+                                  .id = atomic_fetch_add(&c->next_id, 1),
+                                  .addr = t->remote,
+                                  .len = t->len};
+        t->tp_u64[0] = h.id;
+        xfer_wire_encode(&h, w->hdr[i]);
+        w->iov[k++] = (struct iovec){w->hdr[i], XFER_WIRE_HDR_LEN};
+        if (!write || t->len == 0)
+            continue;
+        if (!xfer__is_device(t->local)) {
+            w->iov[k++] = (struct iovec){t->local, (size_t)t->len};
+            continue;
+        }
+        void *tok = NULL; /* device memory goes out through a staging buffer, now */
+        const void *src = xfer__stage_out(t->local, (size_t)t->len, &tok);
         if (!src)
             return -CM_ETRANSFER_FAIL; /* OOM or a failed device copy */
+        w->iov[k++] = (struct iovec){(void *)(uintptr_t)src, (size_t)t->len};
+        rc = xfer__sock_writev(fd, w->iov, k, dl);
+        xfer__stage_release(tok);
+        k = 0;
     }
-    struct iovec v[2] = {{hb, sizeof(hb)}, {(void *)(uintptr_t)src, (size_t)t->len}};
-    int rc = xfer__sock_writev(fd, v, t->op == XFER_OP_WRITE ? 2 : 1, t->deadline_ns);
-    xfer__stage_release(tok);
-    return rc;
+    return rc == 0 && k > 0 ? xfer__sock_writev(fd, w->iov, k, dl) : rc;
 }
 
-/* Reads t's reply (and a READ's payload into t->local). Returns 0 or a negative code; *sync
- * says whether the connection is still at a message boundary (refusals keep it usable). */
-static int tcp_recv_reply(int fd, struct xfer_task *t, int *sync) {
+/* Reads t's reply (and a READ's payload into t->local) through rb. Returns 0 or a negative
+ * code; *sync says whether the connection is still at a message boundary (refusals keep it
+ * usable). */
+static int tcp_recv_reply(int fd, struct xfer_rbuf *rb, struct xfer_task *t, int *sync) {
     uint8_t hb[XFER_WIRE_HDR_LEN];
-    struct iovec r = {hb, sizeof(hb)};
     *sync = 0;
-    int rc = xfer__sock_readv(fd, &r, 1, t->deadline_ns);
+    int rc = xfer__rbuf_read(fd, rb, hb, sizeof(hb), t->deadline_ns);
     if (rc < 0)
         return rc;
     struct xfer_wire_hdr rh;
@@ -207,8 +237,7 @@ static int tcp_recv_reply(int fd, struct xfer_task *t, int *sync) {
         void *in = xfer__stage_in(t->local, (size_t)t->len, &tok);
         if (!in)
             return -ENOMEM; /* the payload is still on the wire: not in sync */
-        struct iovec d = {in, (size_t)t->len};
-        rc = xfer__sock_readv(fd, &d, 1, t->deadline_ns);
+        rc = xfer__rbuf_read(fd, rb, in, (size_t)t->len, t->deadline_ns);
         if (rc < 0) {
             xfer__stage_release(tok);
             return rc;
@@ -233,10 +262,10 @@ static void tcp_unlink(struct tcp_ctx *c, struct xfer_task *prev, struct xfer_ta
 }
 
 /*
- * Pops the first queued task whose peer has fewer than peer_cap groups running, plus up to
- * TCP_PIPELINE-1 more for the same peer and opcode (one direction per group, so neither side can
- * block the other). The cap keeps workers free for other peers while one peer is stalled.
- * Lock held. Returns the count, 0 when nothing is eligible.
+ * Pops the first queued task whose peer has fewer than peer_cap groups running, plus more for
+ * the same peer and opcode up to TCP_GROUP_MAX tasks and group_bytes of payload (one direction
+ * per group, so neither side can block the other). The cap keeps workers free for other peers
+ * while one peer is stalled. Lock held. Returns the count, 0 when nothing is eligible.
  */
 static int tcp_pop_group(struct tcp_ctx *c, struct xfer_task **g) {
     struct xfer_task *t = c->head, *prev = NULL, *x;
@@ -250,14 +279,16 @@ static int tcp_pop_group(struct tcp_ctx *c, struct xfer_task **g) {
     tcp_unlink(c, prev, t);
     ((struct tcp_peer *)t->tp_seg)->busy++;
     int n = 0;
+    uint64_t bytes = t->len;
     g[n++] = t;
     scanned = 0;
-    for (x = prev ? prev->next : c->head; x && n < TCP_PIPELINE && scanned < 4 * TCP_PIPELINE;
+    for (x = prev ? prev->next : c->head; x && n < TCP_GROUP_MAX && scanned < 2 * TCP_GROUP_MAX;
          scanned++) {
         struct xfer_task *next = x->next;
-        if (x->tp_seg == t->tp_seg && x->op == t->op) {
+        if (x->tp_seg == t->tp_seg && x->op == t->op && bytes + x->len <= c->group_bytes) {
             tcp_unlink(c, prev, x);
             g[n++] = x;
+            bytes += x->len;
         } else {
             prev = x;
         }
@@ -267,9 +298,10 @@ static int tcp_pop_group(struct tcp_ctx *c, struct xfer_task **g) {
 }
 
 /* Runs a group on one pooled connection: all requests out, then the replies in order. */
-static void tcp_run_group(struct tcp_ctx *c, struct xfer_task **g, int n) {
+static void tcp_run_group(struct tcp_ctx *c, struct xfer_task **g, int n,
+                          struct tcp_worker_buf *w) {
     struct tcp_peer *p = g[0]->tp_seg;
-    int res[TCP_PIPELINE], sent = 0, broken = 0, sync = 1;
+    int res[TCP_GROUP_MAX], broken = 0, sync = 1;
     uint64_t dl = g[0]->deadline_ns;
     for (int i = 1; i < n; i++)
         dl = g[i]->deadline_ns < dl ? g[i]->deadline_ns : dl;
@@ -277,24 +309,22 @@ static void tcp_run_group(struct tcp_ctx *c, struct xfer_task **g, int n) {
     for (int i = 0; i < n; i++)
         res[i] = fd < 0 ? fd : -ECANCELED;
     if (fd >= 0) {
-        for (; sent < n && !broken; sent++) {
-            res[sent] = tcp_send_req(c, fd, g[sent]);
-            broken = res[sent] < 0;
+        int rc = tcp_send_group(c, fd, g, n, w, dl);
+        if (rc < 0) {
+            broken = 1;
+            for (int i = 0; i < n; i++)
+                res[i] = rc;
         }
-        for (int i = 0; i < sent; i++) {
-            if (broken) {
-                res[i] = res[sent - 1] < 0 ? res[sent - 1] : -ECONNRESET;
-                continue;
-            }
-            res[i] = tcp_recv_reply(fd, g[i], &sync);
+        w->rb.off = w->rb.len = 0;
+        for (int i = 0; i < n && !broken; i++) {
+            res[i] = tcp_recv_reply(fd, &w->rb, g[i], &sync);
             if (!sync) {
                 broken = 1;
-                for (int k = i + 1; k < sent; k++)
+                for (int k = i + 1; k < n; k++)
                     res[k] = res[i];
-                break;
             }
         }
-        if (broken)
+        if (broken || w->rb.len != 0) /* bytes nobody asked for: out of step, drop it */
             close(fd);
         else
             peer_put(p, fd);
@@ -309,7 +339,9 @@ static void tcp_run_group(struct tcp_ctx *c, struct xfer_task **g, int n) {
 
 static void *tcp_worker(void *arg) {
     struct tcp_ctx *c = arg;
-    struct xfer_task *g[TCP_PIPELINE];
+    struct xfer_task *g[TCP_GROUP_MAX];
+    struct tcp_worker_buf *w = cm_try_calloc(1, sizeof(*w));
+    char *rbuf = cm_try_malloc(TCP_RBUF_CAP);
     for (;;) {
         pthread_mutex_lock(&c->lock);
         int n = 0;
@@ -317,16 +349,28 @@ static void *tcp_worker(void *arg) {
             pthread_cond_wait(&c->cond, &c->lock);
         if (n == 0) {
             pthread_mutex_unlock(&c->lock);
-            return NULL;
+            break;
         }
+        if (c->head)
+            pthread_cond_signal(&c->cond); /* more queued: hand it to the next worker */
         pthread_mutex_unlock(&c->lock);
         struct tcp_peer *p = g[0]->tp_seg;
-        tcp_run_group(c, g, n); /* completes the tasks; p lives while the segment is open */
+        if (w) {
+            w->rb = (struct xfer_rbuf){.buf = rbuf, .cap = rbuf ? TCP_RBUF_CAP : 0};
+            tcp_run_group(c, g, n, w); /* completes the tasks; p lives while the segment is open */
+        } else {
+            for (int i = 0; i < n; i++) /* no scratch space: out of memory at start-up */
+                xfer__task_done(g[i], -ENOMEM, 0);
+        }
         pthread_mutex_lock(&c->lock);
         p->busy--;
-        pthread_cond_broadcast(&c->cond); /* tasks of p may be eligible again */
+        if (c->head)
+            pthread_cond_signal(&c->cond); /* tasks of p may be eligible again */
         pthread_mutex_unlock(&c->lock);
     }
+    cm_free(rbuf);
+    cm_free(w);
+    return NULL;
 }
 
 static int tcp_submit(struct xfer_transport *tp, struct xfer_task **tasks, size_t n) {
@@ -340,10 +384,9 @@ static int tcp_submit(struct xfer_transport *tp, struct xfer_task **tasks, size_
             c->head = tasks[i];
         c->tail = tasks[i];
     }
-    if (n == 1)
-        pthread_cond_signal(&c->cond);
-    else
-        pthread_cond_broadcast(&c->cond);
+    /* One worker: it takes a group and wakes the next one while tasks remain, so a batch
+     * that fits one group does not wake every worker to find nothing. */
+    pthread_cond_signal(&c->cond);
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
@@ -425,10 +468,13 @@ static void tcp_stop(struct tcp_ctx *c, int n) {
 
 static int tcp_install(struct xfer_transport *tp, const char *args) {
     uint64_t workers = xfer__env_u64("MC_TCP_WORKERS", 8), idle = 16, cap = 0;
+    uint64_t group_bytes = xfer__env_u64("MC_TCP_GROUP_BYTES", 1ull << 20);
     if (xfer__arg_u64(args, "workers", &workers) < 0 ||
-        xfer__arg_u64(args, "max_idle", &idle) < 0 || xfer__arg_u64(args, "peer_workers", &cap) < 0)
+        xfer__arg_u64(args, "max_idle", &idle) < 0 ||
+        xfer__arg_u64(args, "peer_workers", &cap) < 0 ||
+        xfer__arg_u64(args, "group_bytes", &group_bytes) < 0)
         return -EINVAL;
-    if (workers == 0 || workers > TCP_MAX_WORKERS || idle > 64 || cap > workers)
+    if (workers == 0 || workers > TCP_MAX_WORKERS || idle > 64 || cap > workers || group_bytes == 0)
         return -EINVAL;
     if (cap == 0)
         cap = workers > 1 ? workers / 2 : 1;
@@ -438,6 +484,7 @@ static int tcp_install(struct xfer_transport *tp, const char *args) {
     c->tp = tp;
     c->max_idle = (int)idle;
     c->peer_cap = (int)cap;
+    c->group_bytes = group_bytes;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     for (c->n_workers = 0; c->n_workers < (int)workers; c->n_workers++)

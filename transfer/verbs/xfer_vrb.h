@@ -179,7 +179,8 @@ int xfer_vrb__qp_to_rtr(struct xfer_vrb_ctx *c, struct ibv_qp *qp,
 int xfer_vrb__qp_to_rts(struct ibv_qp *qp, uint32_t psn);
 void xfer_vrb__qp_info_encode(const struct xfer_vrb_qp_info *in, uint8_t *out);
 void xfer_vrb__qp_info_decode(const uint8_t *in, struct xfer_vrb_qp_info *out);
-int xfer_vrb__serve_connect(struct xfer_transport *tp, int fd, const struct xfer_wire_hdr *h);
+int xfer_vrb__serve_connect(struct xfer_transport *tp, struct xfer_conn *conn,
+                            const struct xfer_wire_hdr *h);
 
 /* ---- xfer_vrb_ep.c ---- */
 int xfer_vrb__ep_get(struct xfer_vrb_seg *s, struct xfer_vrb_ctx *c, int peer_dev,

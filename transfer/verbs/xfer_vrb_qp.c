@@ -117,8 +117,8 @@ void xfer_vrb__qp_info_decode(const uint8_t *in, struct xfer_vrb_qp_info *out) {
     out->psn = xfer_get_u32(in + 24) & 0xffffffu;
 }
 
-static int xfer_vrb_reply(int fd, const struct xfer_wire_hdr *req, int status, const uint8_t *info,
-                          uint64_t deadline) {
+static int xfer_vrb_reply(struct xfer_conn *conn, const struct xfer_wire_hdr *req, int status,
+                          const uint8_t *info, uint64_t deadline) {
     uint8_t hb[XFER_WIRE_HDR_LEN];
     struct xfer_wire_hdr h = {.version = XFER_WIRE_VERSION,
                               .op = req->op,
@@ -128,7 +128,7 @@ static int xfer_vrb_reply(int fd, const struct xfer_wire_hdr *req, int status, c
                               .len = info ? XFER_VRB_QP_INFO_LEN : 0};
     xfer_wire_encode(&h, hb);
     struct iovec iov[2] = {{hb, sizeof(hb)}, {(void *)info, info ? XFER_VRB_QP_INFO_LEN : 0}};
-    return xfer__sock_writev(fd, iov, info ? 2 : 1, deadline);
+    return xfer__conn_write(conn, iov, info ? 2 : 1, deadline);
 }
 
 /*
@@ -137,7 +137,8 @@ static int xfer_vrb_reply(int fd, const struct xfer_wire_hdr *req, int status, c
  * caches it as a passive endpoint and replies with our record. Returns 0 to keep the
  * connection, or a negative code to close it. Runs on a listener thread.
  */
-int xfer_vrb__serve_connect(struct xfer_transport *tp, int fd, const struct xfer_wire_hdr *h) {
+int xfer_vrb__serve_connect(struct xfer_transport *tp, struct xfer_conn *conn,
+                            const struct xfer_wire_hdr *h) {
     struct xfer_vrb *v = tp->ctx;
     uint64_t deadline = cm_mono_ns() + 5000000000ull;
     uint8_t buf[XFER_VRB_QP_INFO_LEN];
@@ -147,15 +148,14 @@ int xfer_vrb__serve_connect(struct xfer_transport *tp, int fd, const struct xfer
 
     if (h->len != XFER_VRB_QP_INFO_LEN)
         return -CM_EPROTOCOL;
-    struct iovec iov = {buf, sizeof(buf)};
-    if ((rc = xfer__sock_readv(fd, &iov, 1, deadline)))
+    if ((rc = xfer__conn_read(conn, buf, sizeof(buf), deadline)))
         return rc;
     xfer_vrb__qp_info_decode(buf, &peer);
     int idx = peer.dev < v->n_ctx && atomic_load(&v->ctx[peer.dev].active)
                   ? peer.dev
                   : xfer_vrb__pick_ctx(v, -1);
     if (idx < 0)
-        return xfer_vrb_reply(fd, h, -CM_ENO_DEVICE, NULL, deadline);
+        return xfer_vrb_reply(conn, h, -CM_ENO_DEVICE, NULL, deadline);
     struct xfer_vrb_ctx *c = &v->ctx[idx];
     memset(&mine, 0, sizeof(mine));
     mine.psn = (uint32_t)(atomic_fetch_add(&c->psn_seed, 7777) & 0xffffffu);
@@ -164,7 +164,7 @@ int xfer_vrb__serve_connect(struct xfer_transport *tp, int fd, const struct xfer
         cm_log(CM_LOG_WARNING, "xfer", "rdma: passive QP on %s: %s", c->name, cm_strerror(rc));
         if (qp)
             ibv_destroy_qp(qp);
-        return xfer_vrb_reply(fd, h, rc, NULL, deadline);
+        return xfer_vrb_reply(conn, h, rc, NULL, deadline);
     }
     memcpy(mine.gid, c->gid.raw, 16);
     mine.lid = c->lid;
@@ -173,8 +173,8 @@ int xfer_vrb__serve_connect(struct xfer_transport *tp, int fd, const struct xfer
     mine.qpn = qp->qp_num;
     if ((rc = xfer_vrb__ep_add_passive(c, qp))) {
         ibv_destroy_qp(qp);
-        return xfer_vrb_reply(fd, h, rc, NULL, deadline);
+        return xfer_vrb_reply(conn, h, rc, NULL, deadline);
     }
     xfer_vrb__qp_info_encode(&mine, buf);
-    return xfer_vrb_reply(fd, h, 0, buf, deadline);
+    return xfer_vrb_reply(conn, h, 0, buf, deadline);
 }
