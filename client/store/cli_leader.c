@@ -76,6 +76,9 @@ int cli__set_master(struct crescent_store *st, const char *a, size_t len) {
         return -1;
     }
     pthread_mutex_lock(&st->addr_mu);
+    if (st->port != port || strcmp(st->host, host) != 0) {
+        atomic_fetch_add(&st->master_gen, 1);
+    }
     memcpy(st->host, host, sizeof(host));
     st->port = port;
     pthread_mutex_unlock(&st->addr_mu);
@@ -108,6 +111,9 @@ static int cli_leader_take(struct crescent_store *st, const char *holder, uint64
     bool changed = false;
     if (epoch == 0 || epoch >= l->epoch) { /* else a stale read: a newer leader is known */
         changed = st->port != port || strcmp(st->host, host) != 0;
+        if (changed) {
+            atomic_fetch_add(&st->master_gen, 1);
+        }
         if (st->port != 0) {
             snprintf(old, sizeof(old), "%s:%d", st->host, st->port);
         } else {

@@ -48,9 +48,9 @@ static int cli_check_rc(const struct crescent_store_replicate_config *rc) {
     return 0;
 }
 
-static int cli_put_one(struct crescent_store *st, const struct cli_verbs *v, const char *key,
-                       const struct cli_src *src,
-                       const struct crescent_store_replicate_config *rc) {
+static int cli_put_attempt(struct crescent_store *st, const struct cli_verbs *v, const char *key,
+                           const struct cli_src *src,
+                           const struct crescent_store_replicate_config *rc) {
     int err = cli__check_key(key);
     if (err < 0 || (err = cli_check_rc(rc)) < 0) {
         return err;
@@ -95,6 +95,51 @@ static int cli_put_one(struct crescent_store *st, const struct cli_verbs *v, con
         return cli_fail(-err, "%s", keep);
     }
     return cli_simple(st, v->end, key);
+}
+
+/* A put runs start -> write -> end against the master. When the master changed meanwhile (an
+ * HA fail-over: the new leader never saw this put's start and answers its end with
+ * OBJECT_NOT_FOUND, or the old one refused it), the put failed as a whole and is done again
+ * from the start on the new master, up to CLI_PUT_RETRIES times; a redo that finds the key
+ * complete with exactly these bytes succeeds (the first attempt's end was stored, its reply
+ * lost). Any other failure, and any failure of the attempt after the last change, is returned
+ * as it is. */
+#define CLI_PUT_RETRIES 3
+
+/* Whether key holds exactly the bytes of src (read back; the rare case of a put redone after a
+ * fail-over that finds its key complete: the earlier attempt's end reached the old leader and
+ * was stored, only its reply was lost). */
+static bool cli_put_landed(struct crescent_store *st, const char *key, const struct cli_src *src) {
+    void *got = NULL;
+    size_t size = 0;
+    if (crescent_store_get(st, key, &got, &size) != 0) {
+        return false;
+    }
+    bool same = size == src->total;
+    const unsigned char *p = got;
+    for (size_t i = 0; same && i < src->n; p += src->sizes[i], i++) {
+        same = src->sizes[i] == 0 || memcmp(p, src->parts[i], src->sizes[i]) == 0;
+    }
+    crescent_store_free(got);
+    return same;
+}
+
+static int cli_put_one(struct crescent_store *st, const struct cli_verbs *v, const char *key,
+                       const struct cli_src *src,
+                       const struct crescent_store_replicate_config *rc) {
+    for (int attempt = 0;; attempt++) {
+        uint32_t gen = atomic_load(&st->master_gen);
+        int err = cli_put_attempt(st, v, key, src, rc);
+        if (attempt > 0 && err == -CRESCENT_STORE_EOBJECT_ALREADY_EXISTS &&
+            cli_put_landed(st, key, src)) {
+            return 0; /* the earlier attempt was stored after all */
+        }
+        if (err == 0 || attempt >= CLI_PUT_RETRIES || atomic_load(&st->master_gen) == gen) {
+            return err;
+        }
+        cli_log(st, 2, "store client %s: %s of '%s' spanned a change of master (%s); done again",
+                st->client_id, v->start, key, crescent_store_last_error());
+    }
 }
 
 /* Public: see store.h. */

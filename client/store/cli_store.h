@@ -16,6 +16,7 @@
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +70,8 @@ struct crescent_store {
     char host[256]; /* master host (changed by -NOTLEADER and the leader view: addr_mu) */
     int port;       /* master port (likewise) */
     pthread_mutex_t addr_mu;
+    _Atomic uint32_t
+        master_gen;            /* +1 whenever host:port changes (a put that spans one is redone) */
     struct cli_leader *leader; /* HA address forms: the leader view (cli_leader.c), or NULL */
     uint32_t failover_ms;      /* how long one call waits for a leader (HA forms) */
     uint32_t timeout_ms;       /* master timeout */
