@@ -46,8 +46,26 @@ static redisContext *cli_d_http_connect(struct cli_d_http *h) {
     return c;
 }
 
+/* Follows the store's master address (it changes with an HA fail-over): a connection to
+ * another address is dropped. Under h->mu. */
+static void cli_d_http_follow(struct cli_d_http *h) {
+    struct crescent_store *st = h->ctx.st;
+    char host[sizeof(h->host)];
+    pthread_mutex_lock(&st->addr_mu);
+    snprintf(host, sizeof(host), "%s", st->host);
+    int port = st->port;
+    pthread_mutex_unlock(&st->addr_mu);
+    if (port != h->master_port || strcmp(host, h->host) != 0) {
+        redisFree(h->mc);
+        h->mc = NULL;
+        memcpy(h->host, host, sizeof(host));
+        h->master_port = port;
+    }
+}
+
 /* Asks the master about v->name; false when the master cannot be reached. Under h->mu. */
 static bool cli_d_http_query(struct cli_d_http *h, struct cli_d_seg_view *v) {
+    cli_d_http_follow(h);
     if (h->mc == NULL && (h->mc = cli_d_http_connect(h)) == NULL) {
         return false;
     }
@@ -222,8 +240,7 @@ int cli_d_http_start(const struct cli_d_http_ctx *ctx, const char *host, int por
         return -ENOMEM;
     }
     h->ctx = *ctx;
-    snprintf(h->host, sizeof(h->host), "%s", ctx->st->host);
-    h->master_port = ctx->st->port;
+    cli_d_http_follow(h); /* h->mc is NULL: only the address is taken */
     pthread_mutex_init(&h->mu, NULL);
     struct cm_http_config cfg = {
         .routes = cli_d_http_routes,
