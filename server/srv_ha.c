@@ -309,9 +309,9 @@ static int srv_ha_recover(uint64_t epoch) {
         srv_ha_warm_drop();
         goto replayed;
     }
-    srv_ha_warm_drop();
     if (retry)
-        return -1;
+        return -1; /* the store failed after the fence: keep the state, retry */
+    srv_ha_warm_drop();
     if (srv_snapshot_load_ha(base, first, &np, &meta, id, sizeof(id)) != 0)
         return -1;
     if (!np && base > 0) {
@@ -348,6 +348,8 @@ replayed:;
     srv_ha_set_state(SRV_HA_LEADER_WARMUP, epoch, NULL);
     pool_clients_touch(np, srv_mc_now()); /* the owners' remount grace starts now */
     srv_mc_swap_pool(np);
+    if (hot && srv_mc_reconfigure(err, sizeof(err)) != 0) /* built before a CONFIG SET */
+        cm_log(CM_LOG_WARNING, "ha", "pool settings not applied: %s", err);
     srv_oplog_activate(epoch);
     srv_ha.last_replayed = n;
     srv_ha.last_hot = hot;
