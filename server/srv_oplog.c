@@ -888,15 +888,17 @@ int srv_oplog_warm_tail(struct srv_oplog_warm *w, int64_t now, uint64_t *n, char
         snprintf(err, errlen, "no hot-standby state");
         return -2;
     }
-    void *c = srv_oplog.store->connect(err, errlen);
-    if (!c)
+    if (!w->conn && !(w->conn = srv_oplog.store->connect(err, errlen)))
         return -1;
     struct srv_oplog_warm_ctx x = {.w = w, .now = now, .err = err, .errlen = errlen};
     long got;
     do
-        got = srv_oplog_warm_read(c, &x);
+        got = srv_oplog_warm_read(w->conn, &x);
     while (got == SRV_OPLOG_WARM_CHUNK);
-    srv_oplog.store->disconnect(c);
+    if (got == -1) { /* a store error: reconnect on the next read */
+        srv_oplog.store->disconnect(w->conn);
+        w->conn = NULL;
+    }
     *n = x.n;
     w->applied += x.n;
     if (got >= 0)
@@ -915,17 +917,15 @@ int srv_oplog_warm_build(struct srv_oplog_warm *w, struct pool *p, uint64_t afte
         srv_oplog_warm_free(w);
         return -1;
     }
-    void *c = srv_oplog.store->connect(err, errlen);
-    if (!c) {
+    if (!(w->conn = srv_oplog.store->connect(err, errlen))) {
         srv_oplog_warm_free(w);
         return -1;
     }
     struct srv_oplog_warm_ctx x = {.w = w, .now = now, .initial = 1, .err = err, .errlen = errlen};
     long got;
     do
-        got = srv_oplog_warm_read(c, &x);
+        got = srv_oplog_warm_read(w->conn, &x);
     while (got == SRV_OPLOG_WARM_CHUNK);
-    srv_oplog.store->disconnect(c);
     if (got < 0) {
         srv_oplog_warm_free(w);
         return -1;
@@ -947,6 +947,8 @@ void srv_oplog_warm_finish(const struct srv_oplog_warm *w, uint64_t n) {
 void srv_oplog_warm_free(struct srv_oplog_warm *w) {
     if (w->p)
         pool_destroy(w->p);
+    if (w->conn)
+        srv_oplog.store->disconnect(w->conn);
     cm_free(w->last);
     memset(w, 0, sizeof(*w));
 }

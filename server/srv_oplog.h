@@ -144,6 +144,7 @@ struct srv_oplog_warm {
     uint64_t snap_seq;    /* the snapshot p was loaded from (0: none) ... */
     char snap_id[32];     /* ... and its id ("" = none) */
     int64_t last_read_ms; /* monotonic time of the last read that reached the log's end */
+    void *conn;           /* the store connection kept between reads (NULL: none) */
 };
 
 /*
@@ -172,7 +173,7 @@ int srv_oplog_warm_tail(struct srv_oplog_warm *w, int64_t now, uint64_t *n, char
  */
 void srv_oplog_warm_finish(const struct srv_oplog_warm *w, uint64_t n);
 
-/* Frees w's pool and text and zeroes it. HA thread. */
+/* Frees w's pool, text and connection and zeroes it. HA thread. */
 void srv_oplog_warm_free(struct srv_oplog_warm *w);
 
 /*
