@@ -336,7 +336,7 @@ replayed:;
     uint64_t kept = loglen;
     if (srv_oplog_compact(np, epoch, loglen, &kept, err, sizeof(err)) != 0)
         cm_log(CM_LOG_WARNING, "ha", "op-log not compacted (it stays as it was): %s", err);
-    else if (kept != n)
+    else if (kept != loglen)
         cm_log(CM_LOG_NOTICE, "ha", "op-log compacted: %" PRIu64 " entries -> %" PRIu64, loglen,
                kept);
     pthread_mutex_lock(&srv_ha.mu);
