@@ -183,6 +183,9 @@ static const struct cm_cfg_entry srv_entries[] = {
               "with enable_ha: redis://host:port[/db] of the metadata op-log (empty = none)"),
     STR_ENTRY("ha_state_dir", "ha-state-dir", CM_CFG_IMMUTABLE, ha_state_dir, "",
               "with enable_ha: directory keeping the highest epoch seen (empty = memory only)"),
+    BOOL_ENTRY("ha_hot_standby", "ha-hot-standby", CM_CFG_IMMUTABLE, ha_hot_standby, "yes",
+               "with enable_ha and oplog_store: a standby keeps the leader's metadata, reading "
+               "the op-log every 200 ms, so a promotion replays only the tail (docs/ha.md)"),
     BOOL_ENTRY("enable_offload", "enable-offload", CM_CFG_IMMUTABLE, enable_offload, "no",
                "the SSD tier: clients may mount local-disk segments (MC.MOUNTDISK); with "
                "ssd_offload_path, evicted strings of the embedded segment go to disk too "

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #define SRV_HA_RETRY_MS 1000 /* pause before retrying a failed recovery */
+#define SRV_HA_TAIL_MS  200  /* a hot standby reads the op-log this often */
 
 static const char *const srv_ha_state_names[] = {"starting", "standby", "recovering",
                                                  "leader_warmup", "serving"};
@@ -56,8 +57,13 @@ static struct {
     uint64_t leader_epoch;  /* its epoch */
     uint64_t last_replayed; /* entries of the last replay */
     uint64_t last_recovery_ms;
-    char snap_id[32];  /* snapshot the last recovery started from ("" = none) */
-    uint64_t snap_seq; /* its last included op-log sequence number */
+    char snap_id[32];             /* snapshot the last recovery started from ("" = none) */
+    uint64_t snap_seq;            /* its last included op-log sequence number */
+    int last_hot;                 /* the last recovery replayed only the tail of a hot standby */
+    uint64_t hot_rebuilds;        /* hot-standby states built (the first one included) */
+    _Atomic uint64_t warm_seq;    /* the hot standby's applied sequence number (0: none) */
+    _Atomic int64_t warm_read_ms; /* when it last read the log's end (monotonic ms) */
+    struct srv_oplog_warm warm;   /* the hot standby's state (HA thread only) */
 } srv_ha = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* Commands a standby still runs (connection, introspection, configuration). */
@@ -169,6 +175,110 @@ static void srv_ha_log_once(const char *err) {
     snprintf(last, sizeof(last), "%s", err);
 }
 
+/* True when this master keeps a hot standby (--ha_hot_standby with a store that can be tailed). */
+static int srv_ha_hot(void) {
+    return srv_cfg.ha_hot_standby && srv_oplog_enabled();
+}
+
+/* Drops the hot-standby state (HA thread). */
+static void srv_ha_warm_drop(void) {
+    srv_oplog_warm_free(&srv_ha.warm);
+    atomic_store(&srv_ha.warm_seq, 0);
+}
+
+/*
+ * Builds the hot-standby state as recovery would (newest usable snapshot, then the op-log after
+ * it) without fencing. Returns 0 or -1 (logged once; retried on the next tick). HA thread.
+ */
+static int srv_ha_warm_build(void) {
+    char err[768];
+    uint64_t base = 0, first = 0;
+    if (srv_oplog_bounds(&base, &first, err, sizeof(err)) != 0) {
+        srv_ha_log_once(err);
+        return -1;
+    }
+    struct pool *np = NULL;
+    struct pool_snap_meta meta = {0};
+    char id[32] = "";
+    if (srv_snapshot_load_ha(base, first, &np, &meta, id, sizeof(id)) != 0)
+        return -1;
+    if (!np && base > 0)
+        return -1; /* the log alone is not the state: recovery says why when it runs */
+    if (!np && srv_mc_new_pool(&np) != 0)
+        return -1;
+    if (srv_oplog_warm_build(&srv_ha.warm, np, meta.last_seq, srv_mc_now(), err, sizeof(err)) !=
+        0) {
+        srv_ha_log_once(err);
+        return -1;
+    }
+    snprintf(srv_ha.warm.snap_id, sizeof(srv_ha.warm.snap_id), "%s", id);
+    cm_log(CM_LOG_NOTICE, "ha",
+           "hot standby: state built up to op-log entry %" PRIu64 " (%s%s%" PRIu64
+           " entries applied)",
+           srv_ha.warm.seq, id[0] ? "snapshot " : "", id[0] ? id : "", srv_ha.warm.applied);
+    pthread_mutex_lock(&srv_ha.mu);
+    srv_ha.hot_rebuilds++;
+    pthread_mutex_unlock(&srv_ha.mu);
+    return 0;
+}
+
+/* One tick of a hot standby: build the state if there is none, else read the new entries. */
+static void srv_ha_warm_tick(void) {
+    char err[768];
+    uint64_t n = 0;
+    static uint64_t next_build; /* a failed build is retried after SRV_HA_RETRY_MS */
+    if (!srv_ha.warm.p) {
+        if (cm_mono_ms() < next_build)
+            return;
+        if (srv_ha_warm_build() != 0) {
+            next_build = cm_mono_ms() + SRV_HA_RETRY_MS;
+            return;
+        }
+    } else {
+        int rc = srv_oplog_warm_tail(&srv_ha.warm, srv_mc_now(), &n, err, sizeof(err));
+        if (rc == -2) {
+            cm_log(CM_LOG_NOTICE, "ha", "hot standby: rebuilding the state: %s", err);
+            srv_ha_warm_drop();
+            return;
+        }
+        if (rc != 0) {
+            srv_ha_log_once(err);
+            return;
+        }
+    }
+    atomic_store(&srv_ha.warm_seq, srv_ha.warm.seq);
+    atomic_store(&srv_ha.warm_read_ms, srv_ha.warm.last_read_ms);
+}
+
+/*
+ * The promotion of a hot standby, after the fence: reads the entries the standby has not
+ * applied yet. Returns the pool (*n: entries applied, *loglen: the log's length for the
+ * compaction's estimate), or NULL when the state cannot be used (dropped: recover in full) or
+ * the store failed (*retry set). HA thread.
+ */
+static struct pool *srv_ha_warm_promote(uint64_t *n, uint64_t *loglen, int *retry) {
+    char err[768];
+    *retry = 0;
+    if (!srv_ha.warm.p)
+        return NULL;
+    int rc = srv_oplog_warm_tail(&srv_ha.warm, srv_mc_now(), n, err, sizeof(err));
+    if (rc == -1) {
+        srv_ha_log_once(err);
+        *retry = 1;
+        return NULL;
+    }
+    if (rc != 0) {
+        cm_log(CM_LOG_NOTICE, "ha", "hot standby state not usable, full recovery: %s", err);
+        srv_ha_warm_drop();
+        return NULL;
+    }
+    srv_oplog_warm_finish(&srv_ha.warm, *n);
+    *loglen = srv_ha.warm.log_len ? srv_ha.warm.log_len : srv_ha.warm.applied;
+    struct pool *p = srv_ha.warm.p;
+    srv_ha.warm.p = NULL;
+    return p;
+}
+
 /*
  * Fences the op-log at epoch, loads the newest usable snapshot (with enable_snapshot_restore),
  * replays the op-log entries after it into that pool (or into an empty one) and swaps it in,
@@ -190,6 +300,18 @@ static int srv_ha_recover(uint64_t epoch) {
     }
     struct pool_snap_meta meta = {0};
     char id[32] = "";
+    uint64_t loglen = 0;
+    int retry = 0, hot = 0;
+    if (srv_ha_hot() && (np = srv_ha_warm_promote(&n, &loglen, &retry)) != NULL) {
+        hot = 1;
+        meta.last_seq = srv_ha.warm.snap_seq;
+        snprintf(id, sizeof(id), "%s", srv_ha.warm.snap_id);
+        srv_ha_warm_drop();
+        goto replayed;
+    }
+    if (retry)
+        return -1; /* the store failed after the fence: keep the state, retry */
+    srv_ha_warm_drop();
     if (srv_snapshot_load_ha(base, first, &np, &meta, id, sizeof(id)) != 0)
         return -1;
     if (!np && base > 0) {
@@ -209,11 +331,14 @@ static int srv_ha_recover(uint64_t epoch) {
         pool_destroy(np);
         return -1;
     }
-    uint64_t kept = n;
-    if (srv_oplog_compact(np, epoch, n, &kept, err, sizeof(err)) != 0)
+    loglen = n;
+replayed:;
+    uint64_t kept = loglen;
+    if (srv_oplog_compact(np, epoch, loglen, &kept, err, sizeof(err)) != 0)
         cm_log(CM_LOG_WARNING, "ha", "op-log not compacted (it stays as it was): %s", err);
-    else if (kept != n)
-        cm_log(CM_LOG_NOTICE, "ha", "op-log compacted: %" PRIu64 " entries -> %" PRIu64, n, kept);
+    else if (kept != loglen)
+        cm_log(CM_LOG_NOTICE, "ha", "op-log compacted: %" PRIu64 " entries -> %" PRIu64, loglen,
+               kept);
     pthread_mutex_lock(&srv_ha.mu);
     if (!srv_ha_still(epoch) || !srv_ha_lease_valid(epoch)) {
         pthread_mutex_unlock(&srv_ha.mu);
@@ -223,8 +348,11 @@ static int srv_ha_recover(uint64_t epoch) {
     srv_ha_set_state(SRV_HA_LEADER_WARMUP, epoch, NULL);
     pool_clients_touch(np, srv_mc_now()); /* the owners' remount grace starts now */
     srv_mc_swap_pool(np);
+    if (hot && srv_mc_reconfigure(err, sizeof(err)) != 0) /* built before a CONFIG SET */
+        cm_log(CM_LOG_WARNING, "ha", "pool settings not applied: %s", err);
     srv_oplog_activate(epoch);
     srv_ha.last_replayed = n;
+    srv_ha.last_hot = hot;
     srv_ha.last_recovery_ms = cm_mono_ms() - t0;
     snprintf(srv_ha.snap_id, sizeof(srv_ha.snap_id), "%s", id);
     srv_ha.snap_seq = meta.last_seq;
@@ -233,12 +361,12 @@ static int srv_ha_recover(uint64_t epoch) {
         char why[160];
         if (id[0])
             snprintf(why, sizeof(why),
-                     "snapshot %s (last_seq %" PRIu64 ") + %" PRIu64
+                     "%ssnapshot %s (last_seq %" PRIu64 ") + %" PRIu64
                      " op-log entries replayed in %" PRIu64 " ms",
-                     id, meta.last_seq, n, srv_ha.last_recovery_ms);
+                     hot ? "hot standby: " : "", id, meta.last_seq, n, srv_ha.last_recovery_ms);
         else
-            snprintf(why, sizeof(why), "%" PRIu64 " op-log entries replayed in %" PRIu64 " ms", n,
-                     srv_ha.last_recovery_ms);
+            snprintf(why, sizeof(why), "%s%" PRIu64 " op-log entries replayed in %" PRIu64 " ms",
+                     hot ? "hot standby: " : "", n, srv_ha.last_recovery_ms);
         srv_ha_set_state(SRV_HA_SERVING, epoch, why);
     } else {
         srv_oplog_deactivate();
@@ -260,6 +388,22 @@ static void *srv_ha_main(void *arg) {
             pthread_mutex_lock(&srv_ha.mu);
             continue;
         }
+        if (!srv_ha.want_lead && srv_ha_hot()) { /* hot standby: follow the log */
+            pthread_mutex_unlock(&srv_ha.mu);
+            srv_ha_warm_tick();
+            pthread_mutex_lock(&srv_ha.mu);
+            if (srv_ha.want_lead || srv_ha.stopping || srv_ha.reset_pool)
+                continue;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += SRV_HA_TAIL_MS * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&srv_ha.cv, &srv_ha.mu, &ts);
+            continue;
+        }
         if (!srv_ha.want_lead || srv_ha.lead_epoch == srv_ha.recovered) {
             pthread_cond_wait(&srv_ha.cv, &srv_ha.mu);
             continue;
@@ -278,6 +422,7 @@ static void *srv_ha_main(void *arg) {
         }
     }
     pthread_mutex_unlock(&srv_ha.mu);
+    srv_ha_warm_drop();
     return NULL;
 }
 
@@ -475,6 +620,16 @@ void srv_ha_info(struct cm_buf *b) {
                    srv_ha_state_names[st], srv_ha.leader_epoch, srv_ha.leader, srv_ha.self,
                    srv_cfg.cluster_id, srv_cfg.ha_backend_type, atomic_load(&srv_ha.transitions),
                    srv_ha.last_recovery_ms, srv_ha.snap_id, srv_ha.snap_seq, srv_ha.last_replayed);
+    uint64_t wseq = atomic_load(&srv_ha.warm_seq);
+    int64_t wread = atomic_load(&srv_ha.warm_read_ms);
+    cm_buf_appendf(b,
+                   "ha_hot_standby:%s\r\nha_standby_applied_seq:%" PRIu64
+                   "\r\nha_standby_lag_ms:%" PRId64 "\r\nha_standby_rebuilds:%" PRIu64
+                   "\r\nha_last_promotion:%s\r\nha_replayed_at_promotion:%" PRIu64 "\r\n",
+                   srv_ha_hot() ? "yes" : "no", wseq,
+                   wseq ? (int64_t)cm_mono_ms() - wread : (int64_t)-1, srv_ha.hot_rebuilds,
+                   srv_ha.recovered ? (srv_ha.last_hot ? "hot" : "cold") : "none",
+                   srv_ha.last_replayed);
     pthread_mutex_unlock(&srv_ha.mu);
     struct srv_oplog_stats os;
     srv_oplog_get_stats(&os);

@@ -768,6 +768,191 @@ int srv_oplog_bounds(uint64_t *base, uint64_t *first, char *err, size_t errlen) 
     return rc;
 }
 
+/* ---- hot standby ----------------------------------------------------------------------------- */
+
+#define SRV_OPLOG_WARM_CHUNK 10000 /* entries per hot-standby read */
+
+/* One hot-standby read: the warm state, the read's first entry, what went wrong. */
+struct srv_oplog_warm_ctx {
+    struct srv_oplog_warm *w;
+    int64_t now;
+    int initial;        /* the first read after loading: the snapshot check, not the boundary's */
+    long fed;           /* entries seen in this read */
+    int unusable;       /* a check failed: w cannot follow the log */
+    int found;          /* the read began with the entry read last */
+    uint64_t first_seq; /* sequence number of the read's first entry */
+    uint64_t n;         /* entries applied */
+    char *err;
+    size_t errlen;
+};
+
+/* Records data as the last entry read (seq, epoch). */
+static void srv_oplog_warm_keep(struct srv_oplog_warm *w, const char *data, size_t len,
+                                uint64_t seq, uint64_t epoch) {
+    if (w->last_len != len || !w->last || memcmp(w->last, data, len) != 0) {
+        cm_free(w->last);
+        w->last = cm_malloc(len + 1);
+        memcpy(w->last, data, len);
+        w->last[len] = '\0';
+        w->last_len = len;
+    }
+    w->key_seq = seq;
+    w->key_epoch = epoch;
+    if (seq > w->seq)
+        w->seq = seq;
+}
+
+/* Checks and applies one entry of a hot-standby read; returns NULL or what went wrong. */
+static const char *srv_oplog_warm_one(struct srv_oplog_warm_ctx *x, const char *data, size_t len) {
+    struct srv_oplog_warm *w = x->w;
+    struct srv_oplog_entry e;
+    uint64_t epoch = 0, seq = 0;
+    int first = x->fed++ == 0;
+    if (!data)
+        return "is not a string";
+    if (first && !x->initial && w->last && len == w->last_len && memcmp(data, w->last, len) == 0) {
+        x->found = 1; /* the entry read last: the log goes on from it */
+        return NULL;
+    }
+    char *s = cm_malloc(len + 1);
+    memcpy(s, data, len);
+    s[len] = '\0';
+    const char *why = NULL;
+    if (strlen(s) != len || srv_oplog_split(s, &e) != 0 || srv_oplog_u64(&e, 0, &epoch) != 0 ||
+        srv_oplog_u64(&e, 1, &seq) != 0)
+        why = "cannot be parsed";
+    else if (first && (x->first_seq = seq) <= w->seq && !x->initial)
+        why = "is not the entry read last (the log was rewritten)";
+    else if (epoch < w->key_epoch)
+        why = "has an epoch below the entry before it";
+    else if (seq > w->seq && srv_oplog_apply(w->p, &e, x->now) != 0)
+        why = "cannot be applied";
+    else if (seq > w->seq)
+        x->n++;
+    cm_free(s);
+    if (!why)
+        srv_oplog_warm_keep(w, data, len, seq, epoch);
+    return why;
+}
+
+static int srv_oplog_warm_cb(void *arg, const char *data, size_t len, const char *where,
+                             const char *hint) {
+    struct srv_oplog_warm_ctx *x = arg;
+    const char *why = srv_oplog_warm_one(x, data, len);
+    if (!why)
+        return 0;
+    x->unusable = 1;
+    snprintf(x->err, x->errlen, "op-log entry %s %s: '%.*s' (%s)", where, why,
+             data ? (int)(len < 120 ? len : 120) : 0, data ? data : "", hint);
+    return -1;
+}
+
+/* One read of up to SRV_OPLOG_WARM_CHUNK entries; returns the count fed, -1 or -2. */
+static long srv_oplog_warm_read(void *c, struct srv_oplog_warm_ctx *x) {
+    struct srv_oplog_warm *w = x->w;
+    uint64_t base = 0, len = 0, had = w->seq;
+    x->fed = 0;
+    x->found = 0;
+    long got = srv_oplog.store->read_from(c, w->last ? w->key_seq : w->seq,
+                                          w->last ? w->key_epoch : 0, SRV_OPLOG_WARM_CHUNK,
+                                          srv_oplog_warm_cb, x, &base, &len, x->err, x->errlen);
+    if (got < 0)
+        return x->unusable ? -2 : -1;
+    w->log_len = len;
+    if (x->initial) { /* as srv_snapshot_load_ha checks a snapshot against the log */
+        if (base > had || (had > 0 && x->fed > 0 && x->first_seq > had + 1)) {
+            snprintf(x->err, x->errlen,
+                     "the op-log (trimmed to %" PRIu64 ") no longer follows the state at %" PRIu64,
+                     base, had);
+            return -2;
+        }
+        x->initial = 0;
+        return got;
+    }
+    /* the entry read last was not found again: only right when the log was trimmed exactly to
+       where w stands (the entries after it are all there) */
+    if (!x->found && base != had) {
+        snprintf(x->err, x->errlen,
+                 "the op-log no longer holds the entry %" PRIu64 " read last (trimmed to %" PRIu64
+                 " or compacted)",
+                 had, base);
+        return -2;
+    }
+    return got;
+}
+
+int srv_oplog_warm_tail(struct srv_oplog_warm *w, int64_t now, uint64_t *n, char *err,
+                        size_t errlen) {
+    *n = 0;
+    if (!srv_oplog.enabled || !srv_oplog.store->read_from || !w->p) {
+        snprintf(err, errlen, "no hot-standby state");
+        return -2;
+    }
+    if (!w->conn && !(w->conn = srv_oplog.store->connect(err, errlen)))
+        return -1;
+    struct srv_oplog_warm_ctx x = {.w = w, .now = now, .err = err, .errlen = errlen};
+    long got;
+    do
+        got = srv_oplog_warm_read(w->conn, &x);
+    while (got == SRV_OPLOG_WARM_CHUNK);
+    if (got == -1) { /* a store error: reconnect on the next read */
+        srv_oplog.store->disconnect(w->conn);
+        w->conn = NULL;
+    }
+    *n = x.n;
+    w->applied += x.n;
+    if (got >= 0)
+        w->last_read_ms = (int64_t)cm_mono_ms();
+    return got >= 0 ? 0 : (int)got;
+}
+
+int srv_oplog_warm_build(struct srv_oplog_warm *w, struct pool *p, uint64_t after_seq, int64_t now,
+                         char *err, size_t errlen) {
+    srv_oplog_warm_free(w);
+    w->p = p;
+    w->seq = after_seq;
+    w->snap_seq = after_seq;
+    if (!srv_oplog.enabled || !srv_oplog.store->read_from) {
+        snprintf(err, errlen, "the op-log store cannot be tailed");
+        srv_oplog_warm_free(w);
+        return -1;
+    }
+    if (!(w->conn = srv_oplog.store->connect(err, errlen))) {
+        srv_oplog_warm_free(w);
+        return -1;
+    }
+    struct srv_oplog_warm_ctx x = {.w = w, .now = now, .initial = 1, .err = err, .errlen = errlen};
+    long got;
+    do
+        got = srv_oplog_warm_read(w->conn, &x);
+    while (got == SRV_OPLOG_WARM_CHUNK);
+    if (got < 0) {
+        srv_oplog_warm_free(w);
+        return -1;
+    }
+    w->applied = x.n;
+    w->last_read_ms = (int64_t)cm_mono_ms();
+    return 0;
+}
+
+void srv_oplog_warm_finish(const struct srv_oplog_warm *w, uint64_t n) {
+    pthread_mutex_lock(&srv_oplog.mu);
+    srv_oplog.st.replayed = n;
+    srv_oplog.st.skipped = 0;
+    if (w->seq > atomic_load(&srv_oplog.next_seq))
+        atomic_store(&srv_oplog.next_seq, w->seq);
+    pthread_mutex_unlock(&srv_oplog.mu);
+}
+
+void srv_oplog_warm_free(struct srv_oplog_warm *w) {
+    if (w->p)
+        pool_destroy(w->p);
+    if (w->conn)
+        srv_oplog.store->disconnect(w->conn);
+    cm_free(w->last);
+    memset(w, 0, sizeof(*w));
+}
+
 /* ---- snapshots ------------------------------------------------------------------------------- */
 
 int srv_oplog_snapshot_point(uint64_t epoch, uint64_t *seq) {

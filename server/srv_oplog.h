@@ -129,6 +129,54 @@ int srv_oplog_replay(struct pool *p, int64_t now, uint64_t after_seq, uint64_t *
                      size_t errlen);
 
 /*
+ * A hot standby's pool (docs/ha.md, "Hot standby"): the state as recovery would build it,
+ * followed by reading the entries appended since. Owned by the HA thread; zero = none.
+ */
+struct srv_oplog_warm {
+    struct pool *p;       /* metadata only (NULL: none) */
+    uint64_t seq;         /* every entry <= seq is in p (the snapshot's last_seq at first) */
+    uint64_t key_seq;     /* the last entry read (0: none yet) ... */
+    uint64_t key_epoch;   /* ... its epoch ... */
+    char *last;           /* ... and its text, which the next read must find again */
+    size_t last_len;      /* (or the log was trimmed exactly up to seq) */
+    uint64_t log_len;     /* the log's length at the last read (0: unknown) */
+    uint64_t applied;     /* entries applied since the pool was built */
+    uint64_t snap_seq;    /* the snapshot p was loaded from (0: none) ... */
+    char snap_id[32];     /* ... and its id ("" = none) */
+    int64_t last_read_ms; /* monotonic time of the last read that reached the log's end */
+    void *conn;           /* the store connection kept between reads (NULL: none) */
+};
+
+/*
+ * Starts w from pool p (a snapshot with last_seq after_seq, or an empty pool and 0), taking
+ * ownership of p, then reads the log as srv_oplog_warm_tail does, checking as recovery does
+ * that nothing between the snapshot and the log is missing. Returns 0, or -1 (err; w is freed).
+ * HA thread.
+ */
+int srv_oplog_warm_build(struct srv_oplog_warm *w, struct pool *p, uint64_t after_seq, int64_t now,
+                         char *err, size_t errlen);
+
+/*
+ * Reads the entries after w->seq and applies them to w->p at time now (*n: how many). The read
+ * must first find the last entry w read (or the trim point exactly at w->seq): otherwise the
+ * log was trimmed past it, compacted or rewritten, and w cannot follow it. Returns 0, -1 when
+ * the store cannot be read (w unchanged but for what was applied: retry later), or -2 when w
+ * is unusable (err says why; the caller frees it and rebuilds or recovers in full). HA thread.
+ */
+int srv_oplog_warm_tail(struct srv_oplog_warm *w, int64_t now, uint64_t *n, char *err,
+                        size_t errlen);
+
+/*
+ * At promotion, after the fence and a last srv_oplog_warm_tail: as srv_oplog_replay does at its
+ * end, records the replay's counters (n entries applied) and sets the next sequence number
+ * above w->seq. HA thread.
+ */
+void srv_oplog_warm_finish(const struct srv_oplog_warm *w, uint64_t n);
+
+/* Frees w's pool, text and connection and zeroes it. HA thread. */
+void srv_oplog_warm_free(struct srv_oplog_warm *w);
+
+/*
  * The snapshot point: with the pool mutex held by the caller (so no entry is being produced)
  * and the op-log active at epoch, stores in *seq the sequence number of the last entry
  * assigned: every change applied to the pool so far has an entry <= *seq, and none has one

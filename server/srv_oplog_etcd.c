@@ -372,6 +372,39 @@ static int srv_ope_bounds(void *conn, uint64_t *base, uint64_t *first, char *err
     return 0;
 }
 
+static long srv_ope_read_from(void *conn, uint64_t seq, uint64_t key_epoch, size_t max,
+                              srv_oplog_scan_cb *cb, void *arg, uint64_t *base, uint64_t *len,
+                              char *err, size_t errlen) {
+    size_t plen = strlen(srv_ope.prefix);
+    char start[400], end[320];
+    memcpy(end, srv_ope.prefix, plen + 1);
+    end[plen - 1]++;
+    if (key_epoch)
+        snprintf(start, sizeof(start), "%s%020" PRIu64 "/%020" PRIu64, srv_ope.prefix, key_epoch,
+                 seq);
+    else
+        snprintf(start, sizeof(start), "%s", srv_ope.prefix);
+    json_t *req = json_pack("{s:o, s:o, s:I}", "key", srv_ope_b64_str(start), "range_end",
+                            srv_ope_b64_str(end), "limit", (json_int_t)max);
+    json_t *r = srv_ope_post(conn, "kv/range", req, err, errlen);
+    if (!r)
+        return -1;
+    json_t *kvs = json_object_get(r, "kvs");
+    char *last = NULL, *b = NULL;
+    size_t last_len = 0;
+    uint64_t index = 0;
+    long rc = srv_ope_feed(kvs, &index, cb, arg, &last, &last_len) == 0 ? (long)index : -1;
+    cm_free(last);
+    json_decref(r);
+    /* the trim point after the entries: it only grows (etcd logs are never compacted) */
+    if (rc >= 0 && srv_ope_first(conn, srv_ope.base, NULL, &b, err, errlen) != 0)
+        rc = -1;
+    *base = b ? strtoull(b, NULL, 10) : 0;
+    *len = 0;
+    cm_free(b);
+    return rc;
+}
+
 static int srv_ope_open(const struct ha_uri *u, const char *cluster, char *err, size_t errlen) {
     if (u->user[0] || u->password[0]) {
         snprintf(err, errlen, "oplog_store: etcd with a user or password is not supported");
@@ -409,5 +442,6 @@ const struct srv_oplog_store srv_oplog_etcd = {
     .trim = srv_ope_trim,
     .bounds = srv_ope_bounds,
     .scan = srv_ope_scan,
+    .read_from = srv_ope_read_from,
     .describe = srv_ope_describe,
 };

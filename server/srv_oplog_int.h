@@ -63,6 +63,17 @@ struct srv_oplog_store {
     int (*bounds)(void *conn, uint64_t *base, uint64_t *first, char *err, size_t errlen);
     /* Calls cb for every entry in log order. Returns 0, or -1 (store error in err, or cb's). */
     int (*scan)(void *conn, srv_oplog_scan_cb *cb, void *arg, char *err, size_t errlen);
+    /*
+     * A hot standby's read (srv_oplog_warm_tail): calls cb for up to max entries in log order,
+     * starting at the last entry with a sequence number <= seq (key_epoch: that entry's epoch,
+     * 0 = unknown) if it is still there, else at the first entry after it; with key_epoch 0
+     * the etcd store starts at the log's first entry. Stores the trim point in *base (read in
+     * the same view, or after the entries) and the log's length in *len (0 = unknown).
+     * Returns the number of entries fed, or -1 (err).
+     */
+    long (*read_from)(void *conn, uint64_t seq, uint64_t key_epoch, size_t max,
+                      srv_oplog_scan_cb *cb, void *arg, uint64_t *base, uint64_t *len, char *err,
+                      size_t errlen);
     /* Where the log lives, for messages ("redis 127.0.0.1:6379 crescent/{kv1}/oplog"). */
     const char *(*describe)(void);
 };

@@ -74,6 +74,24 @@ static const char srv_opr_trim_script[] =
 static const char srv_opr_bounds_script[] =
     "return {redis.call('GET', KEYS[2]) or '0', redis.call('LINDEX', KEYS[1], 0) or ''}\n";
 
+/*
+ * A hot standby's read: like the trim script's search, lo = how many leading entries of KEYS[1]
+ * have a sequence number <= ARGV[1]; returns {trim point KEYS[2], LLEN, first index, entries
+ * from max(lo - 1, 0), at most ARGV[2]} in one atomic view.
+ */
+static const char srv_opr_read_script[] =
+    "local after = tonumber(ARGV[1])\n"
+    "local n = redis.call('LLEN', KEYS[1])\n"
+    "local lo, hi = 0, n\n"
+    "while lo < hi do\n"
+    "  local mid = math.floor((lo + hi) / 2)\n"
+    "  local s = tonumber(string.match(redis.call('LINDEX', KEYS[1], mid) or '', '^%d+ (%d+) '))\n"
+    "  if s ~= nil and s <= after then lo = mid + 1 else hi = mid end\n"
+    "end\n"
+    "if lo > 0 then lo = lo - 1 end\n"
+    "return {redis.call('GET', KEYS[2]) or '0', n, lo,\n"
+    "        redis.call('LRANGE', KEYS[1], lo, lo + tonumber(ARGV[2]) - 1)}\n";
+
 static struct {
     struct ha_uri uri; /* the store's server */
     char host[256];    /* its host and port, for messages */
@@ -248,6 +266,34 @@ static int srv_opr_scan(void *conn, srv_oplog_scan_cb *cb, void *arg, char *err,
     }
 }
 
+static long srv_opr_read_from(void *conn, uint64_t seq, uint64_t key_epoch, size_t max,
+                              srv_oplog_scan_cb *cb, void *arg, uint64_t *base, uint64_t *len,
+                              char *err, size_t errlen) {
+    (void)key_epoch;
+    char after[24], cnt[24];
+    snprintf(after, sizeof(after), "%" PRIu64, seq);
+    snprintf(cnt, sizeof(cnt), "%zu", max);
+    const char *av[7] = {
+        "EVAL", srv_opr_read_script, "2", srv_opr.list_key, srv_opr.base_key, after, cnt};
+    redisReply *r = srv_opr_cmd(conn, err, errlen, 7, av, NULL);
+    if (!r)
+        return -1;
+    long rc = -1;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_INTEGER ||
+        r->element[2]->type != REDIS_REPLY_INTEGER || r->element[3]->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errlen, "op-log store %s:%d: unexpected reply to the tail read", srv_opr.host,
+                 srv_opr.port);
+    } else {
+        *base = strtoull(r->element[0]->str, NULL, 10);
+        *len = (uint64_t)r->element[1]->integer;
+        if (srv_opr_feed(r->element[3], (uint64_t)r->element[2]->integer, cb, arg) == 0)
+            rc = (long)r->element[3]->elements;
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
 /* Logs a warning when the store's persistence may lose acknowledged entries. */
 static void srv_opr_check_persistence(redisContext *c) {
     char err[256];
@@ -305,5 +351,6 @@ const struct srv_oplog_store srv_oplog_redis = {
     .trim = srv_opr_trim,
     .bounds = srv_opr_bounds,
     .scan = srv_opr_scan,
+    .read_from = srv_opr_read_from,
     .describe = srv_opr_describe,
 };

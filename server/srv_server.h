@@ -65,6 +65,7 @@ struct srv_config {
     char *rpc_address;  /* HA: advertised host:port ("" = first bind address + port) */
     char *oplog_store;  /* HA: redis://host:port of the metadata op-log ("" = none) */
     char *ha_state_dir; /* HA: directory of the epoch floor file ("" = memory only) */
+    int ha_hot_standby; /* HA: a standby tails the op-log into a warm pool */
     int enable_offload;
     int offload_on_evict;
     char *ssd_offload_path;

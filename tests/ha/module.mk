@@ -11,15 +11,19 @@
 # real libcrescent segment (test_master_ha_plain.py, seg_owner.py); tests/ha/store_chaos.sh
 # BACKEND SECONDS (not in make test) runs them under random kill -9 / SIGSTOP of the leader.
 # test_master_ha_snapshot{,_etcd}.sh add snapshots (Redis catalog): trim of the op-log, restore
-# of snapshot + tail, fallback from a corrupt snapshot. test_oplog_stall.sh: a stopped op-log
-# store stalls the event loop, and no client expires meanwhile.
+# of snapshot + tail, fallback from a corrupt snapshot (full recovery: --ha_hot_standby no).
+# test_master_ha_hot.sh: hot standbys following the op-log across trims, rebuilding after a gap,
+# promoted with only the tail replayed.
+# test_oplog_stall.sh: a stopped op-log store stalls the event loop, and no client expires
+# meanwhile.
 
 $(eval $(call unit_test,ha/test_ha_fsm,tests/ha/test_ha_fsm.c,$(BUILD)/lib/libha.a $(BUILD)/lib/libcm.a,$(HA_LIBS) $(MALLOC_LIBS)))
 
 TEST_SCRIPTS += tests/ha/test_ha_redis.sh tests/ha/test_ha_etcd.sh tests/ha/test_elect_cli.sh \
                 tests/ha/test_master_ha.sh tests/ha/test_master_ha_etcd.sh \
                 tests/ha/test_master_ha_plain.sh tests/ha/test_oplog_stall.sh \
-                tests/ha/test_master_ha_snapshot.sh tests/ha/test_master_ha_snapshot_etcd.sh
+                tests/ha/test_master_ha_snapshot.sh tests/ha/test_master_ha_snapshot_etcd.sh \
+                tests/ha/test_master_ha_hot.sh
 
 ifneq ($(wildcard ha/k8s/ha_k8s.c),)
 HAK_DRIVER := $(BUILD)/tests/ha/k8s_driver

@@ -358,6 +358,9 @@ class RedisOplog:
     def length(self):
         return int(self.redis.command("LLEN", self.key)[1:].split(b"\r\n")[0])
 
+    def last_seq(self):
+        return int(self.redis.command("LINDEX", self.key, "-1").split(b"\r\n")[1].split()[1])
+
     def fence(self):
         return int(self.redis.command("GET", "crescent/{%s}/oplog_epoch" % CLUSTER)
                    .split(b"\r\n")[1])
@@ -439,6 +442,30 @@ def lib_follows(cluster, leader):
     check(r == 1, "its object is on the leader (MC.EXIST %r)" % (r,))
 
 
+def standbys_follow(cluster, leader, want, label):
+    """Hot standbys: every live standby's INFO ha shows an applied op-log sequence number that
+    reaches want (the leader's last stored entry) within a few reads."""
+    standbys = [m for m in cluster.masters if m.alive() and m is not leader]
+    seqs, deadline = {}, time.time() + 15
+    while time.time() < deadline:
+        seqs = {m.idx: int(m.info_ha().get("ha_standby_applied_seq", "0")) for m in standbys}
+        if seqs and all(s >= want for s in seqs.values()):
+            break
+        time.sleep(0.2)
+    check(want > 0 and seqs and all(s >= want for s in seqs.values()),
+          "%s: the standbys' ha_standby_applied_seq %s reach the leader's entry %d"
+          % (label, seqs, want))
+
+
+def hot_promotion(m, oplog, label):
+    """The new leader m was promoted from its hot-standby state: it replayed only the tail."""
+    info, n = m.info_ha(), oplog.length()
+    rep = int(info.get("ha_replayed_at_promotion", "-1"))
+    check(info.get("ha_last_promotion") == "hot" and 0 <= rep and rep * 10 < n,
+          "%s: promoted hot, %d entries replayed at promotion of %d in the log (%s ms)"
+          % (label, rep, n, info.get("ha_last_recovery_ms")))
+
+
 def scenario(cluster, oplog):
     masters = cluster.masters
     for m in masters:
@@ -480,6 +507,9 @@ def scenario(cluster, oplog):
     check(all(writer.run_once(k, segment="segA") for k in odd),
           "keys with spaces, %, tabs, newlines and non-ASCII bytes acknowledged")
 
+    standbys_follow(cluster, leader, int(leader.info_ha().get("oplog_durable_seq", "0")),
+                    "before the kill")
+
     print("kill -9 of the leader while the writer runs; B's owner stops pinging")
     wt = threading.Thread(target=writer.loop, daemon=True)
     wt.start()
@@ -501,6 +531,7 @@ def scenario(cluster, oplog):
     if new is None:
         return
     verify(new, writer, "after kill -9")
+    hot_promotion(new, oplog, "after kill -9")
     standby_errors(cluster, new)
 
     print("grace period: B's segment is dropped, A's objects stay")
@@ -532,6 +563,8 @@ def scenario(cluster, oplog):
         check(info.get("oplog_compactions") == "1" and after * 2 <= before,
               "the third leader compacted the op-log: %d -> %d entries (%s)"
               % (before, after, info.get("oplog_compacted")))
+        # the standby that tailed the old log sees it rewritten: it rebuilds and follows
+        standbys_follow(cluster, third, oplog.last_seq(), "after the compaction")
     verify(third, writer, "after the second kill -9", b_present=False)
     new.start()
 
@@ -549,6 +582,7 @@ def scenario(cluster, oplog):
           "the woken old leader refuses MC.PUTSTART (%r)" % r)
     if fourth is not None:
         verify(fourth, writer, "after SIGSTOP", b_present=False)
+        hot_promotion(fourth, oplog, "after SIGSTOP")
         r = call1(fourth.port, "MC.QUERYKEY", "after-stop")
         check(isinstance(r, Err), "the refused put left nothing behind")
     stop_a.set()

@@ -33,6 +33,9 @@ class SnapMaster(T.Master):
                       "--snapshot_catalog_store_type", "redis",
                       "--snapshot_catalog_store_connstring", "127.0.0.1:%d" % redis.port,
                       "--loglevel", "verbose"]
+        # the checks below are about the full recovery's choice of snapshot (hot standbys with
+        # snapshots and trimming: test_master_ha_hot.py)
+        self.args += ["--ha_hot_standby", "no"]
 
     def info(self, section):
         try:
