@@ -12,13 +12,15 @@
 # BACKEND SECONDS (not in make test) runs them under random kill -9 / SIGSTOP of the leader.
 # test_master_ha_snapshot{,_etcd}.sh add snapshots (Redis catalog): trim of the op-log, restore
 # of snapshot + tail, fallback from a corrupt snapshot. test_oplog_stall.sh: a stopped op-log
-# store stalls the event loop, and no client expires meanwhile.
+# store holds replies, and no client expires meanwhile. test_oplog_hold.sh: a reply leaves only
+# once its entry is stored, while the loop goes on serving other connections.
 
 $(eval $(call unit_test,ha/test_ha_fsm,tests/ha/test_ha_fsm.c,$(BUILD)/lib/libha.a $(BUILD)/lib/libcm.a,$(HA_LIBS) $(MALLOC_LIBS)))
 
 TEST_SCRIPTS += tests/ha/test_ha_redis.sh tests/ha/test_ha_etcd.sh tests/ha/test_elect_cli.sh \
                 tests/ha/test_master_ha.sh tests/ha/test_master_ha_etcd.sh \
                 tests/ha/test_master_ha_plain.sh tests/ha/test_oplog_stall.sh \
+                tests/ha/test_oplog_hold.sh \
                 tests/ha/test_master_ha_snapshot.sh tests/ha/test_master_ha_snapshot_etcd.sh
 
 ifneq ($(wildcard ha/k8s/ha_k8s.c),)
