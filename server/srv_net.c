@@ -678,6 +678,11 @@ static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, 
             srv_client_input_eof(c);
             return;
         }
+        if (n == 0 && (c->flags & SRV_CLIENT_HELD)) { /* half-close: held replies go out first */
+            c->flags |= SRV_CLIENT_INPUT_EOF | SRV_CLIENT_CLOSE_AFTER_REPLY;
+            cm_ev_set(loop, fd, 0, NULL, NULL);
+            return;
+        }
         srv_client_free(c);
         return;
     }
