@@ -34,6 +34,7 @@ struct srv_defer;
 #define SRV_CLIENT_PENDING_WRITE     0x10u /* on the worker's pending-write list */
 #define SRV_CLIENT_UNIX              0x20u /* connected over the Unix socket */
 #define SRV_CLIENT_INPUT_EOF         0x40u /* the peer ended its input while suspended */
+#define SRV_CLIENT_HELD              0x80u /* HA: output waits for the op-log (worker's held list) */
 
 /* One argument of the command being run (points into the query buffer or MULTI storage). */
 struct srv_arg {
@@ -118,6 +119,8 @@ struct srv_client {
     struct srv_client *gprev, *gnext; /* global registry */
     int unregistered;                 /* out of the registry (registry lock) */
     struct srv_client *pw_next;       /* worker's pending-write list */
+    struct srv_client *held_next;     /* worker's held list (SRV_CLIENT_HELD) */
+    uint64_t need_seq; /* HA: op-log entry that everything in the output needs stored */
 
     /* io_uring backend (srv_net_uring.c): requests in flight and the reply being sent. */
     struct cm_ev_op recv_op, send_op;

@@ -258,6 +258,19 @@ static void srv_client_release_refs(struct srv_client *c) {
     c->out_ref_bytes = 0;
 }
 
+/* Takes c off w's held list. */
+static void srv_held_unlink(struct srv_worker *w, struct srv_client *c) {
+    struct srv_client **pp = &w->held;
+    while (*pp && *pp != c)
+        pp = &(*pp)->held_next;
+    if (*pp)
+        *pp = c->held_next;
+    c->flags &= ~SRV_CLIENT_HELD;
+    c->held_next = NULL;
+    if (!w->held)
+        cm_atomic_store_release(&w->has_held, 0);
+}
+
 void srv_net__client_detach(struct srv_client *c) {
     struct srv_worker *w = c->worker;
     if (!srv_net_uring) {
@@ -280,6 +293,8 @@ void srv_net__client_detach(struct srv_client *c) {
             *pp = c->pw_next;
         c->flags &= ~SRV_CLIENT_PENDING_WRITE;
     }
+    if (c->flags & SRV_CLIENT_HELD)
+        srv_held_unlink(w, c);
     pthread_mutex_lock(&srv_registry_lock);
     srv_registry_unlink(c);
     pthread_mutex_unlock(&srv_registry_lock);
@@ -631,8 +646,12 @@ static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, 
     struct srv_client *c = arg;
     (void)loop;
     if (mask & CM_EV_WRITE) {
-        if (srv_client_flush(c) < 0)
+        if (c->flags & SRV_CLIENT_HELD) { /* HA: the output waits for the op-log */
+            unsigned rd = (c->flags & SRV_CLIENT_INPUT_EOF) ? 0 : CM_EV_READ;
+            cm_ev_set(loop, fd, rd, rd ? srv_client_event_cb : NULL, c);
+        } else if (srv_client_flush(c) < 0) {
             return;
+        }
     }
     if (!(mask & CM_EV_READ))
         return;
@@ -657,6 +676,11 @@ static void srv_client_event_cb(struct cm_ev_loop *loop, int fd, unsigned mask, 
             return;
         if (n == 0 && c->defer) {
             srv_client_input_eof(c);
+            return;
+        }
+        if (n == 0 && (c->flags & SRV_CLIENT_HELD)) { /* half-close: held replies go out first */
+            c->flags |= SRV_CLIENT_INPUT_EOF | SRV_CLIENT_CLOSE_AFTER_REPLY;
+            cm_ev_set(loop, fd, 0, NULL, NULL);
             return;
         }
         srv_client_free(c);
@@ -744,23 +768,91 @@ static void srv_accept_cb(struct cm_ev_loop *loop, int lfd, unsigned mask, void 
 /*
  * The op-log refused or lost entries that replies of this iteration report (a deposed HA
  * leader): those replies must not reach their clients, so every client with output waiting
- * is closed instead (it reconnects and finds the new leader).
+ * (held or not) is closed instead (it reconnects and finds the new leader).
  */
 static void srv_drop_unsynced(struct srv_worker *w) {
     w->pending = NULL;
+    w->held = NULL;
+    cm_atomic_store_release(&w->has_held, 0);
     struct srv_client *c = w->clients, *next;
     for (; c; c = next) {
         next = c->wnext;
-        c->flags &= ~SRV_CLIENT_PENDING_WRITE;
+        c->flags &= ~(SRV_CLIENT_PENDING_WRITE | SRV_CLIENT_HELD);
+        c->held_next = NULL;
         if (srv_client_pending(c) > 0)
             srv_client_free(c);
     }
 }
 
+/* Writes c's output (either backend). c may be closed on return. */
+static void srv_flush_now(struct srv_client *c) {
+    if (srv_net_uring)
+        srv_uring__flush(c);
+    else
+        srv_client_flush(c);
+}
+
+/*
+ * HA: c's output (all of it, including what earlier iterations left) may leave only once the
+ * op-log entry need is stored: c goes on w's held list, its need_seq raised to need.
+ */
+static void srv_hold(struct srv_worker *w, struct srv_client *c, uint64_t need) {
+    if (c->need_seq < need)
+        c->need_seq = need;
+    if (c->flags & SRV_CLIENT_HELD)
+        return;
+    c->flags |= SRV_CLIENT_HELD;
+    c->held_next = w->held;
+    w->held = c;
+}
+
+/*
+ * Releases the held clients whose entries the op-log has stored (their output is written) and
+ * closes, without their replies, those whose entries it refused or dropped (a deposed leader).
+ * has_held is set before the op-log is read, so a move after the read wakes the loop again.
+ */
+static void srv_held_drain(struct srv_worker *w) {
+    if (!w->held)
+        return;
+    atomic_store(&w->has_held, 1);
+    uint64_t durable, failed;
+    srv_oplog_progress(&durable, &failed);
+    struct srv_client **pp = &w->held;
+    while (*pp) {
+        struct srv_client *c = *pp;
+        if (durable < c->need_seq && failed < c->need_seq) {
+            pp = &c->held_next;
+            continue;
+        }
+        *pp = c->held_next; /* off the list before c may be closed */
+        c->held_next = NULL;
+        c->flags &= ~SRV_CLIENT_HELD;
+        if (durable >= c->need_seq) {
+            c->need_seq = 0;
+            srv_flush_now(c);
+        } else {
+            srv_client_free(c);
+        }
+    }
+    if (!w->held)
+        cm_atomic_store_release(&w->has_held, 0);
+}
+
+/* Op-log progress hook (writer thread, op-log mutex held): wakes the loops holding replies. */
+static void srv_oplog_progress_wake(void) {
+    if (cm_atomic_load_acquire(&srv_stopping))
+        return;
+    for (unsigned i = 0; srv_workers && i < srv_nworkers; i++)
+        if (atomic_load(&srv_workers[i].has_held))
+            cm_ev_wake(srv_workers[i].loop);
+}
+
+/* End of a loop iteration: the replies it produced leave, or wait for the op-log (HA). */
 static void srv_before_sleep(struct cm_ev_loop *loop, void *arg) {
     struct srv_worker *w = arg;
     (void)loop;
-    if (srv_oplog_sync() < 0) { /* HA: metadata these replies report was not stored */
+    uint64_t need = 0;
+    if (srv_oplog_take_need(&need) < 0) { /* HA: metadata these replies report was not stored */
         srv_drop_unsynced(w);
         return;
     }
@@ -768,11 +860,12 @@ static void srv_before_sleep(struct cm_ev_loop *loop, void *arg) {
         struct srv_client *c = w->pending;
         w->pending = c->pw_next;
         c->flags &= ~SRV_CLIENT_PENDING_WRITE;
-        if (srv_net_uring)
-            srv_uring__flush(c);
+        if (need == 0 && !(c->flags & SRV_CLIENT_HELD))
+            srv_flush_now(c);
         else
-            srv_client_flush(c);
+            srv_hold(w, c, need);
     }
+    srv_held_drain(w);
 }
 
 static void srv_check_kills(struct cm_ev_loop *loop, void *arg) {
@@ -786,8 +879,10 @@ static void srv_check_kills(struct cm_ev_loop *loop, void *arg) {
     }
 }
 
-/* Wake hook: messages other threads published for this loop's clients, then kill requests. */
+/* Wake hook: replies the op-log released, messages other threads published for this loop's
+ * clients, then kill requests. */
 static void srv_wake(struct cm_ev_loop *loop, void *arg) {
+    srv_held_drain(arg);
     srv_pubsub_drain(arg);
     srv_defer__drain(arg);
     srv_check_kills(loop, arg);
@@ -917,6 +1012,7 @@ static int srv_workers_setup(void) {
     if (rc < 0)
         return rc;
     srv_workers = cm_calloc(srv_nworkers, sizeof(*srv_workers));
+    srv_oplog_set_progress_hook(srv_oplog_progress_wake);
     for (unsigned i = 0; i < srv_nworkers; i++) {
         struct srv_worker *w = &srv_workers[i];
         w->id = i;

@@ -11,6 +11,7 @@
 #include "server/srv_client.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -37,6 +38,8 @@ struct srv_worker {
     int nls;
     struct srv_client *clients;
     struct srv_client *pending;
+    struct srv_client *held; /* HA: clients whose output waits for the op-log */
+    _Atomic int has_held;    /* held is not empty: op-log progress wakes this loop */
     unsigned nclients;
     struct srv_uring *ur; /* io_uring backend state, NULL on epoll */
     unsigned nclosing;    /* io_uring: clients closed whose requests are still in flight */

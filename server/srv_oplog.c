@@ -70,10 +70,11 @@ static struct {
     uint64_t failed_through;    /* entries <= this that are not durable were dropped */
     struct srv_oplog_batch pending, inflight;
     struct srv_oplog_stats st;
+    void (*progress_hook)(void); /* wakes the event loops holding replies */
 } srv_oplog = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread uint64_t srv_oplog_tl_seq; /* last entry produced by this thread */
-static __thread int srv_oplog_tl_fail;     /* produced while inactive: fail the next sync */
+static __thread int srv_oplog_tl_fail;     /* produced while inactive: fail the next take */
 
 /* ---- encoding ------------------------------------------------------------------------------ */
 
@@ -392,6 +393,8 @@ static int srv_oplog_append(void **cp, uint64_t epoch, uint64_t first) {
     return rc;
 }
 
+static void srv_oplog_moved(void);
+
 static void *srv_oplog_main(void *arg) {
     (void)arg;
     void *c = NULL;
@@ -421,7 +424,7 @@ static void *srv_oplog_main(void *arg) {
             srv_oplog.st.failed += n;
         }
         srv_oplog_batch_clear(&srv_oplog.inflight);
-        pthread_cond_broadcast(&srv_oplog.done_cv);
+        srv_oplog_moved();
     }
     pthread_mutex_unlock(&srv_oplog.mu);
     srv_oplog.store->disconnect(c);
@@ -437,24 +440,35 @@ void srv_oplog_note_state(void) {
         srv_oplog_tl_seq = s;
 }
 
-int srv_oplog_sync(void) {
+int srv_oplog_take_need(uint64_t *need) {
+    *need = srv_oplog_tl_seq;
+    srv_oplog_tl_seq = 0;
     if (srv_oplog_tl_fail) {
         srv_oplog_tl_fail = 0;
-        srv_oplog_tl_seq = 0;
+        *need = 0;
         return -1;
     }
-    uint64_t want = srv_oplog_tl_seq;
-    if (want == 0)
-        return 0;
-    srv_oplog_tl_seq = 0;
-    int rc = 0;
+    return 0;
+}
+
+void srv_oplog_progress(uint64_t *durable, uint64_t *failed_through) {
     pthread_mutex_lock(&srv_oplog.mu);
-    while (srv_oplog.durable < want && srv_oplog.failed_through < want)
-        pthread_cond_wait(&srv_oplog.done_cv, &srv_oplog.mu);
-    if (srv_oplog.durable < want)
-        rc = -1;
+    *durable = srv_oplog.durable;
+    *failed_through = srv_oplog.failed_through;
     pthread_mutex_unlock(&srv_oplog.mu);
-    return rc;
+}
+
+void srv_oplog_set_progress_hook(void (*fn)(void)) {
+    pthread_mutex_lock(&srv_oplog.mu);
+    srv_oplog.progress_hook = fn;
+    pthread_mutex_unlock(&srv_oplog.mu);
+}
+
+/* durable or failed_through moved (caller holds mu): wakes the waiters and the event loops. */
+static void srv_oplog_moved(void) {
+    pthread_cond_broadcast(&srv_oplog.done_cv);
+    if (srv_oplog.progress_hook)
+        srv_oplog.progress_hook();
 }
 
 void srv_oplog_activate(uint64_t epoch) {
@@ -475,7 +489,7 @@ void srv_oplog_deactivate(void) {
     srv_oplog.st.failed += srv_oplog.pending.n;
     srv_oplog_batch_clear(&srv_oplog.pending);
     srv_oplog.failed_through = atomic_load(&srv_oplog.next_seq);
-    pthread_cond_broadcast(&srv_oplog.done_cv);
+    srv_oplog_moved();
     pthread_mutex_unlock(&srv_oplog.mu);
 }
 

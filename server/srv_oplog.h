@@ -5,8 +5,9 @@
  * text entry, appended to a store (a Redis list under the cluster's hash tag, appended by a Lua
  * script; or etcd keys written by transactions) that refuses a writer whose epoch is below the
  * newest one seen (fencing). Replies that depend on
- * an entry leave only once it is stored: event-loop threads call srv_oplog_sync() before they
- * write their replies, so each loop iteration costs one round trip (group append). A new
+ * an entry leave only once it is stored: at before-sleep an event loop takes the sequence number
+ * its replies need (srv_oplog_take_need) and holds them, without waiting, until the writer
+ * reports it durable (group append; the writer wakes the loop). A new
  * leader fences the log with its epoch, then replays it into a fresh pool.
  *
  * Threads: the srv_oplog_log_* calls run under the pool mutex (srv_mc_lock) so that entries are
@@ -63,7 +64,7 @@ void srv_oplog_deactivate(void);
 /*
  * Entry producers; the caller holds the pool mutex and the change has been applied to pool p.
  * Without an open op-log they do nothing. An entry produced while the op-log is not active
- * (a leader being deposed) marks the calling thread so that its next srv_oplog_sync() fails.
+ * (a leader being deposed) marks the calling thread so that its next srv_oplog_take_need() fails.
  */
 void srv_oplog_log_key(struct pool *p, const void *key, size_t klen);
 void srv_oplog_log_register(const struct pool_uuid *id, const char *host);
@@ -88,19 +89,33 @@ void srv_oplog_on_seg_drop(void *arg, const char *name);
 
 /*
  * Records that this thread has seen the pool as it is now (caller holds the pool mutex): its
- * next srv_oplog_sync() also waits for every entry produced so far by any thread, so no reply
+ * next srv_oplog_take_need() also covers every entry produced so far by any thread, so no reply
  * shows a state whose entries (an eviction or an expiry of the housekeeping thread, a change
  * of another event loop) could still be lost. srv_mc_unlock() calls it.
  */
 void srv_oplog_note_state(void);
 
 /*
- * Waits until every entry this thread produced (or noted) is stored. Returns 0 (also when there was
- * nothing to wait for), or -1 when one of them was refused or dropped: the replies that depend
- * on them must not be sent. Event-loop thread, before it writes replies; never under the pool
- * mutex.
+ * Takes the sequence number that the replies this thread produced since its last call depend on
+ * (every entry it produced or noted): *need, 0 when none (always without an op-log). The
+ * replies may leave once srv_oplog_progress() reports durable >= *need; when failed_through
+ * >= *need first, they must never leave. Returns -1 (and *need 0) when an entry was produced
+ * while the op-log was not active: those replies must not be sent. Event-loop thread, at
+ * before-sleep; never blocks.
  */
-int srv_oplog_sync(void);
+int srv_oplog_take_need(uint64_t *need);
+
+/* Reads where the writer stands: every entry <= *durable is stored; entries <= *failed_through
+ * that are not were refused or dropped. Any thread; not under the pool mutex. */
+void srv_oplog_progress(uint64_t *durable, uint64_t *failed_through);
+
+/*
+ * Installs fn, which the writer thread (or srv_oplog_deactivate) calls each time durable or
+ * failed_through moves, with the op-log's own mutex held: it must only wake the event loops
+ * (cm_ev_wake), never call back into this module. A loop that reads srv_oplog_progress() after
+ * announcing that it waits is thus woken for any later move. Main thread, before the workers.
+ */
+void srv_oplog_set_progress_hook(void (*fn)(void));
 
 /*
  * Fences the op-log at epoch: from then on appends with a lower epoch are refused. Returns 0,

@@ -17,7 +17,7 @@
  * the calling event-loop thread. On an HA leader every pool change made here (the master's
  * registration, upsert start and end or revoke, DEL, FLUSHALL) goes to the op-log under the
  * pool mutex, as the MC.* handlers log theirs, so the reply leaves only once the entry is stored
- * (srv_oplog_sync) and a new leader serves the value from the replica in the client segment.
+ * (srv_oplog_take_need) and a new leader serves the value from the replica in the client segment.
  *
  * Threads: every function may be called from any event-loop thread with the keyspace lock held
  * (shared or exclusive). They take the pool mutex briefly and never hold it during a transfer

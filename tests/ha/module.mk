@@ -13,15 +13,16 @@
 # test_master_ha_snapshot{,_etcd}.sh add snapshots (Redis catalog): trim of the op-log, restore
 # of snapshot + tail, fallback from a corrupt snapshot (full recovery: --ha_hot_standby no).
 # test_master_ha_hot.sh: hot standbys following the op-log across trims, rebuilding after a gap,
-# promoted with only the tail replayed.
-# test_oplog_stall.sh: a stopped op-log store stalls the event loop, and no client expires
-# meanwhile.
+# promoted with only the tail replayed. test_oplog_stall.sh: a stopped op-log store holds
+# replies, and no client expires meanwhile. test_oplog_hold.sh: a reply leaves only once its
+# entry is stored, while the loop goes on serving other connections.
 
 $(eval $(call unit_test,ha/test_ha_fsm,tests/ha/test_ha_fsm.c,$(BUILD)/lib/libha.a $(BUILD)/lib/libcm.a,$(HA_LIBS) $(MALLOC_LIBS)))
 
 TEST_SCRIPTS += tests/ha/test_ha_redis.sh tests/ha/test_ha_etcd.sh tests/ha/test_elect_cli.sh \
                 tests/ha/test_master_ha.sh tests/ha/test_master_ha_etcd.sh \
                 tests/ha/test_master_ha_plain.sh tests/ha/test_oplog_stall.sh \
+                tests/ha/test_oplog_hold.sh \
                 tests/ha/test_master_ha_snapshot.sh tests/ha/test_master_ha_snapshot_etcd.sh \
                 tests/ha/test_master_ha_hot.sh
 

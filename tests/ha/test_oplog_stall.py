@@ -3,12 +3,14 @@
 
 One HA master elected through a real etcd, its op-log in a real redis-server,
 client_live_ttl_sec 4, one event loop. A client mounts a segment and an object is put. Then the
-op-log's redis-server is SIGSTOPped and a put is sent: its reply waits for the op-log, and so
-does the event loop, which therefore cannot read the owner's pings (sent all along). The store
-stays stopped for twice the TTL. Before the fix the housekeeping thread expired the owner
-meanwhile and dropped its segment and every object on it (a chaos run lost 564,530 objects that
-way); now liveness pauses while a loop is stalled: after SIGCONT the put completes, the owner's
-ping answers OK, the segment and both objects are there, and the master logged the pause."""
+op-log's redis-server is SIGSTOPped and a put is sent: its reply waits for the op-log. The
+owner's pings (MC.PING, each on its own connection, sent all along) are still read and run (the
+event loop is not blocked by the op-log: replies are held, docs/ha.md), though their replies
+also wait for the store; a plain PING on another connection answers during the stop. The store
+stays stopped for twice the TTL. Once a stalled loop let the housekeeping thread expire the
+owner meanwhile and drop its segment and every object on it (a chaos run lost 564,530 objects
+that way); now after SIGCONT the put completes, the owner's ping answers OK, the segment and
+both objects are there, and liveness never had to pause (the loop kept running)."""
 import os
 import shutil
 import sys
@@ -71,8 +73,16 @@ def main():
 
         t = threading.Thread(target=put, daemon=True)
         t.start()
-        time.sleep(2 * T.GRACE_S)
+        pongs = []
+        for _ in range(int(2 * T.GRACE_S)):  # the loop keeps serving while the store is stopped
+            time.sleep(1)
+            try:
+                pongs.append(T.call1(port, "PING", timeout=5))
+            except OSError as e:
+                pongs.append(repr(e))
         check(not reply or len(reply) < 2, "the put waits for the stopped op-log store")
+        check(pongs and all(p == "PONG" for p in pongs),
+              "a plain PING answers all along the stop (%r)" % (pongs,))
         redis.resume()
         t.join(30)
         check(reply[-1:] == ["OK"], "the put completes once the store answers (%r)" % reply)
@@ -87,8 +97,8 @@ def main():
             r = T.call1(port, "MC.QUERYKEY", key)
             check(not isinstance(r, T.Err), "%s is still there (%r)" % (key, r))
         log = open(master.log).read()
-        check("client liveness paused" in log and "client liveness resumes" in log,
-              "the master logged the pause and the resumption")
+        check("client liveness paused" not in log,
+              "the loop was not stalled by the op-log: liveness never paused")
         check("Sanitizer" not in open(master.log + ".err").read(), "no sanitizer report")
     finally:
         if master and master.alive():
