@@ -317,14 +317,7 @@ def main():
         follow(cluster, master, tmp.path, kind)
         if kind == "redis":
             daemon_remount(tmp.path, backend, master)
-        for m in masters:
-            if m.alive():
-                m.proc.terminate()
-                m.proc.wait()
-        logs = "".join(open(f).read() for m in masters for f in (m.log + ".err",)
-                       if os.path.exists(f))
-        check("Sanitizer" not in logs and "runtime error:" not in logs,
-              "no sanitizer report from the masters")
+        T.stop_masters_and_check(masters, logs=(".err",))
         print("client follows the leader (%s): %d failures in %.1f s"
               % (kind, len(failures), time.time() - t0))
         ok = not failures
@@ -338,10 +331,7 @@ def main():
         if backend is not redis:
             backend.stop()
         if not ok:
-            for m in masters:
-                if os.path.exists(m.log):
-                    print("---- master %d" % m.idx)
-                    print(open(m.log).read()[-3000:], end="")
+            T.print_master_logs(masters, 3000)
             ap = os.path.join(tmp.path, "app.err")
             if os.path.exists(ap):
                 print("---- application stderr")

@@ -85,6 +85,27 @@ def call1(port, *args, timeout=5):
         c.close()
 
 
+def stop_masters_and_check(masters, logs=("", ".err")):
+    """The end of every master-HA script: a clean shutdown of the masters still running (their
+    leak reports, if any), then no sanitizer report in their logs (files m.log + each suffix)."""
+    for m in masters:
+        if m.alive():
+            m.proc.terminate()
+            m.proc.wait()
+    text = "".join(open(m.log + x).read() for m in masters for x in logs
+                   if os.path.exists(m.log + x))
+    check("Sanitizer" not in text and "runtime error:" not in text,
+          "no sanitizer report from the masters")
+
+
+def print_master_logs(masters, tail=6000):
+    """After a failure: the end of every master's log."""
+    for m in masters:
+        if os.path.exists(m.log):
+            print("---- master %d" % m.idx)
+            print(open(m.log).read()[-tail:], end="")
+
+
 def fields(flat):
     return dict(zip(flat[0::2], flat[1::2]))
 
@@ -657,13 +678,7 @@ def main():
         bad = {ep: ms for ep, ms in cluster.serving.items() if len(ms) != 1}
         check(not bad and not getattr(cluster, "overlaps", 0),
               "no epoch served by two masters, never two serving at once (%s)" % cluster.serving)
-        for m in masters:  # a clean shutdown of the survivors (leak reports, if any)
-            if m.alive():
-                m.proc.terminate()
-                m.proc.wait()
-        logs = "".join(open(f).read() for m in masters for f in (m.log, m.log + ".err")
-                       if os.path.exists(f))
-        check("Sanitizer" not in logs and "runtime error:" not in logs, "no sanitizer report")
+        stop_masters_and_check(masters)
         print("master HA (%s, op-log %s): %d failures in %.1f s" % (kind, oplog_kind, len(failures), time.time() - t0))
         ok = not failures
     finally:
@@ -672,10 +687,7 @@ def main():
         if backend is not redis:
             backend.stop()
         if not ok:
-            for m in masters:
-                if os.path.exists(m.log):
-                    print("---- master %d" % m.idx)
-                    print(open(m.log).read()[-6000:], end="")
+            print_master_logs(masters)
         tmp.remove()
     return 0 if ok else 1
 

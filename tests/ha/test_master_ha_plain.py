@@ -255,13 +255,7 @@ def main():
         bad = {ep: ms for ep, ms in cluster.serving.items() if len(ms) != 1}
         check(not bad and not getattr(cluster, "overlaps", 0),
               "no epoch served by two masters, never two serving at once (%s)" % cluster.serving)
-        for m in cluster.masters:
-            if m.alive():
-                m.proc.terminate()
-                m.proc.wait()
-        logs = "".join(open(f).read() for m in cluster.masters for f in (m.log, m.log + ".err")
-                       if os.path.exists(f))
-        check("Sanitizer" not in logs and "runtime error:" not in logs, "no sanitizer report")
+        T.stop_masters_and_check(cluster.masters)
         print("plain commands on HA masters (%s): %d failures in %.1f s"
               % (kind, len(T.failures), time.time() - t0))
         ok = not T.failures
@@ -279,10 +273,7 @@ def main():
         H.cleanup()
         backend.stop()
         if not ok and cluster is not None:
-            for m in cluster.masters:
-                if os.path.exists(m.log):
-                    print("---- master %d" % m.idx)
-                    print(open(m.log).read()[-6000:], end="")
+            T.print_master_logs(cluster.masters)
         tmp.remove()
     return 0 if ok else 1
 

@@ -320,13 +320,7 @@ def main():
         bad = {ep: ms for ep, ms in cluster.serving.items() if len(ms) != 1}
         check(not bad and not getattr(cluster, "overlaps", 0),
               "no epoch served by two masters, never two serving at once (%s)" % cluster.serving)
-        for m in masters:
-            if m.alive():
-                m.proc.terminate()
-                m.proc.wait()
-        logs = "".join(open(f).read() for m in masters for f in (m.log, m.log + ".err")
-                       if os.path.exists(f))
-        check("Sanitizer" not in logs and "runtime error:" not in logs, "no sanitizer report")
+        T.stop_masters_and_check(masters)
         print("master HA snapshots (%s): %d failures in %.1f s"
               % (kind, len(T.failures), time.time() - t0))
         ok = not T.failures
@@ -336,10 +330,7 @@ def main():
         if backend is not redis:
             backend.stop()
         if not ok:
-            for m in masters:
-                if os.path.exists(m.log):
-                    print("---- master %d" % m.idx)
-                    print(open(m.log).read()[-6000:], end="")
+            T.print_master_logs(masters)
         tmp.remove()
     return 0 if ok else 1
 

@@ -9,13 +9,13 @@ arrives while the store is stopped (the put's entry is not stored, and A's PING 
 it); after SIGCONT all three arrive, in order, and the object is readable."""
 import os
 import select
-import shutil
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ha_harness as H  # noqa: E402
 import test_master_ha as T  # noqa: E402
+import test_oplog_stall as S  # noqa: E402
 
 check = H.check
 
@@ -26,66 +26,40 @@ def readable(conn, seconds):
     return bool(r)
 
 
-def main():
-    for tool in ("redis-server", "etcd"):
-        if not shutil.which(tool):
-            print("skip: %s not installed" % tool)
-            return 77
-    tmp = H.TempDir("crescent-oplog-hold.")
-    etcd, redis = H.EtcdBackend(tmp.path), H.RedisBackend(tmp.path)
-    master = None
-    try:
-        etcd.start()
-        redis.start()
-        master = T.Master(tmp.path, 1, etcd, redis.uri, "oplog-hold-%d" % os.getpid())
-        master.start()
-        for _ in range(200):
-            if T.call1(master.port, "ROLE")[0] == "master":
-                break
-            time.sleep(0.05)
-        port, cid = master.port, T.CLIENT_A
-        check(T.call1(port, "MC.REGISTER", cid, "host-a") == "OK", "register")
-        check(T.call1(port, "MC.MOUNT", cid, "segA", 1 << 30, 64 << 20, "endpoint",
-                      "127.0.0.1:1") == "OK", "mount segA")
-        a, b = T.Conn(port, timeout=30), T.Conn(port, timeout=5)
-        check(a.call("PING") == "PONG" and b.call("PING") == "PONG", "both connections answer")
+def hold(redis, master, port, cid):
+    a, b = T.Conn(port, timeout=30), T.Conn(port, timeout=5)
+    check(a.call("PING") == "PONG" and b.call("PING") == "PONG", "both connections answer")
 
-        redis.pause()
+    redis.pause()
+    try:
+        a.s.sendall(H.resp_command("MC.PUTSTART", cid, "held", 4096) +
+                    H.resp_command("MC.PUTEND", cid, "held") + H.resp_command("PING"))
+        time.sleep(1)  # A's commands ran in earlier loop iterations than B's PING
+        t0 = time.monotonic()
         try:
-            a.s.sendall(H.resp_command("MC.PUTSTART", cid, "held", 4096) +
-                        H.resp_command("MC.PUTEND", cid, "held") + H.resp_command("PING"))
-            time.sleep(1)  # A's commands ran in earlier loop iterations than B's PING
-            t0 = time.monotonic()
-            try:
-                pong = b.call("PING")
-            except OSError as e:  # before: the loop waited for the store, B timed out
-                pong = repr(e)
-            check(pong == "PONG", "another connection's PING answers while the store is "
-                  "stopped (%r after %.1f s)" % (pong, time.monotonic() - t0))
-            check(not readable(a, 3), "no reply of the put's connection leaves before its "
-                  "entry is stored")
-        finally:
-            redis.resume()
-        got = [a.read(), a.read(), a.read()]
-        check(got[1:] == ["OK", "PONG"] and not isinstance(got[0], T.Err),
-              "after SIGCONT the put's replies and the PING arrive in order (%r)" % (got,))
-        r = T.call1(port, "MC.QUERYKEY", "held")
-        check(not isinstance(r, T.Err), "the put object is readable (%r)" % (r,))
-        check(b.call("PING") == "PONG", "the other connection still answers")
-        a.close()
-        b.close()
-        check(master.alive(), "the master is running")
-        check("Sanitizer" not in open(master.log + ".err").read(), "no sanitizer report")
+            pong = b.call("PING")
+        except OSError as e:  # before: the loop waited for the store, B timed out
+            pong = repr(e)
+        check(pong == "PONG", "another connection's PING answers while the store is "
+              "stopped (%r after %.1f s)" % (pong, time.monotonic() - t0))
+        check(not readable(a, 3), "no reply of the put's connection leaves before its "
+              "entry is stored")
     finally:
-        if master and master.alive():
-            master.proc.terminate()
-            master.proc.wait()
-        H.cleanup()
-        redis.stop()
-        etcd.stop()
-        tmp.remove()
-    print("op-log hold: %d failures" % len(H.failures))
-    return 1 if H.failures else 0
+        redis.resume()
+    got = [a.read(), a.read(), a.read()]
+    check(got[1:] == ["OK", "PONG"] and not isinstance(got[0], T.Err),
+          "after SIGCONT the put's replies and the PING arrive in order (%r)" % (got,))
+    r = T.call1(port, "MC.QUERYKEY", "held")
+    check(not isinstance(r, T.Err), "the put object is readable (%r)" % (r,))
+    check(b.call("PING") == "PONG", "the other connection still answers")
+    a.close()
+    b.close()
+    check(master.alive(), "the master is running")
+    check("Sanitizer" not in open(master.log + ".err").read(), "no sanitizer report")
+
+
+def main():
+    return S.with_one_master("oplog-hold", hold)
 
 
 if __name__ == "__main__":
