@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Helpers for the transfer tests: a forked target process and data patterns. */
+/* Helpers for the transfer tests: a target process (forked, then exec'd) and data patterns. */
 #include "common/fmacros.h"
 
 #include "tests/transfer/xfer_test_util.h"
 
 #include "transfer/xfer.h"
 
+#include "common/cm_mem.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +43,6 @@ void xt_fill(void *p, size_t len, uint32_t seed) {
 
 static void target_main(const char *proto, const char *args, uint64_t len, int memfd, uint32_t seed,
                         int out, int ctl) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
     struct xfer_engine_opts eo = {.listen = "127.0.0.1:0", .local_name = "xt-target"};
     struct xfer_engine *eng;
     struct xt_target t = {0};
@@ -76,20 +78,85 @@ static void target_main(const char *proto, const char *args, uint64_t len, int m
     _exit(0);
 }
 
-/* Forks a target; see xfer_test_util.h. */
+/* Parses one numeric argument of the target command line; exits 2 when it is not a number. */
+static uint64_t target_arg(const char *s) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end)
+        _exit(2);
+    return v;
+}
+
+/* Runs the target when argv asks for it; see xfer_test_util.h. */
+void xt_target_main(int argc, char *argv[]) {
+    if (argc < 2 || strcmp(argv[1], XT_TARGET_ARG) != 0)
+        return;
+    if (argc != 9)
+        _exit(2);
+    target_main(argv[2], *argv[3] ? argv[3] : NULL, target_arg(argv[4]), (int)target_arg(argv[5]),
+                (uint32_t)target_arg(argv[6]), (int)target_arg(argv[7]), (int)target_arg(argv[8]));
+}
+
+/*
+ * Forks and execs a target; see xfer_test_util.h. The child runs only async-signal-safe calls
+ * before execv: the test process has threads (its engines' workers, Criterion's), and a forked
+ * copy inherits whatever lock one of them held at that moment. Under ASan that was an allocator
+ * lock, and every thread the copy started hung on it, so its listener never answered.
+ */
 int xt_spawn_target(const char *proto, const char *args, uint64_t len, int memfd, uint32_t seed,
                     struct xt_target *t) {
     int info[2], ctl[2];
-    if (pipe(info) < 0 || pipe(ctl) < 0)
+    if (pipe2(info, O_CLOEXEC) < 0)
         return -errno;
-    pid_t pid = fork();
-    if (pid < 0)
-        return -errno;
-    if (pid == 0) {
+    if (pipe2(ctl, O_CLOEXEC) < 0) {
+        int e = -errno;
         close(info[0]);
-        close(ctl[1]);
-        target_main(proto, args, len, memfd, seed, info[1], ctl[0]);
+        close(info[1]);
+        return e;
     }
+    char a_len[24], a_memfd[4], a_seed[12], a_out[12], a_ctl[12];
+    snprintf(a_len, sizeof(a_len), "%llu", (unsigned long long)len);
+    snprintf(a_memfd, sizeof(a_memfd), "%d", memfd ? 1 : 0);
+    snprintf(a_seed, sizeof(a_seed), "%u", seed);
+    snprintf(a_out, sizeof(a_out), "%d", info[1]);
+    snprintf(a_ctl, sizeof(a_ctl), "%d", ctl[0]);
+    char name[] = "xt-target", mode[] = XT_TARGET_ARG, none[] = "";
+    char *argv[] = {name,  mode,  (char *)proto, args ? (char *)args : none, a_len, a_memfd, a_seed,
+                    a_out, a_ctl, NULL};
+    /* Criterion's BoxFort re-runs the program as a test worker when BXFI_MAP is set: the
+     * target gets the environment without it (built here: the child must not allocate). */
+    size_t ne = 0;
+    while (environ[ne])
+        ne++;
+    char **envp = cm_try_malloc((ne + 1) * sizeof(*envp));
+    size_t k = 0;
+    for (size_t i = 0; envp && i < ne; i++)
+        if (strncmp(environ[i], "BXFI_", 5) != 0)
+            envp[k++] = environ[i];
+    if (envp)
+        envp[k] = NULL;
+    pid_t parent = getpid();
+    pid_t pid = envp ? fork() : -1;
+    if (pid < 0) {
+        int e = envp ? -errno : -ENOMEM;
+        cm_free(envp);
+        close(info[0]);
+        close(info[1]);
+        close(ctl[0]);
+        close(ctl[1]);
+        return e;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) /* the parent died before prctl */
+            _exit(2);
+        if (fcntl(info[1], F_SETFD, 0) < 0 || fcntl(ctl[0], F_SETFD, 0) < 0)
+            _exit(2);
+        execve("/proc/self/exe", argv, envp);
+        _exit(127);
+    }
+    cm_free(envp);
     close(info[1]);
     close(ctl[0]);
     ssize_t n = read(info[0], t, sizeof(*t));

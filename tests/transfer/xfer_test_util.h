@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Helpers for the transfer tests: a forked target process and data patterns. */
+/* Helpers for the transfer tests: a target process (forked, then exec'd) and data patterns. */
 #ifndef CRESCENT_TESTS_TRANSFER_XFER_TEST_UTIL_H
 #define CRESCENT_TESTS_TRANSFER_XFER_TEST_UTIL_H
 
@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* What a forked target reports back. */
+/* What a target reports back. */
 struct xt_target {
     pid_t pid;
     int ctl;              /* write end of the control pipe; closing it stops the target */
@@ -19,12 +19,24 @@ struct xt_target {
 
 #define XT_PRIVATE_LEN 65536
 
+/* argv[1] of a test program run as a target by xt_spawn_target. */
+#define XT_TARGET_ARG "--xt-target"
+
 /*
- * Forks a target process: an engine listening on 127.0.0.1:0 with transport proto installed
+ * Runs this process as a target (never returns) when argv[1] is XT_TARGET_ARG; returns at once
+ * otherwise. Call it first thing in main of a program that uses xt_spawn_target.
+ */
+void xt_target_main(int argc, char *argv[]);
+
+/*
+ * Starts a target process: an engine listening on 127.0.0.1:0 with transport proto installed
  * (args may be NULL), a remote buffer of len bytes (memfd-backed when memfd) filled with
- * xt_pattern(seed), and a private registered buffer that stays zero. Returns 0 and fills *t.
- * The target exits with 0 when its control pipe closes and its private buffer is still zero,
- * 3 otherwise. Dies with the parent (PR_SET_PDEATHSIG).
+ * xt_fill(seed), and a private registered buffer that stays zero. Returns 0 and fills *t, or a
+ * negative errno. The target is this test program run again (fork, then exec of /proc/self/exe
+ * with XT_TARGET_ARG), so it starts with no lock held by the caller's threads; the program's
+ * main must call xt_target_main first. The target exits with 0 when its control pipe closes and
+ * its private buffer is still zero, 3 otherwise, 2 when it could not start. Dies with the parent
+ * (PR_SET_PDEATHSIG).
  */
 int xt_spawn_target(const char *proto, const char *args, uint64_t len, int memfd, uint32_t seed,
                     struct xt_target *t);
