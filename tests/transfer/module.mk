@@ -6,15 +6,15 @@ XFER_TEST_LIBS := $(BUILD)/lib/libxfer.a $(BUILD)/lib/libcm.a
 
 $(eval $(call unit_test,transfer/test_xfer_codec,tests/transfer/test_xfer_codec.c,$(XFER_TEST_LIBS),$(XFER_LIBS)))
 $(eval $(call unit_test,transfer/test_xfer_engine,tests/transfer/test_xfer_engine.c,$(XFER_TEST_LIBS),$(XFER_LIBS)))
-$(eval $(call unit_test,transfer/test_xfer_twoproc,tests/transfer/test_xfer_twoproc.c tests/transfer/xfer_test_util.c,$(XFER_TEST_LIBS),$(XFER_LIBS)))
+$(eval $(call unit_test,transfer/test_xfer_twoproc,tests/transfer/test_xfer_twoproc.c tests/transfer/xfer_test_util.c tests/transfer/xt_exec.c,$(XFER_TEST_LIBS),$(XFER_LIBS)))
 
 # The public API test links the shared library, as applications do.
-$(BUILD)/tests/transfer/test_crescent_transfer_api: \
-        $(call objs,tests/transfer/test_crescent_transfer_api.c) $(BUILD)/lib/libcrescent.so
-	$(LINK) $(call objs,tests/transfer/test_crescent_transfer_api.c) \
+API_TEST_SRCS := tests/transfer/test_crescent_transfer_api.c tests/transfer/xt_exec.c
+$(BUILD)/tests/transfer/test_crescent_transfer_api: $(call objs,$(API_TEST_SRCS)) $(BUILD)/lib/libcrescent.so
+	$(LINK) $(call objs,$(API_TEST_SRCS)) \
 	    -L$(BUILD)/lib -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent -ldl $(CRITERION_LIBS)
 TEST_PROGS += $(BUILD)/tests/transfer/test_crescent_transfer_api
-ALL_SRCS   += tests/transfer/test_crescent_transfer_api.c
+ALL_SRCS   += $(API_TEST_SRCS)
 
 # libFuzzer targets (clang only).
 ifneq ($(shell command -v clang),)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libcrescent's public transfer API, linked against the shared library: a round trip through
- * crescent_xfer_*; batches reset and reused many times against a forked target process over tcp
+ * crescent_xfer_*; batches reset and reused many times against a target process over tcp
  * and shm (every call after crescent_xfer_batch_wait returned must succeed at once); public
  * error constants and names; opts struct_size checks; the handshake timeout of open_addr; and
  * only crescent_* symbols exported.
@@ -9,25 +9,25 @@
 #include "common/fmacros.h"
 
 #include "crescent/transfer.h"
+#include "tests/transfer/xfer_test_util.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define TGT_LEN (1u << 20)
 
-/* A forked target: its listener address, its buffer address, and the pipes that drive it. */
+/* A target process: its listener address, its buffer address, and the pipes that drive it. */
 struct tgt {
     pid_t pid;
     int ctl; /* closing it stops the target */
@@ -61,18 +61,27 @@ static void tgt_main(const char *proto, int rep, int ctl) {
     _exit(0);
 }
 
+#define TGT_ARG "--api-target"
+
+/* Runs this process as a target when argv asks for it (argv: name, TGT_ARG, proto, rep, ctl). */
+static void tgt_run_if_asked(int argc, char *argv[]) {
+    if (argc != 5 || strcmp(argv[1], TGT_ARG) != 0)
+        return;
+    tgt_main(argv[2], atoi(argv[3]), atoi(argv[4]));
+}
+
+/* Starts a target: this program run again (see xt_exec_self), not a forked copy. */
 static void tgt_start(const char *proto, struct tgt *t) {
     int rep[2], ctl[2];
-    cr_assert_eq(pipe(rep), 0);
-    cr_assert_eq(pipe(ctl), 0);
-    t->pid = fork();
+    cr_assert_eq(pipe2(rep, O_CLOEXEC), 0);
+    cr_assert_eq(pipe2(ctl, O_CLOEXEC), 0);
+    char name[] = "api-target", mode[] = TGT_ARG, a_proto[16], a_rep[12], a_ctl[12];
+    snprintf(a_proto, sizeof(a_proto), "%s", proto);
+    snprintf(a_rep, sizeof(a_rep), "%d", rep[1]);
+    snprintf(a_ctl, sizeof(a_ctl), "%d", ctl[0]);
+    char *argv[] = {name, mode, a_proto, a_rep, a_ctl, NULL};
+    t->pid = xt_exec_self(argv, rep[1], ctl[0]);
     cr_assert_geq(t->pid, 0);
-    if (t->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        close(rep[0]);
-        close(ctl[1]);
-        tgt_main(proto, rep[1], ctl[0]);
-    }
     close(rep[1]);
     close(ctl[0]);
     t->ctl = ctl[1];
@@ -98,7 +107,7 @@ static int tgt_stop(struct tgt *t) {
 #define REUSE_BLOCK  4096
 
 /*
- * Reuses one batch for REUSE_ROUNDS write-then-read rounds against a forked target: after
+ * Reuses one batch for REUSE_ROUNDS write-then-read rounds against a target process: after
  * every crescent_xfer_batch_wait that returned 0, reset must return 0 at once (no retry), and
  * the bytes read back must be the bytes written that round.
  */
@@ -350,4 +359,15 @@ Test(crescent_transfer, open_addr_handshake_timeout) {
     cr_assert_not_null(strstr(msg, "no answer within 200 ms"), "%s", msg);
     crescent_xfer_engine_destroy(e);
     close(lfd);
+}
+
+/* The target processes are this program run again: they must not start Criterion. */
+int main(int argc, char *argv[]) {
+    tgt_run_if_asked(argc, argv);
+    struct criterion_test_set *tests = criterion_initialize();
+    int result = 0;
+    if (criterion_handle_args(argc, argv, true))
+        result = !criterion_run_all_tests(tests);
+    criterion_finalize(tests);
+    return result;
 }

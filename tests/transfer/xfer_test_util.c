@@ -6,8 +6,6 @@
 
 #include "transfer/xfer.h"
 
-#include "common/cm_mem.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -98,12 +96,7 @@ void xt_target_main(int argc, char *argv[]) {
                 (uint32_t)target_arg(argv[6]), (int)target_arg(argv[7]), (int)target_arg(argv[8]));
 }
 
-/*
- * Forks and execs a target; see xfer_test_util.h. The child runs only async-signal-safe calls
- * before execv: the test process has threads (its engines' workers, Criterion's), and a forked
- * copy inherits whatever lock one of them held at that moment. Under ASan that was an allocator
- * lock, and every thread the copy started hung on it, so its listener never answered.
- */
+/* Starts a target; see xfer_test_util.h. */
 int xt_spawn_target(const char *proto, const char *args, uint64_t len, int memfd, uint32_t seed,
                     struct xt_target *t) {
     int info[2], ctl[2];
@@ -124,41 +117,14 @@ int xt_spawn_target(const char *proto, const char *args, uint64_t len, int memfd
     char name[] = "xt-target", mode[] = XT_TARGET_ARG, none[] = "";
     char *argv[] = {name,  mode,  (char *)proto, args ? (char *)args : none, a_len, a_memfd, a_seed,
                     a_out, a_ctl, NULL};
-    /* Criterion's BoxFort re-runs the program as a test worker when BXFI_MAP is set: the
-     * target gets the environment without it (built here: the child must not allocate). */
-    size_t ne = 0;
-    while (environ[ne])
-        ne++;
-    char **envp = cm_try_malloc((ne + 1) * sizeof(*envp));
-    size_t k = 0;
-    for (size_t i = 0; envp && i < ne; i++)
-        if (strncmp(environ[i], "BXFI_", 5) != 0)
-            envp[k++] = environ[i];
-    if (envp)
-        envp[k] = NULL;
-    pid_t parent = getpid();
-    pid_t pid = envp ? fork() : -1;
-    if (pid < 0) {
-        int e = envp ? -errno : -ENOMEM;
-        cm_free(envp);
-        close(info[0]);
-        close(info[1]);
-        close(ctl[0]);
-        close(ctl[1]);
-        return e;
-    }
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) /* the parent died before prctl */
-            _exit(2);
-        if (fcntl(info[1], F_SETFD, 0) < 0 || fcntl(ctl[0], F_SETFD, 0) < 0)
-            _exit(2);
-        execve("/proc/self/exe", argv, envp);
-        _exit(127);
-    }
-    cm_free(envp);
+    pid_t pid = xt_exec_self(argv, info[1], ctl[0]);
     close(info[1]);
     close(ctl[0]);
+    if (pid < 0) {
+        close(info[0]);
+        close(ctl[1]);
+        return pid;
+    }
     ssize_t n = read(info[0], t, sizeof(*t));
     close(info[0]);
     t->pid = pid;

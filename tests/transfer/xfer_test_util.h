@@ -23,6 +23,16 @@ struct xt_target {
 #define XT_TARGET_ARG "--xt-target"
 
 /*
+ * Runs this test program again as a helper process: fork, then exec of /proc/self/exe with argv
+ * (Criterion's BXFI_* variables left out of the environment), so the helper holds none of the
+ * locks the caller's threads may hold. Descriptors keep_a and keep_b (-1: none) stay open in the
+ * helper; any other O_CLOEXEC descriptor closes. The helper dies with the caller
+ * (PR_SET_PDEATHSIG). Returns its pid or a negative errno. In tests/transfer/xt_exec.c, which
+ * needs libc only.
+ */
+pid_t xt_exec_self(char *const argv[], int keep_a, int keep_b);
+
+/*
  * Runs this process as a target (never returns) when argv[1] is XT_TARGET_ARG; returns at once
  * otherwise. Call it first thing in main of a program that uses xt_spawn_target.
  */
