@@ -453,16 +453,16 @@ Test(xfer_twoproc, tcp_pooled_connection_closed_by_idle_target, .timeout = 30) {
 
 /*
  * A stalled peer holds at most peer_workers of the tcp workers, so another peer keeps being
- * served. No clock is read: each of 64 reads to the stopped target is its own group
- * (group_bytes=4096), so with 8 workers and the default cap of 4 the stalled peer takes 4
- * workers before the healthy peer's first read is picked (the queue is served in order); the
- * healthy reads must then complete, with the right bytes, while every read of the stalled batch
- * is still pending (its 30 s deadline is far away). Without the cap all 8 workers would block
- * on the stalled peer and the healthy reads would wait for that deadline.
+ * served. No clock is read: n reads of len bytes go to the stopped target first, so it takes
+ * its share of the 8 workers (the cap, 4) before the healthy peer's first read is picked (the
+ * queue is served in order); 16 rounds of 8 reads from the healthy target must then complete,
+ * with the right bytes, while every read of the stalled batch is still pending (its 30 s
+ * deadline is far away). Without the cap the healthy reads would wait for that deadline. Then
+ * the stalled target is killed and every one of its reads fails.
  */
-Test(xfer_twoproc, tcp_stalled_peer_does_not_starve_others, .timeout = 90) {
+static void stalled_vs_healthy(const char *args, size_t n, uint64_t len) {
     struct ctx a;
-    setup_args(&a, "tcp", "workers=8,group_bytes=4096", 0, 30000);
+    setup_args(&a, "tcp", args, 0, 30000);
     struct xt_target tb;
     cr_assert_eq(xt_spawn_target("tcp", NULL, 1 << 20, 0, 5, &tb), 0);
     struct xfer_segment *sb;
@@ -471,14 +471,13 @@ Test(xfer_twoproc, tcp_stalled_peer_does_not_starve_others, .timeout = 90) {
     uint8_t *want = map(1 << 20);
     xt_fill(want, 1 << 20, 5);
     kill(a.t.pid, SIGSTOP);
-    struct xfer_request r[64];
-    for (int i = 0; i < 64; i++)
-        r[i] = req(&a, XFER_OP_READ, a.dst + i * 4096, (uint64_t)i * 4096, 4096);
+    struct xfer_request *r = cm_calloc(n, sizeof(*r));
+    for (size_t i = 0; i < n; i++)
+        r[i] = req(&a, XFER_OP_READ, a.dst + i * len, i * len, len);
     struct xfer_batch *ba, *bb;
-    cr_assert_eq(xfer_batch_alloc(a.eng, 64, &ba), 0);
-    cr_assert_eq(xfer_batch_submit(ba, r, 64, NULL), 0);
-    /* 16 rounds of 8 reads (more than the workers) from the healthy peer, each checked. */
-    uint8_t *got = a.dst + (8 << 20);
+    cr_assert_eq(xfer_batch_alloc(a.eng, n, &ba), 0);
+    cr_assert_eq(xfer_batch_submit(ba, r, n, NULL), 0);
+    uint8_t *got = a.dst + (REMOTE_LEN - (1 << 20));
     cr_assert_eq(xfer_batch_alloc(a.eng, 8, &bb), 0);
     for (int round = 0; round < 16; round++) {
         struct xfer_request rb[8];
@@ -494,23 +493,35 @@ Test(xfer_twoproc, tcp_stalled_peer_does_not_starve_others, .timeout = 90) {
         cr_assert_eq(xfer_batch_wait(ba, 0, NULL, 0, NULL), -ETIMEDOUT, "round %d", round);
     }
     cr_assert_eq(memcmp(got, want, 1 << 20), 0, "healthy peer's bytes differ");
-    for (size_t i = 0; i < 64; i++) {
+    for (size_t i = 0; i < n; i++) {
         struct xfer_task_status st;
         cr_assert_eq(xfer_batch_status(ba, i, &st), 0);
         cr_assert_eq(st.status, XFER_STATUS_PENDING, "stalled task %zu: %s", i,
                      xfer_status_name(st.status));
     }
-    /* The stalled peer dies: its connections reset and every one of its reads fails. */
     kill(a.t.pid, SIGKILL);
     size_t nf = 0;
     cr_assert_eq(xfer_batch_wait(ba, -1, NULL, 0, &nf), -CM_ETRANSFER_FAIL);
-    cr_assert_eq(nf, 64);
+    cr_assert_eq(nf, n);
     xfer_batch_free(ba);
     xfer_batch_free(bb);
+    cm_free(r);
     munmap(want, 1 << 20);
     xfer_segment_close(sb);
     cr_assert_eq(xt_stop_target(&tb), 0);
     teardown(&a, 128 + SIGKILL);
+}
+
+/* 64 reads of 4 KiB, each its own group (group_bytes=4096): the cap itself is exercised. With
+ * peer_workers=8 this fails (the healthy reads are starved to their deadline). */
+Test(xfer_twoproc, tcp_stalled_peer_does_not_starve_others, .timeout = 90) {
+    stalled_vs_healthy("workers=8,group_bytes=4096", 64, 4096);
+}
+
+/* 12000 reads of 64 B with the default groups of up to 256: 4 workers hold 1024 of them, the
+ * other 10976 stay queued ahead of the healthy peer's reads, which must still be picked. */
+Test(xfer_twoproc, tcp_many_stalled_tasks_do_not_starve_others, .timeout = 90) {
+    stalled_vs_healthy("workers=8", 12000, 64);
 }
 
 Test(xfer_twoproc, shm_peer_killed, .timeout = 30) {

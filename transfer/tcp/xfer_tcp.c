@@ -13,6 +13,10 @@
  * task deadline. A batch of 128 small objects thus costs a handful of system calls on each side
  * instead of several per object; the wire format is unchanged.
  *
+ * A peer runs at most peer_workers groups at once; its further tasks wait on a list of its own
+ * ("parked"), so a stalled peer's backlog, however long, is never scanned again by workers
+ * looking for another peer's task.
+ *
  * Arguments: workers=N (default MC_TCP_WORKERS or 8), peer_workers=N most workers one peer may
  * occupy (default workers/2, so a stalled peer leaves the others served), max_idle=N idle
  * connections kept per peer (default 16), group_bytes=N most payload bytes in one group
@@ -46,20 +50,29 @@
 /* A refused WRITE with at most this much payload is drained to keep the connection. */
 #define TCP_DRAIN_MAX (16ull << 20)
 
+/* A FIFO of tasks linked through xfer_task.next. */
+struct tcp_queue {
+    struct xfer_task *head, *tail;
+};
+
 struct tcp_peer {
     char hostport[XFER_HOSTPORT_MAX];
     pthread_mutex_t lock;
     int idle[64]; /* idle connections */
     int n_idle;
     int max_idle;
-    int busy; /* groups being run for this peer (under tcp_ctx.lock) */
+    /* Under tcp_ctx.lock: */
+    int busy;                /* groups being run for this peer */
+    struct tcp_queue parked; /* its tasks taken off the queue while it was at peer_cap */
+    struct tcp_peer *park_prev, *park_next; /* in tcp_ctx.parked while parked is not empty */
 };
 
 struct tcp_ctx {
     struct xfer_transport *tp;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct xfer_task *head, *tail; /* queued tasks */
+    struct tcp_queue q;                    /* submitted tasks */
+    struct tcp_peer *parked, *parked_tail; /* peers with parked tasks, oldest first */
     int stopping;
     int n_workers;
     int max_idle;
@@ -251,42 +264,70 @@ static int tcp_recv_reply(int fd, struct xfer_rbuf *rb, struct xfer_task *t, int
     return 0;
 }
 
-/* Unlinks x (whose predecessor is prev, NULL at the head) from the queue. Lock held. */
-static void tcp_unlink(struct tcp_ctx *c, struct xfer_task *prev, struct xfer_task *x) {
+/* Unlinks x (whose predecessor is prev, NULL at the head) from q. */
+static void tq_unlink(struct tcp_queue *q, struct xfer_task *prev, struct xfer_task *x) {
     if (prev)
         prev->next = x->next;
     else
-        c->head = x->next;
-    if (c->tail == x)
-        c->tail = prev;
+        q->head = x->next;
+    if (q->tail == x)
+        q->tail = prev;
+}
+
+/* Appends t to q. */
+static void tq_push(struct tcp_queue *q, struct xfer_task *t) {
+    t->next = NULL;
+    if (q->tail)
+        q->tail->next = t;
+    else
+        q->head = t;
+    q->tail = t;
+}
+
+/* Moves the queue's first task t to the parked tasks of its peer p. Lock held. */
+static void tcp_park(struct tcp_ctx *c, struct tcp_peer *p, struct xfer_task *t) {
+    tq_unlink(&c->q, NULL, t);
+    if (!p->parked.head) { /* list p after the peers parked before it */
+        p->park_prev = c->parked_tail;
+        p->park_next = NULL;
+        if (c->parked_tail)
+            c->parked_tail->park_next = p;
+        else
+            c->parked = p;
+        c->parked_tail = p;
+    }
+    tq_push(&p->parked, t);
+}
+
+/* Takes p off the list of peers with parked tasks (its parked queue just emptied). Lock held. */
+static void tcp_unlist(struct tcp_ctx *c, struct tcp_peer *p) {
+    if (p->park_prev)
+        p->park_prev->park_next = p->park_next;
+    else
+        c->parked = p->park_next;
+    if (p->park_next)
+        p->park_next->park_prev = p->park_prev;
+    else
+        c->parked_tail = p->park_prev;
+    p->park_prev = p->park_next = NULL;
 }
 
 /*
- * Pops the first queued task whose peer has fewer than peer_cap groups running, plus more for
- * the same peer and opcode up to TCP_GROUP_MAX tasks and group_bytes of payload (one direction
- * per group, so neither side can block the other). The cap keeps workers free for other peers
- * while one peer is stalled. Lock held. Returns the count, 0 when nothing is eligible.
+ * Takes q's first task plus more of the same peer and opcode from q, up to TCP_GROUP_MAX tasks
+ * and group_bytes of payload (one direction per group, so neither side can block the other),
+ * and counts the group in its peer's busy. Lock held; q not empty. Returns the count.
  */
-static int tcp_pop_group(struct tcp_ctx *c, struct xfer_task **g) {
-    struct xfer_task *t = c->head, *prev = NULL, *x;
-    int scanned = 0;
-    while (t && ((struct tcp_peer *)t->tp_seg)->busy >= c->peer_cap && scanned++ < 4096) {
-        prev = t;
-        t = t->next;
-    }
-    if (!t || ((struct tcp_peer *)t->tp_seg)->busy >= c->peer_cap)
-        return 0;
-    tcp_unlink(c, prev, t);
+static int tcp_take_group(struct tcp_ctx *c, struct tcp_queue *q, struct xfer_task **g) {
+    struct xfer_task *t = q->head, *prev = NULL, *x;
+    tq_unlink(q, NULL, t);
     ((struct tcp_peer *)t->tp_seg)->busy++;
-    int n = 0;
+    int n = 0, scanned = 0;
     uint64_t bytes = t->len;
     g[n++] = t;
-    scanned = 0;
-    for (x = prev ? prev->next : c->head; x && n < TCP_GROUP_MAX && scanned < 2 * TCP_GROUP_MAX;
-         scanned++) {
+    for (x = q->head; x && n < TCP_GROUP_MAX && scanned < 2 * TCP_GROUP_MAX; scanned++) {
         struct xfer_task *next = x->next;
         if (x->tp_seg == t->tp_seg && x->op == t->op && bytes + x->len <= c->group_bytes) {
-            tcp_unlink(c, prev, x);
+            tq_unlink(q, prev, x);
             g[n++] = x;
             bytes += x->len;
         } else {
@@ -295,6 +336,32 @@ static int tcp_pop_group(struct tcp_ctx *c, struct xfer_task **g) {
         x = next;
     }
     return n;
+}
+
+/*
+ * Pops the next group into g; returns its size, 0 when nothing is eligible. A peer runs at most
+ * peer_cap groups at once, so a stalled peer leaves workers to the others. Parked tasks come
+ * first (they are older than the queue's): the oldest parked peer below the cap gives a group.
+ * Otherwise the queue's head gives one; a head task whose peer is at the cap moves to that
+ * peer's parked tasks, so no task is passed over twice however many of a stalled peer's tasks
+ * are queued ahead of another peer's. Lock held.
+ */
+static int tcp_pop_group(struct tcp_ctx *c, struct xfer_task **g) {
+    for (struct tcp_peer *p = c->parked; p; p = p->park_next)
+        if (p->busy < c->peer_cap) {
+            int n = tcp_take_group(c, &p->parked, g);
+            if (!p->parked.head)
+                tcp_unlist(c, p);
+            return n;
+        }
+    struct xfer_task *t;
+    while ((t = c->q.head)) {
+        struct tcp_peer *p = t->tp_seg;
+        if (p->busy < c->peer_cap && !p->parked.head)
+            return tcp_take_group(c, &c->q, g);
+        tcp_park(c, p, t);
+    }
+    return 0;
 }
 
 /* Runs a group on one pooled connection: all requests out, then the replies in order. */
@@ -351,7 +418,7 @@ static void *tcp_worker(void *arg) {
             pthread_mutex_unlock(&c->lock);
             break;
         }
-        if (c->head)
+        if (c->q.head || c->parked)
             pthread_cond_signal(&c->cond); /* more queued: hand it to the next worker */
         pthread_mutex_unlock(&c->lock);
         struct tcp_peer *p = g[0]->tp_seg;
@@ -364,7 +431,7 @@ static void *tcp_worker(void *arg) {
         }
         pthread_mutex_lock(&c->lock);
         p->busy--;
-        if (c->head)
+        if (c->q.head || p->parked.head)
             pthread_cond_signal(&c->cond); /* tasks of p may be eligible again */
         pthread_mutex_unlock(&c->lock);
     }
@@ -376,14 +443,8 @@ static void *tcp_worker(void *arg) {
 static int tcp_submit(struct xfer_transport *tp, struct xfer_task **tasks, size_t n) {
     struct tcp_ctx *c = tp->ctx;
     pthread_mutex_lock(&c->lock);
-    for (size_t i = 0; i < n; i++) {
-        tasks[i]->next = NULL;
-        if (c->tail)
-            c->tail->next = tasks[i];
-        else
-            c->head = tasks[i];
-        c->tail = tasks[i];
-    }
+    for (size_t i = 0; i < n; i++)
+        tq_push(&c->q, tasks[i]);
     /* One worker: it takes a group and wakes the next one while tasks remain, so a batch
      * that fits one group does not wake every worker to find nothing. */
     pthread_cond_signal(&c->cond);
@@ -451,6 +512,16 @@ static int tcp_local_info(struct xfer_transport *tp, uint8_t *buf, size_t *len) 
     return 0;
 }
 
+/* Fails every task of q with -ECANCELED and empties q. */
+static void tcp_cancel_all(struct tcp_queue *q) {
+    while (q->head) {
+        struct xfer_task *t = q->head;
+        q->head = t->next;
+        xfer__task_done(t, -ECANCELED, 0);
+    }
+    q->tail = NULL;
+}
+
 static void tcp_stop(struct tcp_ctx *c, int n) {
     pthread_mutex_lock(&c->lock);
     c->stopping = 1;
@@ -458,12 +529,12 @@ static void tcp_stop(struct tcp_ctx *c, int n) {
     pthread_mutex_unlock(&c->lock);
     for (int i = 0; i < n; i++)
         pthread_join(c->workers[i], NULL);
-    while (c->head) { /* workers are gone: whatever is queued fails */
-        struct xfer_task *t = c->head;
-        c->head = t->next;
-        xfer__task_done(t, -ECANCELED, 0);
+    while (c->parked) { /* workers are gone: whatever is parked or queued fails */
+        struct tcp_peer *p = c->parked;
+        tcp_unlist(c, p);
+        tcp_cancel_all(&p->parked);
     }
-    c->tail = NULL;
+    tcp_cancel_all(&c->q);
 }
 
 static int tcp_install(struct xfer_transport *tp, const char *args) {
