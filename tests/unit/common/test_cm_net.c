@@ -116,9 +116,9 @@ Test(cm_net_hostport, malformed) {
 Test(cm_net_hostport, length_bounds_and_no_nul) {
     /* Only len bytes are read: the -NOTLEADER reply hands over part of a line. */
     const char *line = "10.1.2.3:6000 trailing";
-    cr_assert_eq(cm_net_hostport_parse(line, 13, CM_NET_PORT_REQUIRED, host, sizeof(host), &port,
-                                       NULL, 0),
-                 0);
+    cr_assert_eq(
+        cm_net_hostport_parse(line, 13, CM_NET_PORT_REQUIRED, host, sizeof(host), &port, NULL, 0),
+        0);
     cr_assert_str_eq(host, "10.1.2.3");
     cr_assert_eq(port, 6000);
     char small[4];
