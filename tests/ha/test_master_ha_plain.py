@@ -11,7 +11,6 @@ registers the master's own pool client, and an explicit --memory with HA logs a 
 Argument: redis (default) or etcd (elections and op-log in etcd). Exit 0 pass, 1 fail, 77 skip."""
 import os
 import random
-import shutil
 import subprocess
 import sys
 import threading
@@ -235,31 +234,12 @@ class EtcdLog:
 
 def main():
     kind = sys.argv[1] if len(sys.argv) > 1 else "redis"
-    tools = ("redis-server",) if kind == "redis" else ("etcd",)
-    for tool in tools:
-        if not shutil.which(tool):
-            print("skip: %s not installed" % tool)
-            return 77
-    if not os.path.exists(T.MASTER):
-        print("missing %s" % T.MASTER)
-        return 1
-    tmp = H.TempDir("crescent-ha-plain.")
-    backend = H.make_backend(kind, tmp.path) if kind != "redis" else H.RedisBackend(tmp.path)
-    ok, owner_box, cluster = False, [], None
-    try:
-        backend.start()
-        oplog = EtcdLog(backend) if kind == "etcd" else RedisLog(backend)
-        t0 = time.time()
-        explicit_memory_warns(tmp.path, backend, oplog.uri)
-        cluster = scenario(tmp.path, backend, oplog, owner_box)
-        bad = {ep: ms for ep, ms in cluster.serving.items() if len(ms) != 1}
-        check(not bad and not getattr(cluster, "overlaps", 0),
-              "no epoch served by two masters, never two serving at once (%s)" % cluster.serving)
-        T.stop_masters_and_check(cluster.masters)
-        print("plain commands on HA masters (%s): %d failures in %.1f s"
-              % (kind, len(T.failures), time.time() - t0))
-        ok = not T.failures
-    finally:
+    skip = H.prerequisites(kind, (T.MASTER,), side_redis=False)
+    if skip is not None:
+        return skip
+    owner_box = []
+
+    def stop_owners():
         for x in owner_box:
             if isinstance(x, threading.Event):
                 x.set()
@@ -270,12 +250,17 @@ def main():
                 except subprocess.TimeoutExpired:
                     x.kill()
                     x.wait()
-        H.cleanup()
-        backend.stop()
-        if not ok and cluster is not None:
-            T.print_master_logs(cluster.masters)
-        tmp.remove()
-    return 0 if ok else 1
+
+    with H.MasterRun("crescent-ha-plain.", kind, side_redis=False) as run:
+        run.at_exit.append(stop_owners)
+        backend = run.backend
+        oplog = EtcdLog(backend) if kind == "etcd" else RedisLog(backend)
+        t0 = time.time()
+        explicit_memory_warns(run.path, backend, oplog.uri)
+        cluster = scenario(run.path, backend, oplog, owner_box)
+        run.masters = cluster.masters
+        run.finish("plain commands on HA masters (%s)" % kind, t0, cluster)
+    return 0 if run.ok else 1
 
 
 if __name__ == "__main__":
