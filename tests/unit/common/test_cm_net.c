@@ -84,20 +84,26 @@ Test(cm_net_hostport, no_port_where_one_is_required) {
 }
 
 Test(cm_net_hostport, malformed) {
-    refuses("", 1, "address '' is empty (want host:port)");
-    refuses(":80", 1, "address ':80' has no host (want host:port)");
-    refuses("h:", 1, "address 'h:': port '' is not a number 0..65535");
-    refuses("h:70000", 1, "address 'h:70000': port '70000' is not a number 0..65535");
-    refuses("h:+80", 1, "address 'h:+80': port '+80' is not a number 0..65535");
-    refuses("h: 80", 1, NULL);
-    refuses("h:80x", 1, NULL);
-    refuses("h:000080", 1, NULL);
-    refuses("[::1]80", 1, "address '[::1]80': only ':port' may follow ']'");
-    refuses("[::1]:", 1, "address '[::1]:': port '' is not a number 0..65535");
-    refuses("[::1:80", 1, "address '[::1:80': no ']' after '['");
-    refuses("[host]:80", 1, "address '[host]:80': 'host' in brackets is not an IPv6 address");
-    refuses("[]:80", 1, NULL);
-    refuses("[fe80::1%]:80", 1, NULL);
+    static const struct {
+        const char *in, *msg; /* msg NULL: any message */
+    } cases[] = {
+        {"", "address '' is empty (want host:port)"},
+        {":80", "address ':80' has no host (want host:port)"},
+        {"h:", "address 'h:': port '' is not a number 0..65535"},
+        {"h:70000", "address 'h:70000': port '70000' is not a number 0..65535"},
+        {"h:+80", "address 'h:+80': port '+80' is not a number 0..65535"},
+        {"h: 80", NULL},
+        {"h:80x", NULL},
+        {"h:000080", NULL},
+        {"[::1]80", "address '[::1]80': only ':port' may follow ']'"},
+        {"[::1]:", "address '[::1]:': port '' is not a number 0..65535"},
+        {"[::1:80", "address '[::1:80': no ']' after '['"},
+        {"[host]:80", "address '[host]:80': 'host' in brackets is not an IPv6 address"},
+        {"[]:80", NULL},
+        {"[fe80::1%]:80", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        refuses(cases[i].in, 1, cases[i].msg);
 }
 
 Test(cm_net_hostport, length_bounds_and_no_nul) {
