@@ -41,7 +41,12 @@ void off_teardown(char *dir) {
 }
 
 /* Public: see offload_util.h. */
-void off_value_bytes(int i, int gen, size_t n, char *buf) {
+size_t off_value_len(int i) {
+    return 1000 + (size_t)((unsigned)i * 2654435761u % 6001u);
+}
+
+/* Public: see offload_util.h. */
+size_t off_value_bytes(int i, int gen, size_t n, char *buf) {
     uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull + (uint64_t)gen * 7919u + 1;
     for (size_t k = 0; k < n; k++) {
         x ^= x << 13;
@@ -49,4 +54,5 @@ void off_value_bytes(int i, int gen, size_t n, char *buf) {
         x ^= x << 17;
         buf[k] = (char)(x >> 24);
     }
+    return n;
 }

@@ -22,7 +22,10 @@ void off_server_start(char *dir, size_t dirlen, const char *tmpl, const char *me
 /* it_teardown(), then removes the tier directory dir (when set) and empties dir. */
 void off_teardown(char *dir);
 
-/* Fills buf with the n pseudo-random bytes of key i's value of generation gen. */
-void off_value_bytes(int i, int gen, size_t n, char *buf);
+/* The usual length of key i's value: 1,000 to 7,000 bytes, spread pseudo-randomly. */
+size_t off_value_len(int i);
+
+/* Fills buf with the n pseudo-random bytes of key i's value of generation gen; returns n. */
+size_t off_value_bytes(int i, int gen, size_t n, char *buf);
 
 #endif

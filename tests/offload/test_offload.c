@@ -36,14 +36,12 @@ static size_t val_len(int i) {
         return 0;
     if (i == 9)
         return OFF_BIG;
-    return 1000 + (size_t)(i * 2654435761u % 6001u);
+    return off_value_len(i);
 }
 
 /* Fills buf with the pseudo-random bytes of key i's value (generation gen); returns the length. */
 static size_t val_of(int i, int gen, char *buf) {
-    size_t n = val_len(i);
-    off_value_bytes(i, gen, n, buf);
-    return n;
+    return off_value_bytes(i, gen, val_len(i), buf);
 }
 
 static void key_of(int i, char *buf) {

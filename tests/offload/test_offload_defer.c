@@ -34,14 +34,12 @@ static char disk_dir[256];
 static int disk_keys[NDISK], mem_keys[NDISK];
 
 static size_t val_len(int i) {
-    return 1000 + (size_t)(i * 2654435761u % 6001u);
+    return off_value_len(i);
 }
 
 /* Fills buf with key i's value of generation gen; returns its length. */
 static size_t val_of(int i, int gen, char *buf) {
-    size_t n = val_len(i);
-    off_value_bytes(i, gen, n, buf);
-    return n;
+    return off_value_bytes(i, gen, val_len(i), buf);
 }
 
 static void key_of(int i, char *buf) {
