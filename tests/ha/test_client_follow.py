@@ -140,8 +140,7 @@ def bad_addresses(kind, master, cluster, tmp):
 
 
 def follow(cluster, master, tmp, kind):
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead(start=False)
     if leader is None:
         return
     print("application with master address %s" % master)
@@ -219,10 +218,7 @@ def daemon_remount(tmp, backend, master):
     cid = cluster_id() + "-nolog"
     masters = [T.Master(tmp, i, backend, "", cid) for i in (11, 12)]
     cluster = T.Cluster(masters)
-    for m in masters:
-        m.start()
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead()
     if leader is None:
         return
     log = os.path.join(tmp, "daemon.log")

@@ -177,6 +177,15 @@ class Cluster:
         check(not bad and not getattr(self, "overlaps", 0),
               "no epoch served by two masters, never two serving at once (%s)" % self.serving)
 
+    def start_and_lead(self, start=True):
+        """Starts every master (unless start is False), waits for a leader and checks that one
+        serves. Returns (leader, epoch): (None, None) when none did within 30 s."""
+        for m in self.masters if start else ():
+            m.start()
+        leader, epoch, _ = self.wait_leader()
+        check(leader is not None, "a leader serves (epoch %s)" % epoch)
+        return leader, epoch
+
     def wait_leader(self, timeout=30, exclude=None):
         t0 = time.time()
         while time.time() - t0 < timeout:
@@ -419,11 +428,9 @@ class EtcdOplog:
         self.etcd.post("kv/deleterange", json.dumps({"key": b64(self.garbage)}))
 
 
-def lib_follows(cluster, leader):
-    """libcrescent pointed at a standby follows -NOTLEADER to the leader (lib_follow.py)."""
-    standby = next(m for m in cluster.masters if m is not leader and m.alive())
-    build = os.environ.get("CRESCENT_BUILD", os.path.join(ROOT, "build"))
-    lib = os.path.join(build, "lib", "libcrescent.so.0")
+def lib_env():
+    """The environment of a python3 that imports the crescent package of this build."""
+    lib = os.path.join(H.BUILD, "lib", "libcrescent.so.0")
     env = dict(os.environ, CRESCENT_LIB=lib, PYTHONPATH=os.path.join(ROOT, "python"),
                PYTHONDONTWRITEBYTECODE="1")
     san = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout.split()
@@ -431,6 +438,13 @@ def lib_follows(cluster, leader):
     if pre:  # a sanitizer build: its runtimes go first into python3, leak checks off
         env["LD_PRELOAD"] = " ".join(pre)
         env["ASAN_OPTIONS"] = "detect_leaks=0"
+    return env
+
+
+def lib_follows(cluster, leader):
+    """libcrescent pointed at a standby follows -NOTLEADER to the leader (lib_follow.py)."""
+    standby = next(m for m in cluster.masters if m is not leader and m.alive())
+    env = lib_env()
     key = "libcrescent-follows"
     p = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "lib_follow.py"),
                           standby.addr, key], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -474,11 +488,8 @@ def hot_promotion(m, oplog, label):
 
 def scenario(cluster, oplog):
     masters = cluster.masters
-    for m in masters:
-        m.start()
     print("three masters elect one leader; standbys redirect")
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead()
     if leader is None:
         return
     standby_errors(cluster, leader)

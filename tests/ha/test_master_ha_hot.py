@@ -35,10 +35,7 @@ def applied(m):
 
 
 def scenario(cluster, oplog):
-    for m in cluster.masters:
-        m.start()
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead()
     if leader is None:
         return
     standby = [m for m in cluster.masters if m is not leader][0]

@@ -20,22 +20,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ha_harness as H  # noqa: E402
 import test_master_ha as T  # noqa: E402  (Conn, Master, Cluster, check)
 
-ROOT = T.ROOT
 check, Conn, Err, call1 = T.check, T.Conn, T.Err, T.call1
 CLUSTER = "ha-plain-%d" % os.getpid()
-
-
-def lib_env():
-    """The environment of a python3 that imports the crescent package of this build."""
-    lib = os.path.join(H.BUILD, "lib", "libcrescent.so.0")
-    env = dict(os.environ, CRESCENT_LIB=lib, PYTHONPATH=os.path.join(ROOT, "python"),
-               PYTHONDONTWRITEBYTECODE="1")
-    san = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout.split()
-    pre = [w for w in san if "/lib" in w and any(x in w for x in ("asan", "ubsan", "tsan"))]
-    if pre:  # a sanitizer build: its runtimes go first into python3, leak checks off
-        env["LD_PRELOAD"] = " ".join(pre)
-        env["ASAN_OPTIONS"] = "detect_leaks=0"
-    return env
 
 
 def ping_loop(masters, client, stop):
@@ -113,10 +99,7 @@ def explicit_memory_warns(tmp, backend, oplog_uri):
 def scenario(tmp, backend, oplog, owner_box):
     masters = [T.Master(tmp, i, backend, oplog.uri, CLUSTER) for i in (1, 2)]
     cluster = T.Cluster(masters)
-    for m in masters:
-        m.start()
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead()
     if leader is None:
         return cluster
     print("an HA master started without --memory keeps no values of its own")
@@ -132,7 +115,7 @@ def scenario(tmp, backend, oplog, owner_box):
                                                            "seg_owner.py"),
                               leader.addr, str(32 << 20)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=lib_env())
+                             env=T.lib_env())
     owner_box.append(owner)
     cid = owner.stdout.readline().strip()
     check(len(cid) == 32, "a libcrescent process mounts a 32 MiB segment (client %s)" % cid)

@@ -112,10 +112,7 @@ def kill_leader(cluster, leader):
 
 def scenario(tmp, cluster, oplog, redis, kind):
     masters = cluster.masters
-    for m in masters:
-        m.start()
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead()
     if leader is None:
         return
     T.setup_clients(leader.port)
