@@ -13,42 +13,22 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ha"))
-import bench_ha_replay as B  # noqa: E402
 import ha_harness as H  # noqa: E402
 
 
-def master(tmp, redis, cluster, name, hot):
-    port = H.free_port()
-    proc = H.spawn([B.MASTER, "--port", str(port), "--bind", "127.0.0.1", "--threads", "1",
-                    "--metrics_port", "0", "--memory", "4mb", "--enable_ha", "yes",
-                    "--ha_backend_connstring", redis.uri.split("://", 1)[1], "--cluster_id",
-                    cluster, "--oplog_store", redis.uri, "--ha_hot_standby", hot, "--logfile",
-                    os.path.join(tmp.path, "%s.log" % name)], open(os.devnull, "w"))
-    return port, proc
-
-
 def wait(port, pred, secs=120):
-    st = {}
-    t0 = time.time()
-    while time.time() - t0 < secs:
-        try:
-            st = B.info_ha(port)
-            if pred(st):
-                return st
-        except OSError:
-            pass
-        time.sleep(0.05)
-    return st
+    return H.wait_info(port, "ha", pred, secs)
 
 
 def one(tmp, redis, r, n, hot):
     cluster = "hot%d%s" % (r, hot)
-    B.fill(redis.port, "crescent/{%s}/oplog" % cluster, n)
-    lport, leader = master(tmp, redis, cluster, "leader%d%s" % (r, hot), "no")
+    H.push_list(redis.port, "crescent/{%s}/oplog" % cluster, H.bench_oplog(n))
+    leader, lport = H.bench_master(tmp.path, redis, cluster, "leader%d%s" % (r, hot),
+                                   ["--ha_hot_standby", "no"])
     wait(lport, lambda st: st.get("ha_state") == "serving")
-    sport, standby = master(tmp, redis, cluster, "standby%d%s" % (r, hot), hot)
+    standby, sport = H.bench_master(tmp.path, redis, cluster, "standby%d%s" % (r, hot),
+                                    ["--ha_hot_standby", hot])
     if hot == "yes":
         wait(sport, lambda st: int(st.get("ha_standby_applied_seq", 0) or 0) >= n + 2)
     else:
@@ -65,24 +45,18 @@ def one(tmp, redis, r, n, hot):
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 100000
-    tmp = H.TempDir("crescent-bench-hot.")
-    redis = H.RedisBackend(tmp.path)
     res = {"yes": [], "no": []}
-    try:
-        redis.start()
+    with H.MasterRun("crescent-bench-hot.") as run:
         for r in range(rounds):
             for hot in ("yes", "no"):
-                ms, rep = one(tmp, redis, r, n, hot)
+                ms, rep = one(run.tmp, run.redis, r, n, hot)
                 res[hot].append(ms)
                 print("round %d: hot standby %s: %s entries replayed at promotion, recovery %d ms"
                       % (r + 1, hot, rep, ms), flush=True)
         for hot in ("yes", "no"):
             print("median promotion (%d-entry log), hot standby %s: %d ms"
                   % (n + 2, hot, statistics.median(res[hot])))
-    finally:
-        H.cleanup()
-        redis.stop()
-        tmp.remove()
+        run.ok = True
 
 
 if __name__ == "__main__":

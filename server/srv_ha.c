@@ -18,6 +18,7 @@
 #include "common/cm_atomic.h"
 #include "common/cm_errno.h"
 #include "common/cm_log.h"
+#include "common/cm_net.h"
 #include "common/cm_time.h"
 #include "ha/ha.h"
 #include "redis-compat/resp_write.h"
@@ -450,11 +451,23 @@ static int srv_ha_backend_uri(char *err, size_t errlen) {
     return 0;
 }
 
-/* --rpc_address, or the first --bind address (the host name for a wildcard) and --port. */
-static void srv_ha_identity(void) {
+/* --rpc_address, or the first --bind address (the host name for a wildcard) and --port, always
+ * written so that cm_net_hostport_parse() reads it back (an IPv6 host in brackets): clients and
+ * standbys parse it from the election record and -NOTLEADER. Returns 0, or -1 with one line in
+ * err when rpc_address is not host:port. */
+static int srv_ha_identity(char *err, size_t errlen) {
     if (srv_cfg.rpc_address && srv_cfg.rpc_address[0]) {
-        snprintf(srv_ha.self, sizeof(srv_ha.self), "%s", srv_cfg.rpc_address);
-        return;
+        const char *a = srv_cfg.rpc_address;
+        char host[256], why[300];
+        int port = -1;
+        if (cm_net_hostport_parse(a, strlen(a), CM_NET_PORT_REQUIRED, host, sizeof(host), &port,
+                                  why, sizeof(why)) != 0 ||
+            port == 0) {
+            snprintf(err, errlen, "rpc_address: %s", port == 0 ? "port 0 is not a port" : why);
+            return -1;
+        }
+        cm_net_hostport_format(srv_ha.self, sizeof(srv_ha.self), host, port);
+        return 0;
     }
     char first[256] = "";
     sscanf(srv_cfg.bind, "%255s", first);
@@ -467,8 +480,8 @@ static void srv_ha_identity(void) {
         host[sizeof(host) - 1] = '\0';
         h = host;
     }
-    snprintf(srv_ha.self, sizeof(srv_ha.self), strchr(h, ':') ? "[%s]:%lld" : "%s:%lld", h,
-             srv_cfg.port);
+    cm_net_hostport_format(srv_ha.self, sizeof(srv_ha.self), h, (int)srv_cfg.port);
+    return 0;
 }
 
 int srv_ha_start(char *err, size_t errlen) {
@@ -476,7 +489,8 @@ int srv_ha_start(char *err, size_t errlen) {
         return 0;
     if (srv_ha_backend_uri(err, errlen) != 0)
         return -1;
-    srv_ha_identity();
+    if (srv_ha_identity(err, errlen) != 0)
+        return -1;
     if (srv_cfg.oplog_store[0]) {
         if (srv_oplog_open(srv_cfg.oplog_store, srv_cfg.cluster_id, err, errlen) != 0)
             return -1;
@@ -573,15 +587,16 @@ void srv_role_command(struct srv_client *c) {
     snprintf(leader, sizeof(leader), "%s", srv_ha.leader);
     lep = srv_ha.leader_epoch;
     pthread_mutex_unlock(&srv_ha.mu);
-    char *colon = strrchr(leader, ':');
-    long long port = 0;
-    if (colon) {
-        *colon = '\0';
-        port = atoll(colon + 1);
+    char host[300];
+    int port;
+    if (cm_net_hostport_parse(leader, strlen(leader), CM_NET_PORT_REQUIRED, host, sizeof(host),
+                              &port, NULL, 0) != 0) { /* none known ("") */
+        snprintf(host, sizeof(host), "%s", leader);
+        port = 0;
     }
     resp_add_array_hdr(&c->out, 5);
     resp_add_bulk_cstr(&c->out, "slave");
-    resp_add_bulk_cstr(&c->out, leader);
+    resp_add_bulk_cstr(&c->out, host);
     resp_add_int(&c->out, port);
     resp_add_bulk_cstr(&c->out, srv_ha_state_names[st == SRV_HA_SERVING ? SRV_HA_STANDBY : st]);
     resp_add_int(&c->out, (long long)lep);

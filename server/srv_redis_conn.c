@@ -8,6 +8,8 @@
 
 #include "server/srv_redis_conn.h"
 
+#include "common/cm_net.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -68,14 +70,11 @@ int srv_redis_uri_parse(const char *s, const char *what, struct ha_uri *out, cha
 /* Public: see srv_redis_conn.h. */
 void srv_redis_hostport(const struct ha_uri *u, char *host, size_t hostlen, int *port) {
     const char *hp = u->hosts[0];
-    const char *colon = strrchr(hp, ':');
-    size_t hl = colon ? (size_t)(colon - hp) : strlen(hp);
-    if (hp[0] == '[' && hl >= 2 && hp[hl - 1] == ']') {
-        hp++;
-        hl -= 2;
+    if (cm_net_hostport_parse(hp, strlen(hp), CM_NET_PORT_REQUIRED, host, hostlen, port, NULL, 0) <
+        0) {
+        snprintf(host, hostlen, "%s", "");
+        *port = 0;
     }
-    snprintf(host, hostlen, "%.*s", (int)hl, hp);
-    *port = colon ? atoi(colon + 1) : 0;
 }
 
 /* Runs argv on c; 0, or -1 with "<what>: Redis <label> at <where> failed: <why>" in err. */

@@ -31,7 +31,9 @@ int srv_redis_uri_check(const struct ha_uri *u, const char *what, char *err, siz
 
 /*
  * Splits the first host of u ("host:port" or "[v6]:port", as ha_uri_parse() checked it) into
- * host (without brackets, hostlen bytes, always NUL-terminated) and *port.
+ * host (without brackets, hostlen bytes, always NUL-terminated) and *port, by the one address
+ * rule of cm_net_hostport_parse() (a port required). An address that rule refuses (not one
+ * ha_uri_parse() passes for redis://) gives host "" and port 0, which no connect reaches.
  */
 void srv_redis_hostport(const struct ha_uri *u, char *host, size_t hostlen, int *port);
 

@@ -384,8 +384,9 @@ int xfer__rbuf_read(int fd, struct xfer_rbuf *rb, void *dst, size_t len, uint64_
 int xfer__rbuf_drain(int fd, struct xfer_rbuf *rb, uint64_t len, uint64_t deadline_ns);
 
 /*
- * Splits "host:port" or "[v6addr]:port" into host (bracketless) and port. An unbracketed
- * string that is a whole IPv6 address ("::1", "fe80::1") is a host without a port: port 0;
+ * Splits "host:port" or "[v6addr]:port" into host (bracketless) and port, by the one address
+ * rule of cm_net_hostport_parse() (common/cm_net.h) with 0 as the default port: a bare host,
+ * "[v6]" or an unbracketed string that is a whole IPv6 address ("::1", "fe80::1") has port 0;
  * any other unbracketed host containing ':' is refused. Returns 0 or -EINVAL.
  */
 int xfer__split_hostport(const char *hp, char *host, size_t hostlen, uint16_t *port);

@@ -13,6 +13,7 @@
 
 #include "client/store/cli_store.h"
 #include "common/cm_errno.h"
+#include "common/cm_net.h"
 #include "common/cm_time.h"
 #include "ha/ha.h"
 
@@ -35,35 +36,21 @@ struct cli_leader {
     uint64_t epoch;         /* epoch of the leader st points at (under st->addr_mu) */
 };
 
-/* Parses "host:port" or "[v6]:port" (len bytes of a) into host (cap bytes) and *port.
- * Returns 0 or -1. */
-static int cli_addr_parse(const char *a, size_t len, char *host, size_t cap, int *port) {
-    const char *end = a + len, *colon = NULL;
-    for (const char *q = a; q < end; q++) {
-        if (*q == ':') {
-            colon = q;
-        }
-    }
-    size_t hl = colon != NULL ? (size_t)(colon - a) : 0;
-    if (hl >= 2 && a[0] == '[' && a[hl - 1] == ']') { /* [v6]:port */
-        a++;
-        hl -= 2;
-    }
-    long p = 0;
-    size_t pl = colon != NULL ? (size_t)(end - colon - 1) : 0;
-    if (pl >= 1 && pl <= 5) {
-        char num[8], *pe;
-        memcpy(num, colon + 1, pl);
-        num[pl] = '\0';
-        p = strtol(num, &pe, 10);
-        p = *pe == '\0' ? p : 0;
-    }
-    if (hl == 0 || hl >= cap || p < 1 || p > 65535) {
+/* Parses "host:port" or "[v6]:port" (len bytes of a; a port is required, 1..65535) into host
+ * (cap bytes) and *port by the one address rule (common/cm_net.h: an unbracketed IPv6 address
+ * with a port is refused as ambiguous). Returns 0, or -1 with one line in err (may be NULL). */
+static int cli_addr_parse(const char *a, size_t len, char *host, size_t cap, int *port, char *err,
+                          size_t errlen) {
+    if (cm_net_hostport_parse(a, len, CM_NET_PORT_REQUIRED, host, cap, port, err, errlen) < 0) {
         return -1;
     }
-    memcpy(host, a, hl);
-    host[hl] = '\0';
-    *port = (int)p;
+    if (*port == 0) {
+        if (err != NULL) {
+            snprintf(err, errlen, "address '%.*s': port 0 is not a port (1..65535)",
+                     (int)(len > 200 ? 200 : len), a);
+        }
+        return -1;
+    }
     return 0;
 }
 
@@ -72,7 +59,7 @@ static int cli_addr_parse(const char *a, size_t len, char *host, size_t cap, int
 int cli__set_master(struct crescent_store *st, const char *a, size_t len) {
     char host[sizeof(st->host)];
     int port;
-    if (cli_addr_parse(a, len, host, sizeof(host), &port) < 0) {
+    if (cli_addr_parse(a, len, host, sizeof(host), &port, NULL, 0) < 0) {
         return -1;
     }
     pthread_mutex_lock(&st->addr_mu);
@@ -97,14 +84,15 @@ static void cli_ping_now(struct crescent_store *st) {
  * Returns 1 when the address changed, 0 when not, -1 when the view names no usable leader. */
 static int cli_leader_take(struct crescent_store *st, const char *holder, uint64_t epoch) {
     struct cli_leader *l = st->leader;
-    char host[sizeof(st->host)], old[sizeof(st->host) + 8];
+    char host[sizeof(st->host)], old[sizeof(st->host) + 10];
     int port;
     if (holder[0] == '\0') {
         return -1;
     }
-    if (cli_addr_parse(holder, strlen(holder), host, sizeof(host), &port) < 0) {
-        cli_log(st, 3, "store client %s: the election record names '%s', not host:port",
-                st->client_id, holder);
+    char why[300];
+    if (cli_addr_parse(holder, strlen(holder), host, sizeof(host), &port, why, sizeof(why)) < 0) {
+        cli_log(st, 3, "store client %s: the election record names no leader: %s", st->client_id,
+                why);
         return -1;
     }
     pthread_mutex_lock(&st->addr_mu);
@@ -115,7 +103,7 @@ static int cli_leader_take(struct crescent_store *st, const char *holder, uint64
             atomic_fetch_add(&st->master_gen, 1);
         }
         if (st->port != 0) {
-            snprintf(old, sizeof(old), "%s:%d", st->host, st->port);
+            cm_net_hostport_format(old, sizeof(old), st->host, st->port);
         } else {
             strcpy(old, "none");
         }
@@ -295,9 +283,13 @@ int cli__master_open(struct crescent_store *st, const char *master, uint32_t fai
     st->failover_ms = failover_ms != 0 ? failover_ms : CLI_FAILOVER_DEFAULT;
     const char *sep = strstr(master, "://");
     if (sep == NULL) {
-        return cli__set_master(st, master, strlen(master)) == 0
-                   ? 0
-                   : cli_fail(EINVAL, "master address '%s' is not host:port", master);
+        char why[300], host[sizeof(st->host)];
+        int port;
+        if (cli_addr_parse(master, strlen(master), host, sizeof(host), &port, why, sizeof(why)) <
+            0) {
+            return cli_fail(EINVAL, "master %s", why);
+        }
+        return cli__set_master(st, master, strlen(master));
     }
     char shown[1024];
     cli_mask_password(master, shown, sizeof(shown));

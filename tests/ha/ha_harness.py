@@ -2,8 +2,12 @@
 """Test harness for leader election: starts a real redis-server or etcd on free loopback ports,
 runs crescent-elect processes, parses their transition lines and checks that leader intervals
 never overlap; the verdict helper (check, failures) and the candidate bookkeeping and scenarios
-that the election scripts share. Used by tests/ha/test_election.py, k8s_election.py, chaos.py,
-test_elect_cli.py and test_master_ha.py."""
+that the election scripts share; for the master-HA scripts and benches the run frame
+(MasterRun: backends up, then everything down and the temporary directory gone), the end-of-run
+checks and log dumps, and one bench master start-up (bench_master). Used by
+tests/ha/test_election.py, k8s_election.py, chaos.py, test_elect_cli.py, the test_master_ha*.py
+scripts, test_client_follow.py, bench_ha_snapshot.py and bench/bench_ha_*.py."""
+import contextlib
 import os
 import shutil
 import signal
@@ -20,6 +24,7 @@ from resp_util import resp_command  # noqa: E402,F401
 
 BUILD = os.environ.get("CRESCENT_BUILD", os.path.abspath("build"))
 ELECT = os.path.join(BUILD, "bin", "crescent-elect")
+MASTER = os.path.join(BUILD, "bin", "crescent-master")
 _children = []
 
 
@@ -378,7 +383,7 @@ failures = []
 
 def check(cond, msg):
     """Prints "ok" or "FAIL" with msg; a failure is kept in failures. Returns cond."""
-    print("  %s %s" % ("ok  " if cond else "FAIL", msg))
+    print("  %s %s" % ("ok  " if cond else "FAIL", msg), flush=True)
     if not cond:
         failures.append(msg)
     return cond
@@ -478,3 +483,199 @@ def scenario_sigstop(c, lease_ms, retry_ms, slack_ms, also=None):
     time.sleep(0.3)
     a.term()
     b.term()
+
+
+# ---- master-HA scripts and benches: the run frame, end-of-run checks, bench masters ----
+
+
+def prerequisites(kind, paths=(), side_redis=True):
+    """None when the tools of a master-HA run are there (redis-server for a side Redis or a
+    redis backend, etcd for an etcd backend) and every file in paths exists; else prints why
+    and returns the exit status: 77 (skip) for a missing tool, 1 for a missing file."""
+    tools = (("redis-server",) if side_redis or kind == "redis" else ()) + \
+        (("etcd",) if kind == "etcd" else ())
+    for tool in tools:
+        if not shutil.which(tool):
+            print("skip: %s not installed" % tool)
+            return 77
+    for path in paths:
+        if not os.path.exists(path):
+            print("missing %s" % path)
+            return 1
+    return None
+
+
+def stop_masters_and_check(masters, logs=("", ".err")):
+    """The end of every master-HA script: a clean shutdown of the masters still running (their
+    leak reports, if any), then no sanitizer report in their logs (files m.log + each suffix)."""
+    for m in masters:
+        if m.alive():
+            m.proc.terminate()
+            m.proc.wait()
+    text = "".join(open(m.log + x).read() for m in masters for x in logs
+                   if os.path.exists(m.log + x))
+    check("Sanitizer" not in text and "runtime error:" not in text,
+          "no sanitizer report from the masters")
+
+
+def print_master_logs(masters, tail=6000):
+    """After a failure: the end of every master's log."""
+    for m in masters:
+        if os.path.exists(m.log):
+            print("---- master %d" % m.idx)
+            print(open(m.log).read()[-tail:], end="")
+
+
+class MasterRun(contextlib.AbstractContextManager):
+    """The frame of a master-HA script or bench: a temporary directory (prefix), a side
+    redis-server (self.redis: op-log, snapshot catalog; with side_redis False only when kind is
+    redis, then the backend itself) and the election backend (self.backend: kind redis, etcd,
+    or uri for one started elsewhere). Entering starts them; leaving, also on an exception,
+    runs the at_exit callables (latest first), stops every master in self.masters that still
+    runs (SIGCONT, SIGTERM, SIGKILL after 10 s) and every process spawn() started, stops the
+    backends, prints the masters' logs (log_tail characters each) and the (title, path) files of
+    dump unless self.ok, and removes the directory. The script sets self.ok when it passed."""
+
+    def __init__(self, prefix, kind="redis", uri=None, side_redis=True):
+        self.tmp = TempDir(prefix)
+        self.path = self.tmp.path
+        self.redis = RedisBackend(self.path) if side_redis or kind == "redis" else None
+        self.backend = make_backend(kind, self.path, uri) if kind != "redis" else self.redis
+        self.masters = []
+        self.at_exit = []
+        self.dump = []
+        self.log_tail = 6000
+        self.ok = False
+
+    def __enter__(self):
+        try:
+            if self.redis is not None:
+                self.redis.start()
+            if self.backend is not self.redis:
+                self.backend.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def finish(self, label, t0, cluster=None, logs=("", ".err")):
+        """The verdict at the end of a run that went through: cluster.check_one_serving() when
+        cluster is given, the clean shutdown and sanitizer check of self.masters
+        (stop_masters_and_check with logs), one line "<label>: N failures in S s" (t0 from
+        time.time()); sets self.ok when no check has failed."""
+        if cluster is not None:
+            cluster.check_one_serving()
+        stop_masters_and_check(self.masters, logs)
+        print("%s: %d failures in %.1f s" % (label, len(failures), time.time() - t0))
+        self.ok = not failures
+
+    def close(self):
+        for f in reversed(self.at_exit):
+            f()
+        for m in self.masters:
+            if m.alive():
+                os.kill(m.proc.pid, signal.SIGCONT)
+                m.proc.terminate()
+                try:
+                    m.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    m.proc.kill()
+                    m.proc.wait()
+        cleanup()
+        if self.redis is not None:
+            self.redis.stop()
+        if self.backend is not self.redis:
+            self.backend.stop()
+        if not self.ok:
+            print_master_logs(self.masters, self.log_tail)
+            for title, path in self.dump:
+                if os.path.exists(path):
+                    print("---- %s" % title)
+                    print(open(path).read()[-12000:], end="")
+        self.tmp.remove()
+
+
+def bench_master(tmp, redis, cluster, name, extra=()):
+    """Starts, without waiting, one crescent-master --enable_ha for a bench: loopback, one
+    thread, no metrics port, 4 MiB of memory, election and op-log in redis (a RedisBackend),
+    its log in tmp/<name>.log, stdout and stderr dropped, extra arguments last. Returns
+    (proc, port)."""
+    port = free_port()
+    hp = redis.uri.split("://", 1)[1]
+    proc = spawn([MASTER, "--port", str(port), "--bind", "127.0.0.1", "--threads", "1",
+                  "--metrics_port", "0", "--memory", "4mb", "--enable_ha", "yes",
+                  "--ha_backend_connstring", hp, "--cluster_id", cluster,
+                  "--oplog_store", redis.uri, "--logfile", os.path.join(tmp, name + ".log")]
+                 + list(extra), open(os.devnull, "w"))
+    return proc, port
+
+
+def call_raw(port, *args, timeout=30):
+    """Sends one command to 127.0.0.1:port; returns the raw reply bytes (a whole bulk string,
+    or up to the end of the first line for the other types)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(resp_command(*args))
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            data += chunk
+            if not chunk or (data[:1] != b"$" and data.endswith(b"\r\n")):
+                break
+            if data[:1] == b"$" and b"\r\n" in data:
+                n = int(data[1:data.index(b"\r\n")])
+                if len(data) >= data.index(b"\r\n") + 2 + n + 2:
+                    break
+    return data
+
+
+def info(port, section):
+    """INFO section of the master on port as a dict (field -> text)."""
+    text = call_raw(port, "INFO", section).decode()
+    return dict(l.split(":", 1) for l in text.split("\r\n") if ":" in l)
+
+
+def wait_info(port, section, pred, secs):
+    """Reads INFO section every 50 ms until pred(fields) holds or secs have passed; returns the
+    last fields read ({} when none could be)."""
+    st = {}
+    t0 = time.time()
+    while time.time() - t0 < secs:
+        try:
+            st = info(port, section)
+            if pred(st):
+                return st
+        except OSError:
+            pass
+        time.sleep(0.05)
+    return st
+
+
+BENCH_CLIENT = b"d" * 32
+BENCH_BASE = 1 << 30
+
+
+def bench_oplog(n):
+    """The op-log of the benches: client BENCH_CLIENT registered, its 1 TiB segment "seg" at
+    BENCH_BASE mounted, then n 4 KiB objects obj%08d at increasing addresses (epoch 1)."""
+    log = [b"1 1 R %s host" % BENCH_CLIENT,
+           b"1 2 M %s seg %d %d 127.0.0.1:1 tcp %%" % (BENCH_CLIENT, BENCH_BASE, 1 << 40)]
+    log += [b"1 %d P obj%08d 4096 0 0 1 seg %d" % (i + 3, i, BENCH_BASE + i * 4096)
+            for i in range(n)]
+    return log
+
+
+def push_list(port, key, entries):
+    """RPUSHes entries to key of the redis-server on port, 1000 a command, pipelined over one
+    connection."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        f = s.makefile("rb")
+        chunks = 0
+        for i in range(0, len(entries), 1000):
+            s.sendall(resp_command("RPUSH", key, *entries[i:i + 1000]))
+            chunks += 1
+        for _ in range(chunks):
+            f.readline()

@@ -12,7 +12,6 @@ backend, a cluster without a leader) fails create with a clear error within the 
 Exit 0 pass, 1 fail, 77 skip."""
 import os
 import queue
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,13 +24,7 @@ import test_master_ha as T  # noqa: E402
 
 APP = os.path.join(H.BUILD, "tests", "ha", "client_follow")
 IO_TIMEOUT_S = 3  # ha/'s bound on one backend call (HA_DEFAULT_IO_TIMEOUT_MS)
-failures = []
-
-
-def check(cond, msg):
-    print("  %s %s" % ("ok  " if cond else "FAIL", msg), flush=True)
-    if not cond:
-        failures.append(msg)
+check, failures = H.check, H.failures  # one list: H.stop_masters_and_check reports there too
 
 
 def app_env(cluster):
@@ -147,8 +140,7 @@ def bad_addresses(kind, master, cluster, tmp):
 
 
 def follow(cluster, master, tmp, kind):
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead(start=False)
     if leader is None:
         return
     print("application with master address %s" % master)
@@ -226,10 +218,7 @@ def daemon_remount(tmp, backend, master):
     cid = cluster_id() + "-nolog"
     masters = [T.Master(tmp, i, backend, "", cid) for i in (11, 12)]
     cluster = T.Cluster(masters)
-    for m in masters:
-        m.start()
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead()
     if leader is None:
         return
     log = os.path.join(tmp, "daemon.log")
@@ -272,13 +261,39 @@ def daemon_remount(tmp, backend, master):
     check(d.returncode == 0, "the daemon exits 0 on SIGTERM (rc %s)" % d.returncode)
     check("Sanitizer" not in rest and "runtime error:" not in rest,
           "no sanitizer report from the daemon")
-    for m in masters:
-        if m.alive():
-            m.proc.terminate()
-            m.proc.wait()
-    logs = "".join(open(m.log + ".err").read() for m in masters if os.path.exists(m.log + ".err"))
-    check("Sanitizer" not in logs and "runtime error:" not in logs,
-          "no sanitizer report from those masters")
+    H.stop_masters_and_check(masters, logs=(".err",))
+
+
+def ipv6_leader(tmp, backend):
+    """A leader whose first bind address is ::1 is recorded as [::1]:port, which the store
+    client parses and follows; an unbracketed IPv6 rpc_address with a port is refused at
+    start-up as ambiguous, and so is such a master address given to the store."""
+    print("IPv6 leader address")
+    port = H.free_port("::1")
+    bad = T.Master(tmp, 21, backend, "", cluster_id() + "-v6bad")
+    r = subprocess.run(bad.args + ["--rpc_address", "::1:%d" % port], capture_output=True,
+                       text=True, timeout=30)
+    check(r.returncode != 0 and "rpc_address: address '::1:%d' is ambiguous" % port in r.stderr,
+          "--rpc_address ::1:%d is refused as ambiguous (rc %d): %s"
+          % (port, r.returncode, r.stderr.strip()[-200:]))
+    out = create_case("unbracketed IPv6 master address", "::1:%d" % port, cluster_id(), 1000,
+                      "EINVAL", 2)
+    check("is ambiguous: an IPv6 address with a port goes in brackets" in out,
+          "the message says the address is ambiguous")
+    cid = cluster_id() + "-v6"
+    m = T.Master(tmp, 22, backend, "", cid)
+    m.args += ["--bind", "::1 127.0.0.1"]  # the first bind address is the advertised one
+    m.start()
+    leader, epoch, _ = T.Cluster([m]).wait_leader()
+    check(leader is m, "the ::1 master leads (epoch %s)" % epoch)
+    view = m.info_ha()
+    check(view.get("ha_leader") == "[::1]:%d" % m.port,
+          "it is recorded bracketed: %s" % view.get("ha_leader"))
+    r = subprocess.run([APP, "create", backend.uri, "3000"], capture_output=True, text=True,
+                       env=app_env(cid), timeout=60)
+    check(r.returncode == 0 and r.stdout.startswith("CREATE OK "),
+          "the store client follows the record to [::1]:%d: %s" % (m.port, r.stdout.strip()))
+    H.stop_masters_and_check([m], logs=(".err",))
 
 
 def cluster_id():
@@ -287,57 +302,30 @@ def cluster_id():
 
 def main():
     kind = sys.argv[1] if len(sys.argv) > 1 else "redis"
-    for tool in ("redis-server",) + (("etcd",) if kind == "etcd" else ()):
-        if not shutil.which(tool):
-            print("skip: %s not installed" % tool)
-            return 77
-    for path in (T.MASTER, APP):
-        if not os.path.exists(path):
-            print("missing %s" % path)
-            return 1
-    tmp = H.TempDir("crescent-client-follow.")
-    redis = H.RedisBackend(tmp.path)
+    skip = H.prerequisites(kind, (T.MASTER, APP))
+    if skip is not None:
+        return skip
     uri = sys.argv[2] if len(sys.argv) > 2 and "://" in sys.argv[2] else None
-    backend = H.make_backend(kind, tmp.path, uri) if kind != "redis" else redis
-    ok = False
-    masters = []
-    try:
-        redis.start()
-        if backend is not redis:
-            backend.start()
+    with H.MasterRun("crescent-client-follow.", kind, uri) as run:
+        run.log_tail = 3000
+        run.dump.append(("application stderr", os.path.join(run.path, "app.err")))
+        backend = run.backend
         master = backend.uri
         if kind == "etcd":  # Mooncake's form, endpoints separated by ';' (the first is down)
             master = "etcd://127.0.0.1:%d;%s" % (H.free_port(), master.split("://", 1)[1])
-        masters = [T.Master(tmp.path, i, backend, redis.uri, cluster_id()) for i in (1, 2, 3)]
-        cluster = T.Cluster(masters)
-        for m in masters:
+        run.masters = [T.Master(run.path, i, backend, run.redis.uri, cluster_id())
+                       for i in (1, 2, 3)]
+        cluster = T.Cluster(run.masters)
+        for m in run.masters:
             m.start()
         t0 = time.time()
-        bad_addresses(kind, master, cluster_id(), tmp.path)
-        follow(cluster, master, tmp.path, kind)
+        bad_addresses(kind, master, cluster_id(), run.path)
+        follow(cluster, master, run.path, kind)
         if kind == "redis":
-            daemon_remount(tmp.path, backend, master)
-        T.stop_masters_and_check(masters, logs=(".err",))
-        print("client follows the leader (%s): %d failures in %.1f s"
-              % (kind, len(failures), time.time() - t0))
-        ok = not failures
-    finally:
-        for m in masters:
-            if m.alive():
-                m.proc.terminate()
-                m.proc.wait()
-        H.cleanup()
-        redis.stop()
-        if backend is not redis:
-            backend.stop()
-        if not ok:
-            T.print_master_logs(masters, 3000)
-            ap = os.path.join(tmp.path, "app.err")
-            if os.path.exists(ap):
-                print("---- application stderr")
-                print(open(ap).read()[-12000:], end="")
-        tmp.remove()
-    return 0 if ok else 1
+            daemon_remount(run.path, backend, master)
+            ipv6_leader(run.path, backend)
+        run.finish("client follows the leader (%s)" % kind, t0, logs=(".err",))
+    return 0 if run.ok else 1
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ its lease ran out refuses writes. Exit 0 pass, 1 fail, 77 skip."""
 import base64
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -26,7 +25,7 @@ import ha_harness as H  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-MASTER = os.path.join(H.BUILD, "bin", "crescent-master")
+MASTER = H.MASTER
 CLIENT_A = "a" * 31 + "1"
 CLIENT_B = "b" * 31 + "2"
 GRACE_S = 4  # client_live_ttl_sec: the remount grace period of a new leader
@@ -83,27 +82,6 @@ def call1(port, *args, timeout=5):
         return c.call(*args)
     finally:
         c.close()
-
-
-def stop_masters_and_check(masters, logs=("", ".err")):
-    """The end of every master-HA script: a clean shutdown of the masters still running (their
-    leak reports, if any), then no sanitizer report in their logs (files m.log + each suffix)."""
-    for m in masters:
-        if m.alive():
-            m.proc.terminate()
-            m.proc.wait()
-    text = "".join(open(m.log + x).read() for m in masters for x in logs
-                   if os.path.exists(m.log + x))
-    check("Sanitizer" not in text and "runtime error:" not in text,
-          "no sanitizer report from the masters")
-
-
-def print_master_logs(masters, tail=6000):
-    """After a failure: the end of every master's log."""
-    for m in masters:
-        if os.path.exists(m.log):
-            print("---- master %d" % m.idx)
-            print(open(m.log).read()[-tail:], end="")
 
 
 def fields(flat):
@@ -191,6 +169,22 @@ class Cluster:
         if len(found) > 1:
             self.overlaps = getattr(self, "overlaps", 0) + 1
         return found[0] if len(found) == 1 else None
+
+    def check_one_serving(self):
+        """The end-of-run check: no epoch was served by two masters and no observation found
+        two serving at once."""
+        bad = {ep: ms for ep, ms in self.serving.items() if len(ms) != 1}
+        check(not bad and not getattr(self, "overlaps", 0),
+              "no epoch served by two masters, never two serving at once (%s)" % self.serving)
+
+    def start_and_lead(self, start=True):
+        """Starts every master (unless start is False), waits for a leader and checks that one
+        serves. Returns (leader, epoch): (None, None) when none did within 30 s."""
+        for m in self.masters if start else ():
+            m.start()
+        leader, epoch, _ = self.wait_leader()
+        check(leader is not None, "a leader serves (epoch %s)" % epoch)
+        return leader, epoch
 
     def wait_leader(self, timeout=30, exclude=None):
         t0 = time.time()
@@ -434,11 +428,9 @@ class EtcdOplog:
         self.etcd.post("kv/deleterange", json.dumps({"key": b64(self.garbage)}))
 
 
-def lib_follows(cluster, leader):
-    """libcrescent pointed at a standby follows -NOTLEADER to the leader (lib_follow.py)."""
-    standby = next(m for m in cluster.masters if m is not leader and m.alive())
-    build = os.environ.get("CRESCENT_BUILD", os.path.join(ROOT, "build"))
-    lib = os.path.join(build, "lib", "libcrescent.so.0")
+def lib_env():
+    """The environment of a python3 that imports the crescent package of this build."""
+    lib = os.path.join(H.BUILD, "lib", "libcrescent.so.0")
     env = dict(os.environ, CRESCENT_LIB=lib, PYTHONPATH=os.path.join(ROOT, "python"),
                PYTHONDONTWRITEBYTECODE="1")
     san = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout.split()
@@ -446,6 +438,13 @@ def lib_follows(cluster, leader):
     if pre:  # a sanitizer build: its runtimes go first into python3, leak checks off
         env["LD_PRELOAD"] = " ".join(pre)
         env["ASAN_OPTIONS"] = "detect_leaks=0"
+    return env
+
+
+def lib_follows(cluster, leader):
+    """libcrescent pointed at a standby follows -NOTLEADER to the leader (lib_follow.py)."""
+    standby = next(m for m in cluster.masters if m is not leader and m.alive())
+    env = lib_env()
     key = "libcrescent-follows"
     p = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "lib_follow.py"),
                           standby.addr, key], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -489,11 +488,8 @@ def hot_promotion(m, oplog, label):
 
 def scenario(cluster, oplog):
     masters = cluster.masters
-    for m in masters:
-        m.start()
     print("three masters elect one leader; standbys redirect")
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead()
     if leader is None:
         return
     standby_errors(cluster, leader)
@@ -649,47 +645,23 @@ CLUSTER = "ha-master-%d" % os.getpid()
 
 def main():
     kind = sys.argv[1] if len(sys.argv) > 1 else "redis"
-    for tool in ("redis-server",) + (("etcd",) if kind == "etcd" else ()):
-        if not shutil.which(tool):
-            print("skip: %s not installed" % tool)
-            return 77
-    if not os.path.exists(MASTER):
-        print("missing %s" % MASTER)
-        return 1
-    tmp = H.TempDir("crescent-ha-master.")
-    redis = H.RedisBackend(tmp.path)
+    skip = H.prerequisites(kind, (MASTER,))
+    if skip is not None:
+        return skip
     uri = sys.argv[2] if len(sys.argv) > 2 and "://" in sys.argv[2] else None
     oplog_kind = "etcd" if "--oplog=etcd" in sys.argv else "redis"
     if oplog_kind == "etcd" and kind != "etcd":
         print("--oplog=etcd needs etcd elections")
         return 2
-    backend = H.make_backend(kind, tmp.path, uri) if kind != "redis" else redis
-    ok = False
-    masters = []
-    try:
-        redis.start()
-        if backend is not redis:
-            backend.start()
-        oplog = EtcdOplog(backend) if oplog_kind == "etcd" else RedisOplog(redis)
-        masters = [Master(tmp.path, i, backend, oplog.uri, CLUSTER) for i in (1, 2, 3)]
-        cluster = Cluster(masters)
+    with H.MasterRun("crescent-ha-master.", kind, uri) as run:
+        backend = run.backend
+        oplog = EtcdOplog(backend) if oplog_kind == "etcd" else RedisOplog(run.redis)
+        run.masters = [Master(run.path, i, backend, oplog.uri, CLUSTER) for i in (1, 2, 3)]
+        cluster = Cluster(run.masters)
         t0 = time.time()
         scenario(cluster, oplog)
-        bad = {ep: ms for ep, ms in cluster.serving.items() if len(ms) != 1}
-        check(not bad and not getattr(cluster, "overlaps", 0),
-              "no epoch served by two masters, never two serving at once (%s)" % cluster.serving)
-        stop_masters_and_check(masters)
-        print("master HA (%s, op-log %s): %d failures in %.1f s" % (kind, oplog_kind, len(failures), time.time() - t0))
-        ok = not failures
-    finally:
-        H.cleanup()
-        redis.stop()
-        if backend is not redis:
-            backend.stop()
-        if not ok:
-            print_master_logs(masters)
-        tmp.remove()
-    return 0 if ok else 1
+        run.finish("master HA (%s, op-log %s)" % (kind, oplog_kind), t0, cluster)
+    return 0 if run.ok else 1
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ stopped (SIGSTOP) a snapshot trims the log past what it applied: it notices the 
 from the snapshot and the log, and follows again; kill -9 of the leader: the standby serves
 after replaying only the tail, with every acknowledged object. Exit 0 pass, 1 fail, 77 skip."""
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -36,10 +35,7 @@ def applied(m):
 
 
 def scenario(cluster, oplog):
-    for m in cluster.masters:
-        m.start()
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead()
     if leader is None:
         return
     standby = [m for m in cluster.masters if m is not leader][0]
@@ -92,38 +88,18 @@ def scenario(cluster, oplog):
 
 def main():
     kind = sys.argv[1] if len(sys.argv) > 1 else "redis"
-    for tool in ("redis-server",) + (("etcd",) if kind == "etcd" else ()):
-        if not shutil.which(tool):
-            print("skip: %s not installed" % tool)
-            return 77
-    tmp = H.TempDir("crescent-ha-hot.")
-    redis = H.RedisBackend(tmp.path)
-    backend = H.make_backend(kind, tmp.path) if kind != "redis" else redis
-    ok, masters = False, []
-    try:
-        redis.start()
-        if backend is not redis:
-            backend.start()
-        oplog = S.EtcdOplog(backend) if kind == "etcd" else S.RedisOplog(redis)
-        masters = [HotMaster(tmp.path, i, backend, oplog.uri, T.CLUSTER, redis) for i in (1, 2)]
-        cluster = T.Cluster(masters)
+    skip = H.prerequisites(kind)
+    if skip is not None:
+        return skip
+    with H.MasterRun("crescent-ha-hot.", kind) as run:
+        oplog = S.EtcdOplog(run.backend) if kind == "etcd" else S.RedisOplog(run.redis)
+        run.masters = [HotMaster(run.path, i, run.backend, oplog.uri, T.CLUSTER, run.redis)
+                       for i in (1, 2)]
+        cluster = T.Cluster(run.masters)
         t0 = time.time()
         scenario(cluster, oplog)
-        bad = {ep: ms for ep, ms in cluster.serving.items() if len(ms) != 1}
-        check(not bad and not getattr(cluster, "overlaps", 0),
-              "no epoch served by two masters (%s)" % cluster.serving)
-        T.stop_masters_and_check(masters)
-        print("hot standby (%s): %d failures in %.1f s" % (kind, len(T.failures), time.time() - t0))
-        ok = not T.failures
-    finally:
-        H.cleanup()
-        redis.stop()
-        if backend is not redis:
-            backend.stop()
-        if not ok:
-            T.print_master_logs(masters)
-        tmp.remove()
-    return 0 if ok else 1
+        run.finish("hot standby (%s)" % kind, t0, cluster)
+    return 0 if run.ok else 1
 
 
 if __name__ == "__main__":

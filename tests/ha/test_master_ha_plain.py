@@ -11,7 +11,6 @@ registers the master's own pool client, and an explicit --memory with HA logs a 
 Argument: redis (default) or etcd (elections and op-log in etcd). Exit 0 pass, 1 fail, 77 skip."""
 import os
 import random
-import shutil
 import subprocess
 import sys
 import threading
@@ -21,22 +20,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ha_harness as H  # noqa: E402
 import test_master_ha as T  # noqa: E402  (Conn, Master, Cluster, check)
 
-ROOT = T.ROOT
 check, Conn, Err, call1 = T.check, T.Conn, T.Err, T.call1
 CLUSTER = "ha-plain-%d" % os.getpid()
-
-
-def lib_env():
-    """The environment of a python3 that imports the crescent package of this build."""
-    lib = os.path.join(H.BUILD, "lib", "libcrescent.so.0")
-    env = dict(os.environ, CRESCENT_LIB=lib, PYTHONPATH=os.path.join(ROOT, "python"),
-               PYTHONDONTWRITEBYTECODE="1")
-    san = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout.split()
-    pre = [w for w in san if "/lib" in w and any(x in w for x in ("asan", "ubsan", "tsan"))]
-    if pre:  # a sanitizer build: its runtimes go first into python3, leak checks off
-        env["LD_PRELOAD"] = " ".join(pre)
-        env["ASAN_OPTIONS"] = "detect_leaks=0"
-    return env
 
 
 def ping_loop(masters, client, stop):
@@ -114,10 +99,7 @@ def explicit_memory_warns(tmp, backend, oplog_uri):
 def scenario(tmp, backend, oplog, owner_box):
     masters = [T.Master(tmp, i, backend, oplog.uri, CLUSTER) for i in (1, 2)]
     cluster = T.Cluster(masters)
-    for m in masters:
-        m.start()
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead()
     if leader is None:
         return cluster
     print("an HA master started without --memory keeps no values of its own")
@@ -133,7 +115,7 @@ def scenario(tmp, backend, oplog, owner_box):
                                                            "seg_owner.py"),
                               leader.addr, str(32 << 20)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=lib_env())
+                             env=T.lib_env())
     owner_box.append(owner)
     cid = owner.stdout.readline().strip()
     check(len(cid) == 32, "a libcrescent process mounts a 32 MiB segment (client %s)" % cid)
@@ -235,31 +217,12 @@ class EtcdLog:
 
 def main():
     kind = sys.argv[1] if len(sys.argv) > 1 else "redis"
-    tools = ("redis-server",) if kind == "redis" else ("etcd",)
-    for tool in tools:
-        if not shutil.which(tool):
-            print("skip: %s not installed" % tool)
-            return 77
-    if not os.path.exists(T.MASTER):
-        print("missing %s" % T.MASTER)
-        return 1
-    tmp = H.TempDir("crescent-ha-plain.")
-    backend = H.make_backend(kind, tmp.path) if kind != "redis" else H.RedisBackend(tmp.path)
-    ok, owner_box, cluster = False, [], None
-    try:
-        backend.start()
-        oplog = EtcdLog(backend) if kind == "etcd" else RedisLog(backend)
-        t0 = time.time()
-        explicit_memory_warns(tmp.path, backend, oplog.uri)
-        cluster = scenario(tmp.path, backend, oplog, owner_box)
-        bad = {ep: ms for ep, ms in cluster.serving.items() if len(ms) != 1}
-        check(not bad and not getattr(cluster, "overlaps", 0),
-              "no epoch served by two masters, never two serving at once (%s)" % cluster.serving)
-        T.stop_masters_and_check(cluster.masters)
-        print("plain commands on HA masters (%s): %d failures in %.1f s"
-              % (kind, len(T.failures), time.time() - t0))
-        ok = not T.failures
-    finally:
+    skip = H.prerequisites(kind, (T.MASTER,), side_redis=False)
+    if skip is not None:
+        return skip
+    owner_box = []
+
+    def stop_owners():
         for x in owner_box:
             if isinstance(x, threading.Event):
                 x.set()
@@ -270,12 +233,17 @@ def main():
                 except subprocess.TimeoutExpired:
                     x.kill()
                     x.wait()
-        H.cleanup()
-        backend.stop()
-        if not ok and cluster is not None:
-            T.print_master_logs(cluster.masters)
-        tmp.remove()
-    return 0 if ok else 1
+
+    with H.MasterRun("crescent-ha-plain.", kind, side_redis=False) as run:
+        run.at_exit.append(stop_owners)
+        backend = run.backend
+        oplog = EtcdLog(backend) if kind == "etcd" else RedisLog(backend)
+        t0 = time.time()
+        explicit_memory_warns(run.path, backend, oplog.uri)
+        cluster = scenario(run.path, backend, oplog, owner_box)
+        run.masters = cluster.masters
+        run.finish("plain commands on HA masters (%s)" % kind, t0, cluster)
+    return 0 if run.ok else 1
 
 
 if __name__ == "__main__":

@@ -112,10 +112,7 @@ def kill_leader(cluster, leader):
 
 def scenario(tmp, cluster, oplog, redis, kind):
     masters = cluster.masters
-    for m in masters:
-        m.start()
-    leader, epoch, _ = cluster.wait_leader()
-    check(leader is not None, "a leader serves (epoch %s)" % epoch)
+    leader, epoch = cluster.start_and_lead()
     if leader is None:
         return
     T.setup_clients(leader.port)
@@ -296,43 +293,18 @@ class EtcdOplog(T.EtcdOplog):
 
 def main():
     kind = sys.argv[1] if len(sys.argv) > 1 else "redis"
-    for tool in ("redis-server",) + (("etcd",) if kind == "etcd" else ()):
-        if not shutil.which(tool):
-            print("skip: %s not installed" % tool)
-            return 77
-    if not os.path.exists(T.MASTER):
-        print("missing %s" % T.MASTER)
-        return 1
-    tmp = H.TempDir("crescent-ha-snap.")
-    redis = H.RedisBackend(tmp.path)
-    backend = H.make_backend(kind, tmp.path) if kind != "redis" else redis
-    ok, masters = False, []
-    try:
-        redis.start()
-        if backend is not redis:
-            backend.start()
-        oplog = EtcdOplog(backend) if kind == "etcd" else RedisOplog(redis)
-        masters = [SnapMaster(tmp.path, i, backend, oplog.uri, T.CLUSTER, redis)
-                   for i in (1, 2, 3)]
-        cluster = T.Cluster(masters)
+    skip = H.prerequisites(kind, (T.MASTER,))
+    if skip is not None:
+        return skip
+    with H.MasterRun("crescent-ha-snap.", kind) as run:
+        oplog = EtcdOplog(run.backend) if kind == "etcd" else RedisOplog(run.redis)
+        run.masters = [SnapMaster(run.path, i, run.backend, oplog.uri, T.CLUSTER, run.redis)
+                       for i in (1, 2, 3)]
+        cluster = T.Cluster(run.masters)
         t0 = time.time()
-        scenario(tmp.path, cluster, oplog, redis, kind)
-        bad = {ep: ms for ep, ms in cluster.serving.items() if len(ms) != 1}
-        check(not bad and not getattr(cluster, "overlaps", 0),
-              "no epoch served by two masters, never two serving at once (%s)" % cluster.serving)
-        T.stop_masters_and_check(masters)
-        print("master HA snapshots (%s): %d failures in %.1f s"
-              % (kind, len(T.failures), time.time() - t0))
-        ok = not T.failures
-    finally:
-        H.cleanup()
-        redis.stop()
-        if backend is not redis:
-            backend.stop()
-        if not ok:
-            T.print_master_logs(masters)
-        tmp.remove()
-    return 0 if ok else 1
+        scenario(run.path, cluster, oplog, run.redis, kind)
+        run.finish("master HA snapshots (%s)" % kind, t0, cluster)
+    return 0 if run.ok else 1
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include "common/fmacros.h"
 
 #include "tests/integration/harness.h"
+#include "tests/offload/offload_util.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -35,20 +36,12 @@ static size_t val_len(int i) {
         return 0;
     if (i == 9)
         return OFF_BIG;
-    return 1000 + (size_t)(i * 2654435761u % 6001u);
+    return off_value_len(i);
 }
 
 /* Fills buf with the pseudo-random bytes of key i's value (generation gen); returns the length. */
 static size_t val_of(int i, int gen, char *buf) {
-    size_t n = val_len(i);
-    uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull + (uint64_t)gen * 7919u + 1;
-    for (size_t k = 0; k < n; k++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        buf[k] = (char)(x >> 24);
-    }
-    return n;
+    return off_value_bytes(i, gen, val_len(i), buf);
 }
 
 static void key_of(int i, char *buf) {
@@ -82,32 +75,16 @@ static long long info_u64(redisContext *c, const char *field) {
 
 /* Starts it_srv with the tier at disk_dir (created on first use), through a config file. */
 static void start_offload(const char *memory) {
-    if (!disk_dir[0]) {
-        snprintf(disk_dir, sizeof(disk_dir), "/tmp/crescent-offload.XXXXXX");
-        cr_assert_not_null(mkdtemp(disk_dir), "mkdtemp: %s", strerror(errno));
-    }
-    char conf[512];
-    snprintf(conf, sizeof(conf), "enable_offload yes\nssd_offload_path %s\n", disk_dir);
-    struct it_opts o = {.memory = memory, .conf = conf};
-    it_server_start(&it_srv, &o);
-    it_c = it_connect(&it_srv);
+    off_server_start(disk_dir, sizeof(disk_dir), "/tmp/crescent-offload.XXXXXX", memory, "");
 }
 
 static void setup(void) {
-    if (it_target_is_redis())
-        cr_skip_test("crescent-only: the SSD tier");
     disk_dir[0] = '\0';
     start_offload(MEMORY);
 }
 
 static void teardown(void) {
-    it_teardown();
-    if (disk_dir[0]) {
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", disk_dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", disk_dir);
-    }
+    off_teardown(disk_dir);
 }
 
 static void set_key(redisContext *c, int i, int gen) {

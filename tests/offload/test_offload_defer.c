@@ -13,6 +13,7 @@
 #include "common/fmacros.h"
 
 #include "tests/integration/harness.h"
+#include "tests/offload/offload_util.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -33,20 +34,12 @@ static char disk_dir[256];
 static int disk_keys[NDISK], mem_keys[NDISK];
 
 static size_t val_len(int i) {
-    return 1000 + (size_t)(i * 2654435761u % 6001u);
+    return off_value_len(i);
 }
 
 /* Fills buf with key i's value of generation gen; returns its length. */
 static size_t val_of(int i, int gen, char *buf) {
-    size_t n = val_len(i);
-    uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull + (uint64_t)gen * 7919u + 1;
-    for (size_t k = 0; k < n; k++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        buf[k] = (char)(x >> 24);
-    }
-    return n;
+    return off_value_bytes(i, gen, val_len(i), buf);
 }
 
 static void key_of(int i, char *buf) {
@@ -109,22 +102,15 @@ static void pick_keys(redisContext *c) {
 
 /* Starts it_srv (threads event loops, backend, reads held delay_ms), fills it, picks keys. */
 static void start_threads(const char *backend, int delay_ms, int threads) {
-    if (it_target_is_redis())
-        cr_skip_test("crescent-only: the SSD tier");
-    snprintf(disk_dir, sizeof(disk_dir), "/tmp/crescent-defer.XXXXXX");
-    cr_assert_not_null(mkdtemp(disk_dir), "mkdtemp: %s", strerror(errno));
-    char conf[512], delay[16];
-    snprintf(conf, sizeof(conf),
-             "enable_offload yes\nssd_offload_path %s\nio-backend %s\nthreads %d\n", disk_dir,
-             backend, threads);
-    struct it_opts o = {.memory = MEMORY, .conf = conf};
+    char conf[128], delay[16];
+    snprintf(conf, sizeof(conf), "io-backend %s\nthreads %d\n", backend, threads);
     /* Read by the server's pool when it starts (at the first deferred GET): the fill and the
      * key picking below defer nothing, so they are not slowed down. */
     snprintf(delay, sizeof(delay), "%d", delay_ms);
     setenv("CRESCENT_TEST_DEFER_DELAY_MS", delay, 1);
-    it_server_start(&it_srv, &o);
+    disk_dir[0] = '\0';
+    off_server_start(disk_dir, sizeof(disk_dir), "/tmp/crescent-defer.XXXXXX", MEMORY, conf);
     unsetenv("CRESCENT_TEST_DEFER_DELAY_MS");
-    it_c = it_connect(&it_srv);
     fill(it_c);
     pick_keys(it_c);
 }
@@ -135,14 +121,7 @@ static void start(const char *backend, int delay_ms) {
 }
 
 static void teardown(void) {
-    it_teardown();
-    if (disk_dir[0]) {
-        char cmd[300];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", disk_dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "could not remove %s\n", disk_dir);
-        disk_dir[0] = '\0';
-    }
+    off_teardown(disk_dir);
 }
 
 /* Asserts r is key i's value of generation gen, byte for byte. */

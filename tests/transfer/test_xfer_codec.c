@@ -216,7 +216,11 @@ Test(xfer_args, parse) {
     cr_assert_str_eq(host, "::1");
     cr_assert_eq(port, 80);
     cr_assert_eq(xfer__split_hostport("a:70000", host, sizeof(host), &port), -EINVAL);
-    cr_assert_eq(xfer__split_hostport("nohost", host, sizeof(host), &port), -EINVAL);
+    /* A bare host has the default port 0 (a listener then takes an ephemeral port). */
+    cr_assert_eq(xfer__split_hostport("nohost", host, sizeof(host), &port), 0);
+    cr_assert_str_eq(host, "nohost");
+    cr_assert_eq(port, 0);
+    cr_assert_eq(xfer__split_hostport("", host, sizeof(host), &port), -EINVAL);
     /* A bare IPv6 address is a host without a port; a v6 host with a port needs brackets. */
     cr_assert_eq(xfer__split_hostport("::1", host, sizeof(host), &port), 0);
     cr_assert_str_eq(host, "::1");

@@ -7,6 +7,7 @@
 
 #include "transfer/xfer_int.h"
 
+#include "common/cm_net.h"
 #include "common/cm_time.h"
 
 #include <arpa/inet.h>
@@ -23,48 +24,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Splits "host:port", "[v6]:port" or a bare IPv6 address (port 0); see xfer_int.h.
- * Thread-safe. */
+/* Splits an address by the one rule of cm_net_hostport_parse(), port 0 by default; see
+ * xfer_int.h. Thread-safe. */
 int xfer__split_hostport(const char *hp, char *host, size_t hostlen, uint16_t *port) {
-    const char *colon, *hs = hp;
-    size_t hl;
-    if (!hp)
+    int p;
+    if (!hp || cm_net_hostport_parse(hp, strlen(hp), 0, host, hostlen, &p, NULL, 0) < 0)
         return -EINVAL;
-    if (hp[0] == '[') {
-        const char *rb = strchr(hp, ']');
-        if (!rb || rb[1] != ':')
-            return -EINVAL;
-        hs = hp + 1;
-        hl = (size_t)(rb - hs);
-        colon = rb + 1;
-    } else {
-        colon = strrchr(hp, ':');
-        if (!colon)
-            return -EINVAL;
-        hl = (size_t)(colon - hp);
-        struct in6_addr a6;
-        if (memchr(hp, ':', hl)) {
-            /* A bare IPv6 address ("::1"): no port (0). With a port it needs brackets:
-             * "::1:5000" could be either, so it is refused. */
-            if (inet_pton(AF_INET6, hp, &a6) != 1)
-                return -EINVAL;
-            hl = strlen(hp);
-            if (hl >= hostlen)
-                return -EINVAL;
-            memcpy(host, hp, hl + 1);
-            *port = 0;
-            return 0;
-        }
-    }
-    if (hl == 0 || hl >= hostlen)
-        return -EINVAL;
-    char *end;
-    errno = 0;
-    unsigned long p = strtoul(colon + 1, &end, 10);
-    if (errno || end == colon + 1 || *end || p > 65535)
-        return -EINVAL;
-    memcpy(host, hs, hl);
-    host[hl] = '\0';
     *port = (uint16_t)p;
     return 0;
 }

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Set-up shared by the SSD-tier tests (see offload_util.h). */
+#include "common/fmacros.h"
+
+#include "tests/offload/offload_util.h"
+
+#include "tests/integration/harness.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Public: see offload_util.h. */
+void off_server_start(char *dir, size_t dirlen, const char *tmpl, const char *memory,
+                      const char *conf_extra) {
+    if (it_target_is_redis())
+        cr_skip_test("crescent-only: the SSD tier");
+    if (!dir[0]) {
+        snprintf(dir, dirlen, "%s", tmpl);
+        cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+    }
+    char conf[512];
+    snprintf(conf, sizeof(conf), "enable_offload yes\nssd_offload_path %s\n%s", dir, conf_extra);
+    struct it_opts o = {.memory = memory, .conf = conf};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+}
+
+/* Public: see offload_util.h. */
+void off_teardown(char *dir) {
+    it_teardown();
+    if (dir[0]) {
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", dir);
+        dir[0] = '\0';
+    }
+}
+
+/* Public: see offload_util.h. */
+size_t off_value_len(int i) {
+    return 1000 + (size_t)((unsigned)i * 2654435761u % 6001u);
+}
+
+/* Public: see offload_util.h. */
+size_t off_value_bytes(int i, int gen, size_t n, char *buf) {
+    uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull + (uint64_t)gen * 7919u + 1;
+    for (size_t k = 0; k < n; k++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        buf[k] = (char)(x >> 24);
+    }
+    return n;
+}
