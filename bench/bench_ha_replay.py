@@ -2,7 +2,8 @@
 """Replay time of a new HA leader (make bench-ha-replay): writes an op-log of N object
 entries (one client, one 1 TiB segment, N P entries of 4 KiB objects at increasing addresses)
 into a fresh redis-server list, starts one crescent-master --enable_ha on it and reads INFO ha:
-ha_last_recovery_ms (fence + replay + pool swap) and oplog_replayed. Prints one line per round
+ha_last_recovery_ms (fence + replay + pool swap) and oplog_replayed. The master is a cold
+standby (--ha_hot_standby no): a hot one would apply the log before it leads, replaying nothing. Prints one line per round
 and the median.
 
     python3 bench/bench_ha_replay.py [ROUNDS] [ENTRIES]
@@ -23,7 +24,8 @@ def main():
         for r in range(rounds):
             cluster = "replay%d" % r
             H.push_list(run.redis.port, "crescent/{%s}/oplog" % cluster, H.bench_oplog(n))
-            proc, port = H.bench_master(run.path, run.redis, cluster, "m%d" % r)
+            proc, port = H.bench_master(run.path, run.redis, cluster, "m%d" % r,
+                                          ["--ha_hot_standby", "no"])
             st = H.wait_info(port, "ha", lambda st: st.get("ha_state") == "serving", 30)
             ms = int(st.get("ha_last_recovery_ms", -1))
             times.append(ms)

@@ -33,7 +33,7 @@ def start(tmp, redis, cluster, name):
     hp = redis.uri.split("://", 1)[1]
     proc, port = H.bench_master(tmp, redis, cluster, name, [
         "--enable_snapshot", "yes", "--enable_snapshot_restore", "yes",
-        "--snapshot_interval_seconds", "3600", "--snapshot_local_path", os.path.join(tmp, "snaps"),
+        "--snapshot_interval_seconds", "3600", "--ha_hot_standby", "no", "--snapshot_local_path", os.path.join(tmp, "snaps"),
         "--snapshot_catalog_store_type", "redis", "--snapshot_catalog_store_connstring", hp])
     st = H.wait_info(port, "ha", lambda st: st.get("ha_state") == "serving", 300)
     if st.get("ha_state") != "serving":
