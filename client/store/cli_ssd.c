@@ -31,7 +31,9 @@
  * (under lost_mu, at most CLI_SSD_LOST_MAX keys); each heartbeat first deletes the records the
  * master asks for, then drains the offload queue, then reports the lost keys that are still
  * absent from the store (a key written again meanwhile is not reported). Only the heartbeat
- * thread writes or deletes records for the master, so these steps do not race each other.
+ * thread writes records and deletes them for the master, so these steps do not race each
+ * other; a CRC failure deletes its record on the reading thread and is reported like an
+ * eviction, so the master ends up without the replica whichever comes first.
  *
  * Threads: the heartbeat thread and the server thread are started by cli__ssd_start() and
  * joined by cli__ssd_stop(); sto is thread-safe. The heartbeat uses its own master connection.
