@@ -838,7 +838,8 @@ Test(ssd, deleted_keys_leave_the_owners_disk_and_free_its_quota) {
 
 struct reader {
     struct crescent_store *st;
-    int bad; /* gets that failed or returned other bytes */
+    int bad;       /* gets that failed or returned other bytes */
+    char why[256]; /* the first failure */
 };
 
 /* Reader thread: every disk-only key, twice, compared byte for byte (no cr_assert here). */
@@ -852,8 +853,12 @@ static void *reader_main(void *arg) {
             void *v = NULL;
             size_t n = 0;
             st_fill(want, VAL, (unsigned)i);
-            if (crescent_store_get(r->st, k, &v, &n) != 0 || n != VAL || memcmp(v, want, VAL)) {
-                r->bad++;
+            int rc = crescent_store_get(r->st, k, &v, &n);
+            if (rc != 0 || n != VAL || memcmp(v, want, VAL)) {
+                if (r->bad++ == 0) {
+                    snprintf(r->why, sizeof(r->why), "%s: %s (%s), %zu bytes", k,
+                             crescent_store_err_name(rc), rc ? crescent_store_last_error() : "", n);
+                }
             }
             free(v);
         }
@@ -881,7 +886,7 @@ Test(ssd, concurrent_readers_through_one_owner) {
     }
     for (int i = 0; i < NREADERS; i++) {
         pthread_join(th[i], NULL);
-        cr_assert_eq(rs[i].bad, 0, "reader %d: %d bad gets", i, rs[i].bad);
+        cr_assert_eq(rs[i].bad, 0, "reader %d: %d bad gets, first %s", i, rs[i].bad, rs[i].why);
         crescent_store_destroy(rs[i].st);
     }
     struct stage_stats s = raw_stats(ep);
