@@ -477,6 +477,9 @@ static void staged_reads(const char *proto) {
     cr_assert_eq(s.cap, 1342177280ll, "MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES default");
     cr_assert_eq(daemon_metric(http, "crescent_client_offload_staged_bytes_total"), 8ll * VAL);
     cr_assert_eq(daemon_metric(http, "crescent_client_offload_staging_released_total"), 8);
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_disk_keys"), 8);
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_disk_bytes"), 8ll * VAL);
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_disk_lost_total"), 0);
     crescent_store_destroy(b);
     cr_assert_eq(st_daemon_stop(&d), 0);
     redisFree(c);
