@@ -13,12 +13,14 @@ VAL=4096; KEYS=$((MB * 4 * 1024 * 1024 / VAL))
 DIR=/var/tmp/ssd-bench-getex.$$; mkdir -p $DIR/a $DIR/b
 export MOONCAKE_OFFLOAD_USE_URING=true MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES=268435456
 PIDS=()
-trap 'kill ${PIDS[@]} 2>/dev/null; wait 2>/dev/null; rm -rf $DIR' EXIT
+trap 'kill ${PIDS[@]} 2>/dev/null; wait 2>/dev/null || true; rm -rf $DIR' EXIT
 fp() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 cli() { redis-cli -h 127.0.0.1 -p "$@"; }
 info() { cli "$1" INFO everything | tr -d '\r' | awk -F: -v f="$2" '$1 == f { print $2 }'; }
-start() { local port=$(fp); "$1" --port $port --bind 127.0.0.1 --metrics_port 0 --memory ${MB}mb --enable_offload --ssd_offload_path $2 >$2.log 2>&1 & PIDS+=($!);
-  for _ in $(seq 100); do cli $port PING >/dev/null 2>&1 && break; sleep 0.1; done; echo $port; }
+# start VAR BINARY DIR: a master with the tier in DIR; its port goes to VAR (no subshell, so
+# PIDS keeps the pid for the cleanup).
+start() { local port=$(fp); "$2" --port $port --bind 127.0.0.1 --metrics_port 0 --memory ${MB}mb --enable_offload --ssd_offload_path $3 >$3.log 2>&1 & PIDS+=($!);
+  for _ in $(seq 100); do cli $port PING >/dev/null 2>&1 && break; sleep 0.1; done; printf -v "$1" '%s' $port; }
 load() { python3 - $KEYS $VAL <<'EOF' | cli "$1" --pipe >/dev/null
 import sys
 n, size = int(sys.argv[1]), int(sys.argv[2])
@@ -30,7 +32,7 @@ for i in range(n):
 EOF
 }
 run() { redis-benchmark -h 127.0.0.1 -p $1 -n $2 -r $KEYS -c $CLIENTS --csv $3 key:__rand_int__ 2>/dev/null | awk -F'"' 'NR==2 { print $4, $14 }'; }
-PA=$(start $A $DIR/a); PB=$(start $B $DIR/b)
+start PA $A $DIR/a; start PB $B $DIR/b
 load $PA; load $PB
 echo "keys $KEYS; offloaded: before $(info $PA offloaded_keys) after $(info $PB offloaded_keys); load $(cut -d' ' -f1-3 /proc/loadavg)"
 for cmd in GETEX GET; do
