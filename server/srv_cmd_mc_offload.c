@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * MC.* commands of the client SSD tiers: mount / unmount / query a client's local-disk
- * segment, fetch offload tasks, report offloaded (or re-registered) keys, promote a disk-only
- * object back to memory, and the offload counters. Thin adapters over server/pool/pool_offload.c,
+ * segment, fetch offload tasks, report offloaded (or re-registered) keys, report records the
+ * client's disk dropped, fetch the records it should delete, promote a disk-only object back
+ * to memory, and the offload counters. Thin adapters over server/pool/pool_offload.c,
  * under the pool mutex. Wire protocol: docs/store.md ("SSD tier").
  */
 #include "common/fmacros.h"
@@ -49,11 +50,13 @@ void srv_mc_querydisk_command(struct srv_client *c) {
     srv_mc_lock();
     int rc = pool_disk_query(srv_mc_pool, &id, &info);
     if (rc == 0) {
-        resp_add_map_hdr(&c->out, c->proto, 4);
+        resp_add_map_hdr(&c->out, c->proto, 5);
         srv_mc_add_field(c, "endpoint");
         srv_mc_add_field(c, info.endpoint);
         srv_mc_add_field(c, "queued");
         resp_add_int(&c->out, (long long)info.queued);
+        srv_mc_add_field(c, "removes");
+        resp_add_int(&c->out, (long long)info.removes);
         srv_mc_add_field(c, "replicas");
         resp_add_int(&c->out, (long long)info.replicas);
         srv_mc_add_field(c, "bytes");
@@ -125,6 +128,43 @@ void srv_mc_offloaddone_command(struct srv_client *c) {
     cm_free(sizes);
 }
 
+void srv_mc_offloadevicted_command(struct srv_client *c) {
+    struct pool_uuid id;
+    if (srv_mc_arg_client(c, 1, &id) < 0)
+        return;
+    int n = c->argc - 2;
+    resp_add_array_hdr(&c->out, n);
+    srv_mc_lock();
+    int64_t now = srv_mc_now();
+    for (int i = 0; i < n; i++) {
+        const struct srv_arg *k = &c->argv[2 + i];
+        srv_mc_add_status(c, pool_offload_evicted(srv_mc_pool, &id, k->p, k->len, now));
+    }
+    srv_mc_unlock();
+}
+
+void srv_mc_offloadremoves_command(struct srv_client *c) {
+    struct pool_uuid id;
+    uint64_t max;
+    if (srv_mc_arg_client(c, 1, &id) < 0 ||
+        srv_mc_arg_u64(c, 2, "max", 0, 1, SRV_MC_FETCH_MAX, &max) < 0)
+        return;
+    struct pool_disk_remove *r = cm_malloc(max * sizeof(*r));
+    srv_mc_lock();
+    long n = pool_disk_remove_fetch(srv_mc_pool, &id, (size_t)max, srv_mc_now(), r);
+    srv_mc_unlock();
+    if (n < 0) {
+        srv_mc_reply_err(c, (int)n);
+    } else {
+        resp_add_array_hdr(&c->out, n);
+        for (long i = 0; i < n; i++) {
+            resp_add_bulk(&c->out, r[i].key, r[i].klen);
+            cm_free(r[i].key);
+        }
+    }
+    cm_free(r);
+}
+
 void srv_mc_promotestart_command(struct srv_client *c) {
     struct pool_uuid id;
     if (srv_mc_arg_client(c, 1, &id) < 0)
@@ -156,7 +196,11 @@ void srv_mc_offloadstats_command(struct srv_client *c) {
              {"force_evicted", st.force_evicted},
              {"disk_replicas", st.disk_replicas},
              {"promoted", st.promoted},
-             {"disk_reads", st.disk_reads}};
+             {"disk_reads", st.disk_reads},
+             {"disk_evicted", st.disk_evicted},
+             {"removes_queued", st.removes_queued},
+             {"removes_fetched", st.removes_fetched},
+             {"removes_dropped", st.removes_dropped}};
     size_t n = sizeof(f) / sizeof(f[0]);
     resp_add_map_hdr(&c->out, c->proto, (long)n);
     for (size_t i = 0; i < n; i++) {

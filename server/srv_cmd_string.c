@@ -105,6 +105,17 @@ static int srv_expire_ms(struct srv_client *c, int arg, unsigned flags, const ch
 /* ---------------------------------------------------------------- SET family */
 
 /*
+ * Replies o's value (shard lock held). An offloaded value is read on the deferred-work pool
+ * when c's command may be deferred (srv_offload_get_async: o pinned, c suspended, the value as
+ * of now replied later); the caller must then append nothing more, but may go on changing the
+ * keyspace (GETDEL, GETEX, SET ... GET). Otherwise it is read here, synchronously.
+ */
+static void srv_reply_value_async(struct srv_client *c, struct srv_obj *o) {
+    if (!(srv_obj_offloaded(o) && srv_offload_get_async(c, o)))
+        srv_reply_value(c, o);
+}
+
+/*
  * Stores the new object o (owned by the call) under key with the SET flags. Replies unless reply is
  * 0. Returns 1 when the key was set, 0 when NX/XX prevented it, -1 on error (replied).
  */
@@ -121,7 +132,7 @@ static int srv_set_obj(struct srv_client *c, const struct srv_arg *key, struct s
     }
     if (flags & SRV_SET_GET) {
         if (old)
-            srv_reply_value(c, old);
+            srv_reply_value_async(c, old); /* the only reply with GET: may come later */
         else
             resp_add_null(&c->out, c->proto);
         if (!old)
@@ -437,7 +448,7 @@ void srv_getdel_command(struct srv_client *c) {
     if (o && o->type != SRV_TYPE_STRING) {
         srv_reply_error(c, SRV_ERR_WRONGTYPE);
     } else if (o) {
-        srv_reply_value(c, o);
+        srv_reply_value_async(c, o); /* a disk read keeps o pinned past its unlink */
         srv_db_unlink(&r, o);
         srv_notify(SRV_NOTIFY_GENERIC, "del", c->argv[1].p, c->argv[1].len);
     }
@@ -468,7 +479,7 @@ void srv_getex_command(struct srv_client *c) {
     } else if (earg >= 0 && srv_expire_ms(c, earg, flags, "getex", &exp) < 0) {
         /* replied */
     } else {
-        srv_reply_value(c, o);
+        srv_reply_value_async(c, o);
         const char *ev = NULL;
         if (earg >= 0 && exp <= srv_now_ms()) {
             srv_db_unlink(&r, o);

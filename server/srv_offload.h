@@ -16,11 +16,11 @@
  * (its policies are forced to none): a full quota or disk makes the write fail, and the value is
  * dropped as without the tier, counted and logged.
  *
- * Plain GET of an offloaded value reads it on the deferred-work pool (srv_defer.h): the client
- * waits, the loop serves others. Every other disk I/O (eviction writes, other commands'
- * scratch reads, MGET, GET inside MULTI/EXEC, removals) is synchronous on the calling
- * event-loop thread, under the key's shard lock. Thread-safe otherwise: counters are atomics
- * and the store allows concurrent calls.
+ * GET, MGET, GETDEL, GETEX, SET ... GET and GETSET of an offloaded value read it on the
+ * deferred-work pool (srv_defer.h): the client waits, the loop serves others. Every other disk
+ * I/O (eviction writes, other commands' scratch reads, reads inside MULTI/EXEC, removals, TTL
+ * rewrites) is synchronous on the calling event-loop thread, under the key's shard lock.
+ * Thread-safe otherwise: counters are atomics and the store allows concurrent calls.
  */
 #ifndef CRESCENT_SERVER_SRV_OFFLOAD_H
 #define CRESCENT_SERVER_SRV_OFFLOAD_H
@@ -104,12 +104,15 @@ char *srv_offload_scratch(const struct srv_obj *o);
 int srv_offload_reply(struct srv_client *c, struct srv_obj *o);
 
 /*
- * GET's asynchronous path for an offloaded o (shard lock held, keyspace lock shared): when c's
+ * The asynchronous read-back of offloaded o for a command whose reply is o's value alone (GET,
+ * GETDEL, GETEX, SET ... GET, GETSET; shard lock held, keyspace lock shared): when c's
  * command may be deferred (srv_defer.h), pins o, suspends c and reads the value on the
  * deferred-work pool; once read, on c's loop, the value is promoted into the segment when o is
  * still the key's record and there is room (else served from the buffer), and appended to
- * c's reply (a null when the read failed). Returns 1 when deferred (the caller appends
- * nothing more), 0 when not (inside MULTI/EXEC, no tier): use srv_offload_reply.
+ * c's reply (a null when the read failed). The caller may change the key afterwards (unlink,
+ * replace, set its TTL): the pin keeps o's disk copy until the read is done. Returns 1 when
+ * deferred (the caller appends nothing more), 0 when not (inside MULTI/EXEC, no tier): use
+ * srv_offload_reply.
  */
 int srv_offload_get_async(struct srv_client *c, struct srv_obj *o);
 

@@ -381,6 +381,15 @@ static void drop(struct sto *s, struct sto_ent *e) {
     sto__ent_free(e);
 }
 
+/* Evicts the first victim in policy order, telling the eviction hook. rw exclusive. */
+static void evict_one(struct sto *s) {
+    struct sto_ent *e = s->lhead;
+    if (s->evict_cb)
+        s->evict_cb(e->key, e->klen, e->value_len, s->evict_arg);
+    drop(s, e);
+    s->n_evictions++;
+}
+
 /*
  * Makes room for one more object of len bytes: above the high watermark (or the quota, or the
  * key limit) evicts in policy order down to the low watermark. rw exclusive.
@@ -399,8 +408,7 @@ static int make_room(struct sto *s, uint64_t len) {
             target = len;
         bool any = false;
         while (s->lhead && (s->bytes + len > target || s->keys + 1 > kq)) {
-            drop(s, s->lhead);
-            s->n_evictions++;
+            evict_one(s);
             any = true;
         }
         if (any)
@@ -411,6 +419,12 @@ static int make_room(struct sto *s, uint64_t len) {
     return 0;
 }
 
+/* Installs the eviction hook; see sto.h. */
+void sto_set_evict_cb(struct sto *s, sto_evict_cb *cb, void *arg) {
+    s->evict_cb = cb;
+    s->evict_arg = arg;
+}
+
 /* Reserves room in the backend, evicting on -ENOSPC when the policy allows. rw exclusive. */
 static int alloc_evicting(struct sto *s, struct sto_wr *w) {
     for (;;) {
@@ -418,10 +432,8 @@ static int alloc_evicting(struct sto *s, struct sto_wr *w) {
         if (rc != -ENOSPC || s->policy == STO_EVICT_NONE || !s->lhead)
             return rc;
         unsigned n = 0;
-        while (s->lhead && n++ < 8) {
-            drop(s, s->lhead);
-            s->n_evictions++;
-        }
+        while (s->lhead && n++ < 8)
+            evict_one(s);
         s->ops->flush(s);
     }
 }

@@ -185,6 +185,19 @@ int sto_remove(struct sto *s, const void *key, size_t klen);
  */
 int sto_scan(struct sto *s, uint64_t *cursor, sto_scan_cb *cb, void *arg);
 
+/*
+ * Eviction hook: called for each object the store's own eviction removes (quota, watermark,
+ * key limit, no room in the offset file), never for sto_remove(). It runs under the store's
+ * exclusive lock, on the thread whose put evicted: it must not call back into the store.
+ */
+typedef void sto_evict_cb(const void *key, size_t klen, uint64_t size, void *arg);
+
+/*
+ * Installs (cb NULL: removes) the eviction hook. Call before the store is shared between
+ * threads (not synchronized with puts in flight).
+ */
+void sto_set_evict_cb(struct sto *s, sto_evict_cb *cb, void *arg);
+
 /* Fills *st. */
 void sto_stats(struct sto *s, struct sto_stats *st);
 

@@ -115,6 +115,8 @@ struct sto {
     struct sto_ent *lhead, *ltail;
     uint64_t next_seq;
     uint64_t bytes, keys, disk_bytes;
+    sto_evict_cb *evict_cb; /* sto_set_evict_cb() */
+    void *evict_arg;
 
     /* counters (atomics through __atomic, relaxed) */
     uint64_t n_puts, n_gets, n_removes, n_evictions, n_recovered, n_torn, n_corrupt;

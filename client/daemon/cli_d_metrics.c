@@ -152,6 +152,17 @@ static void cli_d_metrics_offload(const struct cli_d_http_ctx *ctx, struct cm_bu
               o.gc_freed);
     cli_d_u64(b, "crescent_client_offload_staging_refused_total", "counter",
               "Stage requests refused because the staging area was full.", o.refused_full);
+    cli_d_u64(b, "crescent_client_offload_disk_keys", "gauge",
+              "Objects in the SSD tier's store now.", o.disk_keys);
+    cli_d_u64(b, "crescent_client_offload_disk_bytes", "gauge",
+              "Value bytes of the objects in the SSD tier's store now.", o.disk_bytes);
+    cli_d_u64(b, "crescent_client_offload_disk_lost_total", "counter",
+              "Records the store dropped by itself (eviction, CRC failure), reported to the "
+              "master (MC.OFFLOADEVICTED).",
+              o.disk_lost);
+    cli_d_u64(b, "crescent_client_offload_disk_removed_total", "counter",
+              "Records deleted because the master removed their objects (MC.OFFLOADREMOVES).",
+              o.disk_removed);
 }
 
 static void cli_d_metrics_dummies(struct cli_d_server *dummies, struct cm_buf *b) {

@@ -5,10 +5,11 @@
  * master (MC.MOUNTDISK) named by this client's offload endpoint, a heartbeat thread that
  * drains the client's offload queue (MC.OFFLOADFETCH: copy each value from this client's own
  * segment memory to the store, then MC.OFFLOADDONE), re-registration of everything the
- * restart scan found, and the offload endpoint, where peers ask this client to stage an
- * offloaded value in a staging area registered with its transfer engine. Readers use
- * cli__ssd_read() when a key's only replicas are LOCAL_DISK and pull the staged bytes with
- * the transfer engine, like a memory replica (docs/storage.md, "Reads").
+ * restart scan found, the deletion of records the master removed (MC.OFFLOADREMOVES), the
+ * report of records the store dropped (MC.OFFLOADEVICTED), and the offload endpoint, where peers
+ * ask this client to stage an offloaded value in a staging area registered with its transfer
+ * engine. Readers use cli__ssd_read() when a key's only replicas are LOCAL_DISK and pull the staged
+ * bytes with the transfer engine, like a memory replica (docs/storage.md, "Reads").
  *
  * Offload endpoint protocol: one TCP connection, requests in turn, integers little-endian;
  * every reply starts with an i64 status (0, or -errno / -CM_E* code: nothing follows):
@@ -20,14 +21,28 @@
  * area), -ENOSPC (staging area full now: retry).
  *
  * DESIGN: the staging area is one buffer of MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES with at
- * most CLI_SSD_MAX_STAGED extents, first fit; only the server thread touches it (stage,
- * release, GC), so it needs no lock. An extent not released within
+ * most CLI_SSD_MAX_STAGED extents, first fit, under stage_mu. One server thread polls the
+ * listener and the idle connections; a connection with a request waiting leaves the poll set
+ * for a queue served by CLI_SSD_WORKERS worker threads, which run one request each and hand
+ * the connection back (through the back pipe). A stage request reserves its extent under the
+ * lock (marked filling, so the GC leaves it), reads the value from disk into it without the
+ * lock, then publishes it: concurrent readers of one owner are staged in parallel. An extent
+ * not released within
  * MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_TTL_MS is freed by the next sweep (every
  * MOONCAKE_OFFLOAD_CLIENT_BUFFER_GC_INTERVAL_SECONDS); the reader checks the CRC-32C, so bytes
  * overwritten after a GC are never returned as the value.
  *
- * Threads: the heartbeat thread and the server thread are started by cli__ssd_start() and
- * joined by cli__ssd_stop(); sto is thread-safe. The heartbeat uses its own master connection.
+ * Lost records: the store's eviction hook and a CRC failure on read append the key to a list
+ * (under lost_mu, at most CLI_SSD_LOST_MAX keys); each heartbeat first deletes the records the
+ * master asks for, then drains the offload queue, then reports the lost keys that are still
+ * absent from the store (a key written again meanwhile is not reported). Only the heartbeat
+ * thread writes records and deletes them for the master, so these steps do not race each
+ * other; a CRC failure deletes its record on the reading thread and is reported like an
+ * eviction, so the master ends up without the replica whichever comes first.
+ *
+ * Threads: the heartbeat thread, the server thread and the CLI_SSD_WORKERS workers are started
+ * by cli__ssd_start() and joined by cli__ssd_stop(); sto is thread-safe. The heartbeat uses its own
+ * master connection.
  */
 #include "common/fmacros.h"
 
@@ -59,14 +74,19 @@
 #define CLI_SSD_MAX_STAGED  1024 /* staged extents at once */
 #define CLI_SSD_ALIGN       ((size_t)64)
 #define CLI_SSD_STAGE_REPLY 44 /* fixed part of a stage reply (status included) */
-#define CLI_SSD_NSTATS      8
-#define CLI_SSD_TRIES       4 /* stage attempts while the owner's staging area is full */
+#define CLI_SSD_NSTATS      12
+#define CLI_SSD_REMOVES     256   /* keys per MC.OFFLOADREMOVES */
+#define CLI_SSD_LOST_BATCH  256   /* keys per MC.OFFLOADEVICTED */
+#define CLI_SSD_LOST_MAX    65536 /* lost keys waiting for their report */
+#define CLI_SSD_TRIES       4     /* stage attempts while the owner's staging area is full */
+#define CLI_SSD_WORKERS     4     /* threads serving stage / release requests */
 
 /* One staged extent of the staging area. */
 struct cli_ssd_staged {
     uint64_t id;          /* the reader's handle (never 0) */
     size_t off, len;      /* extent in the staging area */
     uint64_t deadline_ms; /* freed by the GC after this (monotonic) */
+    bool filling;         /* a worker is reading the value into it: not for the GC */
 };
 
 struct cli_ssd {
@@ -77,13 +97,26 @@ struct cli_ssd {
     redisContext *rc; /* heartbeat thread's master connection */
     pthread_t hb_thr, srv_thr;
     bool hb_on, srv_on;
+
+    /* Request workers (see DESIGN): connections with a request waiting, and those served. */
+    pthread_t workers[CLI_SSD_WORKERS];
+    unsigned n_workers;
+    pthread_mutex_t q_mu;
+    pthread_cond_t q_cv;
+    int ready[CLI_SSD_MAX_CONNS]; /* fds to serve (FIFO) */
+    size_t n_ready;
+    int served[CLI_SSD_MAX_CONNS]; /* fds served, back to the poll set (-1: closed) */
+    size_t n_served;
+    bool q_stop;
+    int back[2]; /* pipe: a worker served a connection */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;
     unsigned interval_ms;
     bool mounted; /* the master knows our disk */
 
-    /* The staging area (server thread only, see DESIGN). */
+    /* The staging area (under stage_mu, see DESIGN). */
+    pthread_mutex_t stage_mu;
     void *stage;
     size_t stage_cap;
     bool stage_shared, stage_registered;
@@ -92,10 +125,60 @@ struct cli_ssd {
     size_t n_staged;
     uint64_t next_id;
     struct cli_ssd_stats stats; /* written by the server thread, read anywhere (atomics) */
+
+    /* Records the store dropped, to report (see DESIGN). */
+    pthread_mutex_t lost_mu;
+    char **lost;
+    size_t *lost_len;
+    size_t n_lost, lost_cap;
+    uint64_t lost_dropped; /* not listed: the list was full (under lost_mu) */
 };
 
 /* Adds v to a staging counter (relaxed atomics: cli__ssd_stats reads from other threads). */
 #define CLI_SSD_ADD(field, v) __atomic_add_fetch(&(field), (uint64_t)(v), __ATOMIC_RELAXED)
+
+/* ---- lost records ------------------------------------------------------------------------ */
+
+/* Lists key (klen bytes) as lost, to report. Any thread; takes lost_mu only. */
+static void cli_ssd_lost_add(struct cli_ssd *s, const void *key, size_t klen) {
+    pthread_mutex_lock(&s->lost_mu);
+    if (s->n_lost == s->lost_cap && s->lost_cap < CLI_SSD_LOST_MAX) {
+        size_t cap = s->lost_cap ? 2 * s->lost_cap : 64;
+        char **k = realloc(s->lost, cap * sizeof(*k));
+        size_t *l = k ? realloc(s->lost_len, cap * sizeof(*l)) : NULL;
+        if (k != NULL) {
+            s->lost = k;
+        }
+        if (l != NULL) {
+            s->lost_len = l;
+            s->lost_cap = cap;
+        }
+    }
+    char *copy = s->n_lost < s->lost_cap ? malloc(klen ? klen : 1) : NULL;
+    if (copy == NULL) {
+        s->lost_dropped++;
+    } else {
+        memcpy(copy, key, klen);
+        s->lost[s->n_lost] = copy;
+        s->lost_len[s->n_lost] = klen;
+        s->n_lost++;
+    }
+    pthread_mutex_unlock(&s->lost_mu);
+    CLI_SSD_ADD(s->stats.disk_lost, 1);
+}
+
+/* The store's eviction hook (runs under its exclusive lock: no store calls here). */
+static void cli_ssd_evicted_cb(const void *key, size_t klen, uint64_t size, void *arg) {
+    (void)size;
+    cli_ssd_lost_add(arg, key, klen);
+}
+
+/* A read of key failed its CRC: the record is deleted and listed as lost. */
+static void cli_ssd_corrupt(struct cli_ssd *s, const void *key, size_t klen) {
+    if (sto_remove(s->sto, key, klen) == 0) {
+        cli_ssd_lost_add(s, key, klen);
+    }
+}
 
 /* ---- small I/O helpers ------------------------------------------------------------------- */
 
@@ -212,11 +295,12 @@ static void cli_ssd_stage_drop(struct cli_ssd *s, size_t i) {
     s->n_staged--;
 }
 
-/* Frees every staged extent whose TTL has passed (the reader never released it). */
+/* Frees every staged extent whose TTL has passed (the reader never released it). stage_mu
+ * held. */
 static void cli_ssd_stage_gc(struct crescent_store *st, struct cli_ssd *s) {
     uint64_t now = cm_mono_ms();
     for (size_t i = 0; i < s->n_staged;) {
-        if (now >= s->staged[i].deadline_ms) {
+        if (now >= s->staged[i].deadline_ms && !s->staged[i].filling) {
             cli_log(st, 3,
                     "store client %s: staging buffer %llu not released within %llu ms, freed",
                     st->client_id, (unsigned long long)s->staged[i].id,
@@ -265,33 +349,55 @@ static int cli_ssd_serve_stage(struct crescent_store *st, struct cli_ssd *s, int
     if ((size_t)size > s->stage_cap) {
         return cli_ssd_status(fd, -EFBIG);
     }
-    size_t off = 0;
-    long at = cli_ssd_stage_fit(s, (size_t)size ? (size_t)size : 1, &off);
+    size_t off = 0, len = (size_t)size ? (size_t)size : 1;
+    pthread_mutex_lock(&s->stage_mu);
+    long at = cli_ssd_stage_fit(s, len, &off);
     if (at < 0) {
         cli_ssd_stage_gc(st, s);
-        at = cli_ssd_stage_fit(s, (size_t)size ? (size_t)size : 1, &off);
+        at = cli_ssd_stage_fit(s, len, &off);
     }
     if (at < 0) {
+        pthread_mutex_unlock(&s->stage_mu);
         CLI_SSD_ADD(s->stats.refused_full, 1);
         return cli_ssd_status(fd, -ENOSPC);
     }
-    char *dst = (char *)s->stage + off;
-    ssize_t n = sto_get(s->sto, key, klen, dst, (size_t)size);
-    if (n < 0 || n != size) {
-        return cli_ssd_status(fd, n < 0 ? n : -EIO);
-    }
     struct cli_ssd_staged e = {.id = ++s->next_id,
                                .off = off,
-                               .len = (size_t)size ? (size_t)size : 1,
-                               .deadline_ms = cm_mono_ms() + s->gc_ttl_ms};
+                               .len = len,
+                               .deadline_ms = cm_mono_ms() + s->gc_ttl_ms,
+                               .filling = true};
     memmove(&s->staged[at + 1], &s->staged[at], (s->n_staged - (size_t)at) * sizeof(e));
     s->staged[at] = e;
     s->n_staged++;
     CLI_SSD_ADD(s->stats.in_use, e.len);
     CLI_SSD_ADD(s->stats.live, 1);
+    pthread_mutex_unlock(&s->stage_mu);
+    char *dst = (char *)s->stage + off;
+    ssize_t n = sto_get(s->sto, key, klen, dst, (size_t)size); /* the extent is ours alone */
+    if (n == -CM_ECORRUPT) {
+        cli_ssd_corrupt(s, key, klen);
+        n = -CM_EOBJECT_NOT_FOUND; /* the reader sees the record gone, as after the report */
+    }
+    bool ok = n == size;
+    uint32_t crc = ok ? sto_crc32c(0, dst, (size_t)size) : 0; /* before the GC may see it */
+    pthread_mutex_lock(&s->stage_mu);
+    for (size_t i = 0; i < s->n_staged; i++) {
+        if (s->staged[i].id == e.id) {
+            if (!ok) {
+                cli_ssd_stage_drop(s, i);
+            } else {
+                s->staged[i].filling = false;
+                s->staged[i].deadline_ms = cm_mono_ms() + s->gc_ttl_ms;
+            }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->stage_mu);
+    if (!ok) {
+        return cli_ssd_status(fd, n < 0 ? n : -EIO);
+    }
     CLI_SSD_ADD(s->stats.staged, 1);
     CLI_SSD_ADD(s->stats.staged_bytes, size);
-    uint32_t crc = sto_crc32c(0, dst, (size_t)size);
     ssize_t dlen = crescent_xfer_export_desc(st->eng, NULL, 0);
     unsigned char *r = dlen > 0 ? malloc(CLI_SSD_STAGE_REPLY + (size_t)dlen) : NULL;
     if (r == NULL ||
@@ -318,22 +424,28 @@ static int cli_ssd_serve_release(struct cli_ssd *s, int fd) {
         return -1;
     }
     uint64_t id = cli_ssd_get(b, 8);
-    for (size_t i = 0; i < s->n_staged; i++) {
-        if (s->staged[i].id == id) {
+    int found = 0;
+    pthread_mutex_lock(&s->stage_mu);
+    for (size_t i = 0; i < s->n_staged && !found; i++) {
+        if (s->staged[i].id == id && !s->staged[i].filling) {
             cli_ssd_stage_drop(s, i);
-            CLI_SSD_ADD(s->stats.released, 1);
-            return cli_ssd_status(fd, 0);
+            found = 1;
         }
     }
-    return cli_ssd_status(fd, -ENOENT);
+    pthread_mutex_unlock(&s->stage_mu);
+    if (found) {
+        CLI_SSD_ADD(s->stats.released, 1);
+    }
+    return cli_ssd_status(fd, found ? 0 : -ENOENT);
 }
 
 /* 'T': the staging counters (status 0, then CLI_SSD_NSTATS u64). */
 static int cli_ssd_serve_stats(struct crescent_store *st, int fd) {
     struct cli_ssd_stats c;
     cli__ssd_stats(st, &c);
-    const uint64_t v[CLI_SSD_NSTATS] = {c.capacity, c.in_use,   c.live,         c.staged,
-                                        c.released, c.gc_freed, c.refused_full, c.staged_bytes};
+    const uint64_t v[CLI_SSD_NSTATS] = {c.capacity,  c.in_use,     c.live,         c.staged,
+                                        c.released,  c.gc_freed,   c.refused_full, c.staged_bytes,
+                                        c.disk_keys, c.disk_bytes, c.disk_lost,    c.disk_removed};
     unsigned char b[8 + 8 * CLI_SSD_NSTATS];
     cli_ssd_le(b, 0, 8);
     for (int i = 0; i < CLI_SSD_NSTATS; i++) {
@@ -360,16 +472,78 @@ static int cli_ssd_serve_one(struct crescent_store *st, struct cli_ssd *s, int f
     }
 }
 
+/* Worker thread: serves one request per connection taken from the ready queue, then hands
+ * the connection back to the server thread (or -1 when it closed it). */
+static void *cli_ssd_worker_main(void *arg) {
+    struct crescent_store *st = arg;
+    struct cli_ssd *s = st->ssd;
+    pthread_mutex_lock(&s->q_mu);
+    for (;;) {
+        while (s->n_ready == 0 && !s->q_stop) {
+            pthread_cond_wait(&s->q_cv, &s->q_mu);
+        }
+        if (s->q_stop) {
+            break; /* what is still queued is closed by cli__ssd_stop */
+        }
+        int fd = s->ready[0];
+        memmove(&s->ready[0], &s->ready[1], --s->n_ready * sizeof(s->ready[0]));
+        pthread_mutex_unlock(&s->q_mu);
+        if (cli_ssd_serve_one(st, s, fd) < 0) {
+            close(fd);
+            fd = -1;
+        }
+        pthread_mutex_lock(&s->q_mu);
+        s->served[s->n_served++] = fd;
+        char c = 1;
+        ssize_t w = write(s->back[1], &c, 1); /* a full pipe already holds a wakeup */
+        (void)w;
+    }
+    pthread_mutex_unlock(&s->q_mu);
+    return NULL;
+}
+
+/* Server thread: takes the connections handed back by the workers into the poll set p (n
+ * entries); returns how many connections left the system (closed by a worker). */
+static size_t cli_ssd_take_back(struct cli_ssd *s, struct pollfd *p, size_t *n) {
+    char drain[64];
+    while (read(s->back[0], drain, sizeof(drain)) > 0) {
+    }
+    size_t closed = 0;
+    pthread_mutex_lock(&s->q_mu);
+    for (size_t i = 0; i < s->n_served; i++) {
+        if (s->served[i] < 0) {
+            closed++;
+        } else {
+            p[(*n)++] = (struct pollfd){.fd = s->served[i], .events = POLLIN};
+        }
+    }
+    s->n_served = 0;
+    pthread_mutex_unlock(&s->q_mu);
+    return closed;
+}
+
+/* Server thread: moves connection i of the poll set (a request is waiting) to the workers. */
+static void cli_ssd_hand_over(struct cli_ssd *s, struct pollfd *p, size_t *n, size_t i) {
+    pthread_mutex_lock(&s->q_mu);
+    s->ready[s->n_ready++] = p[i].fd;
+    pthread_cond_signal(&s->q_cv);
+    pthread_mutex_unlock(&s->q_mu);
+    p[i] = p[--*n];
+}
+
 static void *cli_ssd_server_main(void *arg) {
     struct crescent_store *st = arg;
     struct cli_ssd *s = st->ssd;
-    struct pollfd p[CLI_SSD_MAX_CONNS + 2];
-    size_t n = 2;
+    struct pollfd p[CLI_SSD_MAX_CONNS + 3];
+    size_t n = 3, conns = 0; /* conns: accepted and open, polled here or with a worker */
     p[0] = (struct pollfd){.fd = s->wake[0], .events = POLLIN};
     p[1] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
+    p[2] = (struct pollfd){.fd = s->back[0], .events = POLLIN};
     for (;;) {
         /* While something is staged, wake every GC interval to free what outlived its TTL. */
+        pthread_mutex_lock(&s->stage_mu);
         int timeout = s->n_staged > 0 ? (int)s->gc_interval_ms : -1;
+        pthread_mutex_unlock(&s->stage_mu);
         if (poll(p, n, timeout) < 0) {
             if (errno == EINTR) {
                 continue;
@@ -379,22 +553,29 @@ static void *cli_ssd_server_main(void *arg) {
         if (p[0].revents) {
             break;
         }
+        pthread_mutex_lock(&s->stage_mu);
         cli_ssd_stage_gc(st, s);
-        if ((p[1].revents & POLLIN) && n < CLI_SSD_MAX_CONNS + 2) {
+        pthread_mutex_unlock(&s->stage_mu);
+        for (size_t i = 3; i < n;) {
+            if (p[i].revents) {
+                cli_ssd_hand_over(s, p, &n, i); /* p[i] is now another entry */
+            } else {
+                i++;
+            }
+        }
+        if (p[2].revents) {
+            conns -= cli_ssd_take_back(s, p, &n);
+        }
+        if ((p[1].revents & POLLIN) && conns < CLI_SSD_MAX_CONNS) {
             int fd = accept(s->lfd, NULL, NULL);
             if (fd >= 0) {
                 cli_ssd_timeouts(fd);
                 p[n++] = (struct pollfd){.fd = fd, .events = POLLIN};
-            }
-        }
-        for (size_t i = 2; i < n; i++) {
-            if (p[i].revents && cli_ssd_serve_one(st, s, p[i].fd) < 0) {
-                close(p[i].fd);
-                p[i--] = p[--n];
+                conns++;
             }
         }
     }
-    for (size_t i = 2; i < n; i++) {
+    for (size_t i = 3; i < n; i++) {
         close(p[i].fd);
     }
     return NULL;
@@ -468,7 +649,26 @@ static void cli_ssd_scan_cb(const void *key, size_t klen, uint64_t size, void *a
     g->n++;
 }
 
-/* Sends MC.OFFLOADDONE for keys[0..n) with their sizes. Returns the number accepted or a
+/*
+ * 1 when a report's result e says the master will never use this disk record: the object was
+ * removed or replaced since its task was fetched (OBJECT_NOT_FOUND), or a re-registered key
+ * holds another live value (OBJECT_ALREADY_EXISTS).
+ */
+static bool cli_ssd_refused(const redisReply *e) {
+    static const char *const codes[] = {"OBJECT_NOT_FOUND ", "OBJECT_ALREADY_EXISTS "};
+    if (e->type != REDIS_REPLY_ERROR) {
+        return false;
+    }
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        if (e->len >= strlen(codes[i]) && memcmp(e->str, codes[i], strlen(codes[i])) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Sends MC.OFFLOADDONE for keys[0..n) with their sizes; records the master refused for good
+ * (cli_ssd_refused) are deleted. Returns the number accepted or a
  * negative code (the command failed as a whole). */
 static long cli_ssd_done(struct crescent_store *st, struct cli_ssd *s, char *const *keys,
                          const size_t *klens, const uint64_t *sizes, size_t n) {
@@ -503,8 +703,12 @@ static long cli_ssd_done(struct crescent_store *st, struct cli_ssd *s, char *con
     }
     long ok = 0;
     if ((rc = cli__reply_err(r)) == 0 && r->type == REDIS_REPLY_ARRAY) {
-        for (size_t i = 0; i < r->elements; i++) {
-            ok += r->element[i]->type != REDIS_REPLY_ERROR;
+        for (size_t i = 0; i < r->elements && i < n; i++) {
+            const redisReply *e = r->element[i];
+            ok += e->type != REDIS_REPLY_ERROR;
+            if (cli_ssd_refused(e)) {
+                sto_remove(s->sto, keys[i], klens[i]); /* no object of the master uses it */
+            }
         }
     }
     freeReplyObject(r);
@@ -630,16 +834,113 @@ static long cli_ssd_drain_once(struct crescent_store *st, struct cli_ssd *s) {
     return done < 0 ? done : (long)n;
 }
 
-/* One heartbeat: (re)mount when needed, then drain the queue. */
+/*
+ * Deletes the records the master asks for (MC.OFFLOADREMOVES, up to CLI_SSD_REMOVES keys).
+ * Returns the number of keys received, or a negative code.
+ */
+static long cli_ssd_removes_once(struct crescent_store *st, struct cli_ssd *s) {
+    char max[16];
+    snprintf(max, sizeof(max), "%d", CLI_SSD_REMOVES);
+    const char *argv[] = {"MC.OFFLOADREMOVES", st->client_id, max};
+    redisReply *r;
+    int rc = cli_ssd_cmd(st, s, 3, argv, NULL, &r);
+    if (rc < 0) {
+        return rc;
+    }
+    if ((rc = cli__reply_err(r)) < 0 || r->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(r);
+        return rc < 0 ? rc : -CRESCENT_STORE_ERPC_FAIL;
+    }
+    size_t n = r->elements;
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *k = r->element[i];
+        if (k->type == REDIS_REPLY_STRING && sto_remove(s->sto, k->str, k->len) == 0) {
+            CLI_SSD_ADD(s->stats.disk_removed, 1);
+        }
+    }
+    freeReplyObject(r);
+    return (long)n;
+}
+
+/*
+ * Reports the lost records (MC.OFFLOADEVICTED) that are still absent from the store, in
+ * batches of CLI_SSD_LOST_BATCH. A batch the master did not answer goes back on the list.
+ * Returns 0 or the negative code of the failed command.
+ */
+static int cli_ssd_report_lost(struct crescent_store *st, struct cli_ssd *s) {
+    pthread_mutex_lock(&s->lost_mu);
+    char **keys = s->lost;
+    size_t *lens = s->lost_len, n = s->n_lost;
+    s->lost = NULL;
+    s->lost_len = NULL;
+    s->n_lost = s->lost_cap = 0;
+    pthread_mutex_unlock(&s->lost_mu);
+    const char **argv = calloc(2 + CLI_SSD_LOST_BATCH, sizeof(*argv));
+    size_t *alen = calloc(2 + CLI_SSD_LOST_BATCH, sizeof(*alen));
+    int rc = argv == NULL || alen == NULL ? -ENOMEM : 0;
+    size_t i = 0;
+    while (rc == 0 && i < n) {
+        argv[0] = "MC.OFFLOADEVICTED";
+        alen[0] = strlen(argv[0]);
+        argv[1] = st->client_id;
+        alen[1] = strlen(st->client_id);
+        size_t argc = 2, j = i;
+        for (; j < n && argc < 2 + CLI_SSD_LOST_BATCH; j++) {
+            if (!sto_exists(s->sto, keys[j], lens[j])) { /* else written again since */
+                argv[argc] = keys[j];
+                alen[argc++] = lens[j];
+            }
+        }
+        redisReply *r = NULL;
+        if (argc > 2 && (rc = cli_ssd_cmd(st, s, (int)argc, argv, alen, &r)) == 0) {
+            rc = cli__reply_err(r); /* per-key errors (already gone, ...) need nothing */
+            freeReplyObject(r);
+        }
+        if (rc == 0) {
+            for (; i < j; i++) {
+                free(keys[i]);
+            }
+        }
+    }
+    for (; i < n; i++) { /* not reported: back on the list for the next beat */
+        cli_ssd_lost_add(s, keys[i], lens[i]);
+        __atomic_sub_fetch(&s->stats.disk_lost, 1, __ATOMIC_RELAXED);
+        free(keys[i]);
+    }
+    free(keys);
+    free(lens);
+    free(argv);
+    free(alen);
+    return rc;
+}
+
+/* 1 when code says the master no longer knows this client's disk (restart or expiry). */
+static bool cli_ssd_forgotten(long code) {
+    return code == -CRESCENT_STORE_ESEGMENT_NOT_FOUND || code == -CRESCENT_STORE_ECLIENT_NOT_FOUND;
+}
+
+/*
+ * One heartbeat: (re)mount when needed, delete the records the master removed, drain the
+ * offload queue, report the records the store dropped. Deletions come first so that a key
+ * removed and then written again is deleted before its new value is written.
+ */
 static void cli_ssd_heartbeat(struct crescent_store *st, struct cli_ssd *s) {
     if (!s->mounted && cli_ssd_mount(st, s) < 0) {
         return; /* the store's ping thread re-registers the client; retry next beat */
     }
     long n;
     do {
-        n = cli_ssd_drain_once(st, s);
-    } while (n == CLI_SSD_FETCH);
-    if (n == -CRESCENT_STORE_ESEGMENT_NOT_FOUND || n == -CRESCENT_STORE_ECLIENT_NOT_FOUND) {
+        n = cli_ssd_removes_once(st, s);
+    } while (n == CLI_SSD_REMOVES);
+    if (n >= 0) {
+        do {
+            n = cli_ssd_drain_once(st, s);
+        } while (n == CLI_SSD_FETCH);
+    }
+    if (n >= 0) {
+        n = cli_ssd_report_lost(st, s);
+    }
+    if (cli_ssd_forgotten(n)) {
         s->mounted = false; /* the master forgot us (restart or expiry): mount and re-scan */
     }
 }
@@ -679,24 +980,36 @@ int cli__ssd_start(struct crescent_store *st, const char *path) {
     }
     s->lfd = -1;
     s->wake[0] = s->wake[1] = -1;
+    s->back[0] = s->back[1] = -1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->lost_mu, NULL);
+    pthread_mutex_init(&s->stage_mu, NULL);
+    pthread_mutex_init(&s->q_mu, NULL);
+    pthread_cond_init(&s->q_cv, NULL);
     s->interval_ms = (unsigned)cfg.heartbeat_interval_s * 1000u;
     st->ssd = s;
     int rc = sto_open(&cfg, path, &s->sto, err, sizeof(err));
     if (rc < 0) {
         return cli_fail(-rc, "ssd_offload_path %s: %s", path, err);
     }
+    sto_set_evict_cb(s->sto, cli_ssd_evicted_cb, s);
     if ((rc = cli_ssd_stage_init(st, s, cfg.local_buffer_size, cfg.buffer_gc_ttl_ms,
                                  cfg.buffer_gc_interval_s)) < 0 ||
         (rc = cli_ssd_listen(st, s)) < 0) {
         return rc;
     }
-    if (pipe2(s->wake, O_CLOEXEC) < 0) {
+    if (pipe2(s->wake, O_CLOEXEC) < 0 || pipe2(s->back, O_CLOEXEC | O_NONBLOCK) < 0) {
         return cli_fail(errno, "ssd: pipe: %s", strerror(errno));
     }
     if ((rc = cli_ssd_mount(st, s)) < 0) {
         return rc;
+    }
+    for (; s->n_workers < CLI_SSD_WORKERS; s->n_workers++) {
+        rc = pthread_create(&s->workers[s->n_workers], NULL, cli_ssd_worker_main, st);
+        if (rc != 0) {
+            return cli_fail(rc, "ssd: worker thread: %s", strerror(rc));
+        }
     }
     if ((rc = pthread_create(&s->srv_thr, NULL, cli_ssd_server_main, st)) != 0) {
         return cli_fail(rc, "ssd: server thread: %s", strerror(rc));
@@ -728,6 +1041,21 @@ void cli__ssd_stop(struct crescent_store *st) {
         (void)w;
         pthread_join(s->srv_thr, NULL);
     }
+    pthread_mutex_lock(&s->q_mu);
+    s->q_stop = true;
+    pthread_cond_broadcast(&s->q_cv);
+    pthread_mutex_unlock(&s->q_mu);
+    for (unsigned i = 0; i < s->n_workers; i++) {
+        pthread_join(s->workers[i], NULL);
+    }
+    for (size_t i = 0; i < s->n_ready; i++) {
+        close(s->ready[i]);
+    }
+    for (size_t i = 0; i < s->n_served; i++) {
+        if (s->served[i] >= 0) {
+            close(s->served[i]);
+        }
+    }
     if (s->mounted) {
         const char *argv[] = {"MC.UNMOUNTDISK", st->client_id};
         redisReply *r;
@@ -743,9 +1071,21 @@ void cli__ssd_stop(struct crescent_store *st) {
         if (s->wake[i] >= 0) {
             close(s->wake[i]);
         }
+        if (s->back[i] >= 0) {
+            close(s->back[i]);
+        }
     }
     cli_ssd_stage_fini(st, s);
     sto_close(s->sto);
+    for (size_t i = 0; i < s->n_lost; i++) {
+        free(s->lost[i]);
+    }
+    free(s->lost);
+    free(s->lost_len);
+    pthread_mutex_destroy(&s->lost_mu);
+    pthread_mutex_destroy(&s->stage_mu);
+    pthread_mutex_destroy(&s->q_mu);
+    pthread_cond_destroy(&s->q_cv);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);
@@ -767,6 +1107,14 @@ int cli__ssd_stats(const struct crescent_store *st, struct cli_ssd_stats *out) {
     out->gc_freed = __atomic_load_n(&c->gc_freed, __ATOMIC_RELAXED);
     out->refused_full = __atomic_load_n(&c->refused_full, __ATOMIC_RELAXED);
     out->staged_bytes = __atomic_load_n(&c->staged_bytes, __ATOMIC_RELAXED);
+    out->disk_lost = __atomic_load_n(&c->disk_lost, __ATOMIC_RELAXED);
+    out->disk_removed = __atomic_load_n(&c->disk_removed, __ATOMIC_RELAXED);
+    if (st->ssd->sto != NULL) {
+        struct sto_stats ss;
+        sto_stats(st->ssd->sto, &ss);
+        out->disk_keys = ss.keys;
+        out->disk_bytes = ss.bytes;
+    }
     return 0;
 }
 
@@ -813,6 +1161,9 @@ static int cli_ssd_read_own(struct crescent_store *st, const char *key, void *ds
         return -ENOMEM;
     }
     ssize_t n = sto_get(st->ssd->sto, key, strlen(key), whole, all);
+    if (n == -CM_ECORRUPT) {
+        cli_ssd_corrupt(st->ssd, key, strlen(key));
+    }
     if (n >= 0 && (uint64_t)n == all && trailer != NULL) {
         memcpy(dst, whole, size);
         memcpy(trailer, whole + size, CLI_TRAILER);

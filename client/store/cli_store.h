@@ -180,6 +180,10 @@ struct cli_ssd_stats {
     uint64_t gc_freed; /* extents freed by the GC (not released within the TTL) */
     uint64_t refused_full; /* stage requests refused: no room */
     uint64_t staged_bytes; /* bytes staged in all */
+    uint64_t disk_keys;    /* objects in the store now */
+    uint64_t disk_bytes;   /* their value bytes */
+    uint64_t disk_lost;    /* records the store dropped (eviction, CRC failure), to report */
+    uint64_t disk_removed; /* records deleted on the master's request (MC.OFFLOADREMOVES) */
 };
 /* Copies the staging counters of st's SSD tier into *out. Returns 0, or -ENOENT (all zero)
  * when st has no SSD tier. Thread-safe. */

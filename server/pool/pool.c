@@ -204,7 +204,7 @@ size_t pool_object_record_size(size_t klen, uint32_t nrep) {
 /* Frees the buffer of replica r (value size bytes) in its segment and updates the counters. */
 void pool__rep_free(struct pool *p, const struct pool_rep *r, uint64_t size) {
     if (r->type == POOL_REPLICA_LOCAL_DISK) {
-        pool__disk_rep_gone(p, r, size);
+        pool__disk_rep_gone(p, r, size, NULL, 0);
         return;
     }
     if (r->type != POOL_REPLICA_MEMORY || r->seg >= p->nseg_slots || !p->segs[r->seg])
@@ -213,6 +213,15 @@ void pool__rep_free(struct pool *p, const struct pool_rep *r, uint64_t size) {
     cm_tlsf_free(s->alloc, r->handle);
     s->used -= size;
     s->nbuffers--;
+}
+
+/* pool__rep_free() for replica r of o; a LOCAL_DISK replica also queues the removal of its
+ * record on the owner (pool_offload.c). */
+void pool__rep_free_of(struct pool *p, const struct pool_obj *o, const struct pool_rep *r) {
+    if (r->type == POOL_REPLICA_LOCAL_DISK)
+        pool__disk_rep_gone(p, r, o->size, o->key, o->klen);
+    else
+        pool__rep_free(p, r, o->size);
 }
 
 /* Reports event kind about o to the on_event hook, listing the segments of its memory
@@ -265,7 +274,7 @@ void pool__obj_unlink(struct pool *p, struct pool_obj *o) {
 void pool__obj_destroy(struct pool *p, struct pool_obj *o) {
     struct pool_rep *reps = pool__reps(o);
     for (uint32_t i = 0; i < o->nrep; i++)
-        pool__rep_free(p, &reps[i], o->size);
+        pool__rep_free_of(p, o, &reps[i]);
     pool__obj_unlink(p, o);
 }
 
@@ -281,7 +290,7 @@ void pool__drop_reps_if(struct pool *p, struct pool_obj *o,
     uint32_t kept = 0, n = o->nrep;
     for (uint32_t i = 0; i < n; i++) {
         if (pred(p, &reps[i], arg))
-            pool__rep_free(p, &reps[i], o->size);
+            pool__rep_free_of(p, o, &reps[i]);
         else
             reps[kept++] = reps[i];
     }

@@ -636,16 +636,20 @@ int pool_move_revoke(struct pool *p, const struct pool_uuid *client, const void 
 
 /* Counters of the offload machinery (pool-wide). */
 struct pool_offload_stats {
-    uint64_t disks;         /* mounted local-disk segments */
-    uint64_t queued;        /* tasks pushed onto client queues since creation */
-    uint64_t fetched;       /* tasks handed to clients */
-    uint64_t done;          /* LOCAL_DISK replicas added (including re-registrations) */
-    uint64_t queue_full;    /* pushes refused by a full queue (KEYS_ULTRA_LIMIT) */
-    uint64_t cap_kept;      /* victims kept in memory beyond the per-cycle cap */
-    uint64_t force_evicted; /* victims dropped beyond the cap (offload_force_evict) */
-    uint64_t disk_replicas; /* LOCAL_DISK replicas now */
-    uint64_t promoted;      /* promotions started (pool_promote_start) */
-    uint64_t disk_reads;    /* reads of disk-only objects counted (pool_offload_read_hit) */
+    uint64_t disks;           /* mounted local-disk segments */
+    uint64_t queued;          /* tasks pushed onto client queues since creation */
+    uint64_t fetched;         /* tasks handed to clients */
+    uint64_t done;            /* LOCAL_DISK replicas added (including re-registrations) */
+    uint64_t queue_full;      /* pushes refused by a full queue (KEYS_ULTRA_LIMIT) */
+    uint64_t cap_kept;        /* victims kept in memory beyond the per-cycle cap */
+    uint64_t force_evicted;   /* victims dropped beyond the cap (offload_force_evict) */
+    uint64_t disk_replicas;   /* LOCAL_DISK replicas now */
+    uint64_t promoted;        /* promotions started (pool_promote_start) */
+    uint64_t disk_reads;      /* reads of disk-only objects counted (pool_offload_read_hit) */
+    uint64_t disk_evicted;    /* LOCAL_DISK replicas dropped on their owner's report */
+    uint64_t removes_queued;  /* disk records queued for deletion by their owner */
+    uint64_t removes_fetched; /* ... handed to the owner (pool_disk_remove_fetch) */
+    uint64_t removes_dropped; /* ... not queued: the owner's removal queue was full */
 };
 
 /* Fills *st. O(clients). */
@@ -671,6 +675,7 @@ int pool_disk_unmount(struct pool *p, const struct pool_uuid *client, int64_t no
 struct pool_disk_info {
     const char *endpoint;
     uint64_t queued;   /* tasks waiting in its queue */
+    uint64_t removes;  /* disk records waiting to be deleted by the client */
     uint64_t replicas; /* LOCAL_DISK replicas it owns */
     uint64_t bytes;    /* their value bytes */
 };
@@ -713,6 +718,35 @@ long pool_offload_fetch(struct pool *p, const struct pool_uuid *client, size_t m
  */
 int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void *key, size_t klen,
                       uint64_t size, int64_t now);
+
+/*
+ * Records that client's storage backend dropped key's record (its eviction, quota, or a CRC
+ * failure on read): the object's LOCAL_DISK replica owned by client is dropped, and the object
+ * is erased when no replica is left (as when a client expires). Errors: POOL_ECLIENT_NOT_FOUND,
+ * POOL_ESEGMENT_NOT_FOUND (no local-disk segment), POOL_EINVALID_PARAMS (bad key),
+ * POOL_EOBJECT_NOT_FOUND, POOL_EILLEGAL_CLIENT (only other clients hold it on disk),
+ * POOL_EREPLICA_NOT_FOUND (no LOCAL_DISK replica at all).
+ */
+int pool_offload_evicted(struct pool *p, const struct pool_uuid *client, const void *key,
+                         size_t klen, int64_t now);
+
+/* A disk record its owner should delete; key is a cm_malloc copy the caller frees. */
+struct pool_disk_remove {
+    char *key;
+    size_t klen;
+};
+
+/*
+ * Disk record removals: when an object with a LOCAL_DISK replica is removed, replaced or loses
+ * that replica for any reason other than its owner's report or the owner's disk going, the key
+ * is queued for the owner (at most offloading_queue_limit keys per owner, deduplicated; beyond
+ * that stats.removes_dropped counts it). Fetching a task for the key or a report that the client
+ * holds it again cancels the removal. This pops up to max queued keys into out[0..n) (the
+ * caller frees each key with cm_free) and returns n. Errors: POOL_ECLIENT_NOT_FOUND,
+ * POOL_ESEGMENT_NOT_FOUND, POOL_EINVALID_PARAMS.
+ */
+long pool_disk_remove_fetch(struct pool *p, const struct pool_uuid *client, size_t max, int64_t now,
+                            struct pool_disk_remove *out);
 
 /*
  * Counts one read (a granted MC.GETREPLICAS) of the object key when it is disk-only: it has a

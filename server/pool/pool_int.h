@@ -145,6 +145,7 @@ struct pool {
     uint64_t evicted, evict_skipped, evict_examined;
 
     uint64_t offload_cycle; /* victims queued in the current eviction cycle */
+    int disk_quiet;         /* LOCAL_DISK replicas leaving now queue no record removal */
     struct pool_offload_stats ostats;
 };
 
@@ -166,6 +167,7 @@ void pool__obj_unlink(struct pool *p, struct pool_obj *o);
 void pool__obj_destroy(struct pool *p, struct pool_obj *o);
 void pool__obj_retire(struct pool *p, struct pool_obj *o, int64_t release_at, int64_t now);
 void pool__rep_free(struct pool *p, const struct pool_rep *r, uint64_t size);
+void pool__rep_free_of(struct pool *p, const struct pool_obj *o, const struct pool_rep *r);
 void pool__drop_reps_if(struct pool *p, struct pool_obj *o,
                         int (*pred)(const struct pool *, const struct pool_rep *, void *),
                         void *arg);
@@ -187,7 +189,8 @@ void pool__offload_put_end(struct pool *p, struct pool_obj *o);
 int pool__offload_victim(struct pool *p, struct pool_obj *o);
 void pool__disk_client_gone(struct pool *p, struct pool_client *c);
 void pool__disk_free(struct pool_disk *d);
-void pool__disk_rep_gone(struct pool *p, const struct pool_rep *r, uint64_t size);
+void pool__disk_rep_gone(struct pool *p, const struct pool_rep *r, uint64_t size, const char *key,
+                         size_t klen);
 void pool__offload_obj_moved(struct pool *p, const char *key, size_t klen, uintptr_t from,
                              struct pool_obj *to);
 

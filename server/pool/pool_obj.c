@@ -99,7 +99,7 @@ void pool__obj_retire(struct pool *p, struct pool_obj *o, int64_t release_at, in
         if (release_at > now && reps[i].type == POOL_REPLICA_MEMORY)
             pool__discard_add(p, &reps[i], o->size, release_at);
         else
-            pool__rep_free(p, &reps[i], o->size);
+            pool__rep_free_of(p, o, &reps[i]);
     }
     pool__obj_unlink(p, o);
 }

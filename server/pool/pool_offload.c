@@ -31,10 +31,18 @@ struct pool_ofl {
     char key[];
 };
 
+/* A key whose disk record the owner should delete (the master no longer refers to it). */
+struct pool_drm {
+    struct cm_ht_node hn;
+    size_t klen;
+    char key[];
+};
+
 /* A client's local-disk segment. */
 struct pool_disk {
     char *endpoint;
     struct cm_ht pending;  /* struct pool_ofl */
+    struct cm_ht removes;  /* struct pool_drm: records to delete, at most offloading_queue_limit */
     struct pool_oq_ent *q; /* ring of qcap entries; qhead is the oldest */
     size_t qhead, qlen, qcap;
     uint64_t replicas, bytes;
@@ -50,6 +58,39 @@ static int pool_ofl_eq(const struct cm_ht_node *n, const void *key, size_t klen)
     return e->klen == klen && memcmp(e->key, key, klen) == 0;
 }
 
+static int pool_drm_eq(const struct cm_ht_node *n, const void *key, size_t klen) {
+    const struct pool_drm *e = (const struct pool_drm *)n;
+    return e->klen == klen && memcmp(e->key, key, klen) == 0;
+}
+
+/* Forgets a queued removal of key on d (the record is wanted again). */
+static void pool_drm_cancel(const struct pool *p, struct pool_disk *d, const void *key,
+                            size_t klen) {
+    struct cm_ht_node *n =
+        cm_ht_find(&d->removes, pool__key_hash(p, key, klen), key, klen, pool_drm_eq);
+    if (n) {
+        cm_ht_remove(&d->removes, n);
+        cm_free(n);
+    }
+}
+
+/* Queues the removal of key's record on d (deduplicated; counted and dropped when full). */
+static void pool_drm_push(struct pool *p, struct pool_disk *d, const void *key, size_t klen) {
+    uint64_t h = pool__key_hash(p, key, klen);
+    if (cm_ht_find(&d->removes, h, key, klen, pool_drm_eq))
+        return;
+    if (cm_ht_count(&d->removes) >= p->cfg.offloading_queue_limit) {
+        p->ostats.removes_dropped++;
+        return;
+    }
+    struct pool_drm *e = cm_malloc(sizeof(*e) + klen);
+    e->hn.hash = h;
+    e->klen = klen;
+    memcpy(e->key, key, klen);
+    cm_ht_insert(&d->removes, &e->hn);
+    p->ostats.removes_queued++;
+}
+
 static struct pool_ofl *pool_ofl_find(const struct pool *p, const struct pool_disk *d,
                                       const void *key, size_t klen) {
     return (struct pool_ofl *)cm_ht_find(&d->pending, pool__key_hash(p, key, klen), key, klen,
@@ -62,6 +103,8 @@ void pool__disk_free(struct pool_disk *d) {
         return;
     cm_ht_clear(&d->pending, pool_ofl_free_cb, NULL);
     cm_ht_fini(&d->pending);
+    cm_ht_clear(&d->removes, pool_ofl_free_cb, NULL);
+    cm_ht_fini(&d->removes);
     for (size_t i = 0; i < d->qlen; i++)
         cm_free(d->q[(d->qhead + i) % d->qcap].key);
     cm_free(d->q);
@@ -76,14 +119,21 @@ const struct pool_disk *pool__disk_of_slot(const struct pool *p, uint32_t client
     return p->clients[client_slot]->disk;
 }
 
-/* Accounts for the LOCAL_DISK replica r (value size bytes) leaving its object. */
-void pool__disk_rep_gone(struct pool *p, const struct pool_rep *r, uint64_t size) {
+/*
+ * Accounts for the LOCAL_DISK replica r (value size bytes) leaving its object; with key (not
+ * NULL) and unless the owner itself said the record is gone (p->disk_quiet), queues the
+ * record's removal on the owner.
+ */
+void pool__disk_rep_gone(struct pool *p, const struct pool_rep *r, uint64_t size, const char *key,
+                         size_t klen) {
     if (r->seg >= p->nclient_slots || !p->clients[r->seg] || !p->clients[r->seg]->disk)
         return;
     struct pool_disk *d = p->clients[r->seg]->disk;
     d->replicas--;
     d->bytes -= size;
     p->ostats.disk_replicas--;
+    if (key && !p->disk_quiet)
+        pool_drm_push(p, d, key, klen);
 }
 
 /* The object at from (key) moved to to, or went (to == NULL): pending reports follow it. */
@@ -259,7 +309,9 @@ void pool__disk_client_gone(struct pool *p, struct pool_client *c) {
     }
     if (c->disk->replicas) {
         struct pool_disk_drop_ctx ctx = {.p = p, .slot = c->slot};
+        p->disk_quiet = 1; /* the disk and its removal queue go now */
         cm_ht_foreach(&p->objects, pool_disk_drop_cb, &ctx);
+        p->disk_quiet = 0;
     }
     pool__disk_free(c->disk);
     c->disk = NULL;
@@ -286,6 +338,7 @@ int pool_disk_mount(struct pool *p, const struct pool_uuid *client, const char *
     c->disk = cm_calloc(1, sizeof(*c->disk));
     c->disk->endpoint = cm_strdup(endpoint);
     cm_ht_init(&c->disk->pending, 16);
+    cm_ht_init(&c->disk->removes, 16);
     p->ostats.disks++;
     return POOL_OK;
 }
@@ -312,6 +365,7 @@ int pool_disk_query(const struct pool *p, const struct pool_uuid *client,
         return POOL_ESEGMENT_NOT_FOUND;
     out->endpoint = c->disk->endpoint;
     out->queued = c->disk->qlen;
+    out->removes = cm_ht_count(&c->disk->removes);
     out->replicas = c->disk->replicas;
     out->bytes = c->disk->bytes;
     return POOL_OK;
@@ -377,6 +431,7 @@ long pool_offload_fetch(struct pool *p, const struct pool_uuid *client, size_t m
         }
         pe->obj = (uintptr_t)o;
         o->flags |= POOL_OF_OFFLOADING;
+        pool_drm_cancel(p, d, o->key, o->klen); /* the record is about to be written again */
         out[n].key = o->key;
         out[n].klen = o->klen;
         out[n].size = o->size;
@@ -434,12 +489,69 @@ int pool_offload_done(struct pool *p, const struct pool_uuid *client, const void
         o = pool__obj_grow(p, o, 1);
         pool__reps(o)[o->nrep++] = rep;
     }
+    pool_drm_cancel(p, c->disk, key, klen);
     c->disk->replicas++;
     c->disk->bytes += size;
     p->ostats.disk_replicas++;
     p->ostats.done++;
     pool__emit(p, POOL_EVENT_OFFLOADED, o);
     return POOL_OK;
+}
+
+/* Reports a record evicted from a client's disk; see pool.h. */
+int pool_offload_evicted(struct pool *p, const struct pool_uuid *client, const void *key,
+                         size_t klen, int64_t now) {
+    struct pool_client *c = pool__client_find(p, client);
+    if (!c)
+        return POOL_ECLIENT_NOT_FOUND;
+    if (!c->disk)
+        return POOL_ESEGMENT_NOT_FOUND;
+    if (!key || klen == 0 || klen > POOL_MAX_KEY_LEN)
+        return POOL_EINVALID_PARAMS;
+    if (now > c->last_ping)
+        c->last_ping = now;
+    pool_drm_cancel(p, c->disk, key, klen); /* already gone */
+    struct pool_obj *o = pool__obj_find(p, key, klen, pool__key_hash(p, key, klen));
+    if (!o)
+        return POOL_EOBJECT_NOT_FOUND;
+    if (!pool_has_disk_of(o, c->slot))
+        return pool__has_disk_rep(o) ? POOL_EILLEGAL_CLIENT : POOL_EREPLICA_NOT_FOUND;
+    uint32_t slot = c->slot;
+    p->disk_quiet = 1;
+    pool__drop_reps_if(p, o, pool_rep_disk_of, &slot); /* o may be gone now */
+    p->disk_quiet = 0;
+    p->ostats.disk_evicted++;
+    return POOL_OK;
+}
+
+/* Pops queued record removals; see pool.h. */
+long pool_disk_remove_fetch(struct pool *p, const struct pool_uuid *client, size_t max, int64_t now,
+                            struct pool_disk_remove *out) {
+    struct pool_client *c = pool__client_find(p, client);
+    if (!c)
+        return POOL_ECLIENT_NOT_FOUND;
+    if (!c->disk)
+        return POOL_ESEGMENT_NOT_FOUND;
+    if (max && !out)
+        return POOL_EINVALID_PARAMS;
+    if (now > c->last_ping)
+        c->last_ping = now;
+    struct cm_ht *t = &c->disk->removes;
+    size_t n = 0, i;
+    struct cm_ht_node *hn, *tmp;
+    cm_ht_foreach_node(t, i, hn, tmp) {
+        if (n == max)
+            continue; /* (a break would leave only the inner loop) */
+        struct pool_drm *e = (struct pool_drm *)hn;
+        out[n].key = cm_malloc(e->klen ? e->klen : 1);
+        memcpy(out[n].key, e->key, e->klen);
+        out[n].klen = e->klen;
+        n++;
+    }
+    for (size_t j = 0; j < n; j++)
+        pool_drm_cancel(p, c->disk, out[j].key, out[j].klen);
+    p->ostats.removes_fetched += n;
+    return (long)n;
 }
 
 /* Returns 1 when o has a COMPLETE MEMORY replica. */

@@ -171,3 +171,123 @@ Test(mco, getreplicas_says_promote_at_the_admission_threshold) {
            "- argument must be between 1 and 1000000 inclusive",
            it_c, "CONFIG SET promotion_admission_threshold 0");
 }
+
+/* The keys of an MC.OFFLOADREMOVES reply, sorted and joined with ',' into buf. */
+static const char *mco_removes(const char *id, char *buf, size_t cap) {
+    redisReply *r = it_cmd(it_c, "MC.OFFLOADREMOVES %s 100", id);
+    IT_TYPE(r, REDIS_REPLY_ARRAY);
+    const char *k[16];
+    size_t n = r->elements < 16 ? r->elements : 16;
+    for (size_t i = 0; i < n; i++)
+        k[i] = r->element[i]->str;
+    for (size_t i = 1; i < n; i++) /* insertion sort: the queue has no order */
+        for (size_t j = i; j > 0 && strcmp(k[j - 1], k[j]) > 0; j--) {
+            const char *t = k[j];
+            k[j] = k[j - 1];
+            k[j - 1] = t;
+        }
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", i ? "," : "", k[i]);
+    return buf;
+}
+
+/* MC.OFFLOADEVICTED: the owner's report drops its LOCAL_DISK replica (a disk-only object goes),
+ * checked against the owner; it queues no record removal. */
+Test(mco, evicted_reports_drop_the_owners_disk_replicas) {
+    IT_CRESCENT_ONLY();
+    mco_restart("enable_offload yes\n");
+    mco_client(CA, "sa", 1 << 20);
+    mco_client(CB, "sb", 2 << 20);
+    IT_OK(it_c, "MC.MOUNTDISK %s 127.0.0.1:9100", CA);
+    IT_OK(it_c, "MC.MOUNTDISK %s 127.0.0.1:9101", CB);
+    mco_put(CA, "k1", "sa");
+    cr_assert_eq(it_cmd(it_c, "MC.OFFLOADFETCH %s 10", CA)->elements, 1);
+    redisReply *d = it_cmd(it_c, "MC.OFFLOADDONE %s k1 100 dk 7", CA);
+    cr_assert_str_eq(d->element[0]->str, "OK");
+    cr_assert_str_eq(d->element[1]->str, "OK");
+    mco_put(CB, "k2", "sb");
+    cr_assert_eq(it_field_int(it_cmd(it_c, "MC.OFFLOADSTATS"), "disk_replicas"), 2);
+    redisReply *e = it_cmd(it_c, "MC.OFFLOADEVICTED %s dk nokey k2", CB);
+    IT_TYPE(e, REDIS_REPLY_ARRAY);
+    cr_assert_eq(e->elements, 3);
+    cr_assert_str_eq(e->element[0]->str,
+                     "ILLEGAL_CLIENT client does not own this segment or object");
+    cr_assert_str_eq(e->element[1]->str, "OBJECT_NOT_FOUND object not found");
+    cr_assert_str_eq(e->element[2]->str, "REPLICA_NOT_FOUND replica not found");
+    e = it_cmd(it_c, "MC.OFFLOADEVICTED %s dk k1", CA);
+    cr_assert_str_eq(e->element[0]->str, "OK");
+    cr_assert_str_eq(e->element[1]->str, "OK");
+    IT_ERR("OBJECT_NOT_FOUND object not found", it_c, "MC.QUERYKEY dk");
+    const redisReply *reps = it_field(it_cmd(it_c, "MC.QUERYKEY k1"), "replicas");
+    cr_assert_eq(reps->elements, 1);
+    cr_assert_str_eq(it_field_str(reps->element[0], "type"), "MEMORY");
+    redisReply *s = it_cmd(it_c, "MC.OFFLOADSTATS");
+    cr_assert_eq(it_field_int(s, "disk_evicted"), 2);
+    cr_assert_eq(it_field_int(s, "disk_replicas"), 0);
+    cr_assert_eq(it_field_int(s, "removes_queued"), 0, "the owner already lost them");
+    char buf[256];
+    cr_assert_str_eq(mco_removes(CA, buf, sizeof(buf)), "");
+    IT_OK(it_c, "MC.UNMOUNTDISK %s", CB);
+    e = it_cmd(it_c, "MC.OFFLOADEVICTED %s k1", CB); /* one result per key, as MC.OFFLOADDONE */
+    cr_assert_str_eq(e->element[0]->str, "SEGMENT_NOT_FOUND segment not found");
+    e = it_cmd(it_c, "MC.OFFLOADEVICTED 00000000000000000000000000000001 k1");
+    cr_assert_str_eq(e->element[0]->str, "CLIENT_NOT_FOUND client not found");
+    IT_ERR("ERR wrong number of arguments for 'mc.offloadevicted' command", it_c,
+           "MC.OFFLOADEVICTED %s", CA);
+}
+
+/* Removing, replacing or flushing objects with LOCAL_DISK replicas queues their records for the
+ * owner (MC.OFFLOADREMOVES); a re-registration or a new task for the key cancels it. */
+Test(mco, removed_objects_queue_record_removals_for_the_owner) {
+    IT_CRESCENT_ONLY();
+    mco_restart("enable_offload yes\n");
+    mco_client(CA, "sa", 1 << 20);
+    IT_OK(it_c, "MC.MOUNTDISK %s 127.0.0.1:9100", CA);
+    redisReply *d = it_cmd(it_c, "MC.OFFLOADDONE %s r1 5 r2 5 r3 5 r4 5 r5 5 x1 5 x2 5", CA);
+    cr_assert_eq(d->elements, 7);
+    cr_assert_eq(it_field_int(it_cmd(it_c, "MC.QUERYDISK %s", CA), "removes"), 0);
+    cr_assert_eq(it_cmd(it_c, "DEL r1")->integer, 1);
+    IT_OK(it_c, "MC.REMOVE r2");
+    cr_assert_eq(it_cmd(it_c, "MC.BATCHREMOVE 1 r3")->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(it_cmd(it_c, "MC.REMOVEBYREGEX ^x")->integer, 2);
+    cr_assert_eq(it_field_int(it_cmd(it_c, "MC.QUERYDISK %s", CA), "removes"), 5);
+    char buf[256];
+    cr_assert_str_eq(mco_removes(CA, buf, sizeof(buf)), "r1,r2,r3,x1,x2");
+    cr_assert_str_eq(mco_removes(CA, buf, sizeof(buf)), "", "popped once");
+    /* A re-registration of a removed key cancels its removal. */
+    cr_assert_eq(it_cmd(it_c, "UNLINK r4")->integer, 1);
+    d = it_cmd(it_c, "MC.OFFLOADDONE %s r4 5", CA);
+    cr_assert_str_eq(d->element[0]->str, "OK");
+    cr_assert_str_eq(mco_removes(CA, buf, sizeof(buf)), "");
+    /* A value replaced by a put: its old record goes; a new task for the key cancels that. */
+    cr_assert_eq(it_cmd(it_c, "DEL r5")->integer, 1);
+    mco_put(CA, "r5", "sa");
+    cr_assert_eq(it_field_int(it_cmd(it_c, "MC.QUERYDISK %s", CA), "removes"), 1);
+    cr_assert_eq(it_cmd(it_c, "MC.OFFLOADFETCH %s 10", CA)->elements, 1);
+    cr_assert_str_eq(mco_removes(CA, buf, sizeof(buf)), "", "the fetch rewrites r5");
+    /* FLUSHALL queues every record left. */
+    IT_OK(it_c, "FLUSHALL");
+    cr_assert_str_eq(mco_removes(CA, buf, sizeof(buf)), "r4");
+    redisReply *s = it_cmd(it_c, "MC.OFFLOADSTATS");
+    cr_assert_eq(it_field_int(s, "removes_queued"), 8);
+    cr_assert_eq(it_field_int(s, "removes_fetched"), 6);
+    cr_assert_eq(it_field_int(s, "removes_dropped"), 0);
+    mco_client(CB, "sb", 2 << 20);
+    IT_ERR("SEGMENT_NOT_FOUND segment not found", it_c, "MC.OFFLOADREMOVES %s 1", CB);
+}
+
+/* The removal queue is bounded by offloading_queue_limit: beyond it removals are counted and
+ * dropped. */
+Test(mco, removal_queue_is_bounded) {
+    IT_CRESCENT_ONLY();
+    mco_restart("enable_offload yes\noffloading_queue_limit 2\n");
+    mco_client(CA, "sa", 1 << 20);
+    IT_OK(it_c, "MC.MOUNTDISK %s 127.0.0.1:9100", CA);
+    it_cmd(it_c, "MC.OFFLOADDONE %s a 5 b 5 c 5", CA);
+    cr_assert_eq(it_cmd(it_c, "DEL a b c")->integer, 3);
+    redisReply *s = it_cmd(it_c, "MC.OFFLOADSTATS");
+    cr_assert_eq(it_field_int(s, "removes_queued"), 2);
+    cr_assert_eq(it_field_int(s, "removes_dropped"), 1);
+    cr_assert_eq(it_cmd(it_c, "MC.OFFLOADREMOVES %s 100", CA)->elements, 2);
+}

@@ -523,3 +523,88 @@ Test(offload_defer, shutdown_with_read_in_flight_epoll) {
 Test(offload_defer, shutdown_with_read_in_flight_uring) {
     shutdown_in_flight("uring");
 }
+
+/* Sends cmd (printf-style) on a, waits until it is held as a deferral, and returns a. */
+static void send_held(redisContext *a, const char *fmt, const char *key, const char *arg) {
+    redisAppendCommand(a, fmt, key, arg);
+    int done = 0;
+    while (!done)
+        cr_assert_eq(redisBufferWrite(a, &done), REDIS_OK);
+    wait_blocked(it_c, 1);
+}
+
+static redisReply *reply_of(redisContext *a) {
+    redisReply *r = NULL;
+    cr_assert_eq(redisGetReply(a, (void **)&r), REDIS_OK, "%s", a->errstr);
+    return r;
+}
+
+/*
+ * GETDEL, GETEX, SET ... GET and GETSET of offloaded values read off the loop, as GET: each is
+ * held (blocked_clients 1) while others are served; its change to the key is made when it runs
+ * (seen by others before its reply), and its reply is the value as of that moment. Inside
+ * MULTI/EXEC they read synchronously. No disk copy outlives its record.
+ */
+static void value_and_change(const char *backend) {
+    start(backend, 1000);
+    redisContext *a = it_connect(&it_srv);
+    char d[6][32], m[32];
+    for (int i = 0; i < 6; i++)
+        key_of(disk_keys[i], d[i]);
+    key_of(mem_keys[0], m);
+
+    send_held(a, "GETDEL %s", d[0], NULL);
+    IT_INT(0, it_c, "EXISTS %s", d[0]); /* deleted while its read is held */
+    assert_val(it_cmd(it_c, "GET %s", m), mem_keys[0], 1, "others served");
+    redisReply *r = reply_of(a);
+    assert_val(r, disk_keys[0], 1, "GETDEL");
+    freeReplyObject(r);
+
+    send_held(a, "GETEX %s EX %s", d[1], "1000");
+    cr_assert_gt(it_cmd(it_c, "TTL %s", d[1])->integer, 900, "the TTL is set while held");
+    r = reply_of(a);
+    assert_val(r, disk_keys[1], 1, "GETEX");
+    freeReplyObject(r);
+    assert_val(it_cmd(it_c, "GET %s", d[1]), disk_keys[1], 1, "after GETEX");
+
+    send_held(a, "SET %s %s GET", d[2], "new2");
+    IT_STR("new2", it_c, "GET %s", d[2]);
+    r = reply_of(a);
+    assert_val(r, disk_keys[2], 1, "SET ... GET");
+    freeReplyObject(r);
+
+    send_held(a, "GETSET %s %s", d[3], "new3");
+    IT_STR("new3", it_c, "GET %s", d[3]);
+    r = reply_of(a);
+    assert_val(r, disk_keys[3], 1, "GETSET");
+    freeReplyObject(r);
+
+    /* SET ... NX GET of an existing key: the old value, the key unchanged. */
+    send_held(a, "SET %s %s NX GET", d[4], "nope");
+    r = reply_of(a);
+    assert_val(r, disk_keys[4], 1, "SET NX GET");
+    freeReplyObject(r);
+    assert_val(it_cmd(it_c, "GET %s", d[4]), disk_keys[4], 1, "NX left it");
+
+    /* Inside MULTI/EXEC: synchronous, in order. */
+    IT_OK(a, "MULTI");
+    IT_STATUS("QUEUED", a, "GETDEL %s", d[5]);
+    IT_STATUS("QUEUED", a, "EXISTS %s", d[5]);
+    r = it_cmd(a, "EXEC");
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    assert_val(r->element[0], disk_keys[5], 1, "EXEC GETDEL");
+    cr_assert_eq(r->element[1]->integer, 0);
+    it_close(a);
+    wait_blocked(it_c, 0);
+    cr_assert_eq(info_u64(it_c, "offload_disk_objects"), info_u64(it_c, "offloaded_keys"),
+                 "no disk copy outlives its record");
+    cr_assert_eq(info_u64(it_c, "offload_read_failures"), 0);
+}
+
+Test(offload_defer, getdel_getex_set_get_off_the_loop_epoll) {
+    value_and_change("epoll");
+}
+
+Test(offload_defer, getdel_getex_set_get_off_the_loop_uring) {
+    value_and_change("uring");
+}

@@ -24,6 +24,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,23 +355,25 @@ static int64_t raw_release(int fd, uint64_t id) {
     return get_le(r, 8);
 }
 
-/* The owner's staging counters ('T'). */
+/* The owner's staging and disk counters ('T'). */
 struct stage_stats {
     int64_t cap, in_use, live, staged, released, gc_freed, refused_full, staged_bytes;
+    int64_t disk_keys, disk_bytes, disk_lost, disk_removed;
 };
 
 static struct stage_stats raw_stats(const char *ep) {
     int fd = ep_connect(ep);
-    unsigned char op = 'T', b[72];
+    unsigned char op = 'T', b[8 + 8 * 12];
     io_all(fd, &op, 1, true);
     io_all(fd, b, sizeof(b), false);
     close(fd);
     cr_assert_eq(get_le(b, 8), 0);
-    int64_t v[8];
-    for (int i = 0; i < 8; i++) {
+    int64_t v[12];
+    for (int i = 0; i < 12; i++) {
         v[i] = get_le(b + 8 + 8 * i, 8);
     }
-    return (struct stage_stats){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+    return (struct stage_stats){v[0], v[1], v[2], v[3], v[4],  v[5],
+                                v[6], v[7], v[8], v[9], v[10], v[11]};
 }
 
 static void wait_done(redisContext *c, long long n) {
@@ -474,6 +477,9 @@ static void staged_reads(const char *proto) {
     cr_assert_eq(s.cap, 1342177280ll, "MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES default");
     cr_assert_eq(daemon_metric(http, "crescent_client_offload_staged_bytes_total"), 8ll * VAL);
     cr_assert_eq(daemon_metric(http, "crescent_client_offload_staging_released_total"), 8);
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_disk_keys"), 8);
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_disk_bytes"), 8ll * VAL);
+    cr_assert_eq(daemon_metric(http, "crescent_client_offload_disk_lost_total"), 0);
     crescent_store_destroy(b);
     cr_assert_eq(st_daemon_stop(&d), 0);
     redisFree(c);
@@ -687,6 +693,216 @@ Test(ssd, promotion_after_n_reads_then_memory_reads) {
     cr_assert_eq(get_exact(b, 1), 0);
     cr_assert_eq(disk_only(c, 1), 1);
     crescent_store_destroy(b);
+    cr_assert_eq(st_daemon_stop(&d), 0);
+    redisFree(c);
+}
+
+/* ---- the owner's disk and the master agree ------------------------------------------------ */
+
+/* LOCAL_DISK replicas of key i listed by MC.QUERYKEY (0 when the key is gone). */
+static int disk_reps(redisContext *c, int i) {
+    char k[32];
+    key_of(k, i);
+    redisReply *r = st_cmd(c, "MC.QUERYKEY %s", k);
+    int disk = 0;
+    if (r->type != REDIS_REPLY_ERROR) {
+        const redisReply *reps = st_field(r, "replicas");
+        for (size_t j = 0; j < reps->elements; j++) {
+            disk += strcmp(st_field(reps->element[j], "type")->str, "LOCAL_DISK") == 0;
+        }
+    }
+    freeReplyObject(r);
+    return disk;
+}
+
+/* Regular files under dir (recursively). */
+static int files_under(const char *dir) {
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "find %s -type f | wc -l", dir);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    int n = -1;
+    cr_assert_eq(fscanf(f, "%d", &n), 1);
+    pclose(f);
+    return n;
+}
+
+/* A 1 MiB disk quota (8 values) with fifo eviction: the owner's disk drops records the master
+ * offloaded there; the owner reports them, the master drops those LOCAL_DISK replicas (a
+ * disk-only object goes: OBJECT_NOT_FOUND), and what it lists matches what the disk holds. */
+Test(ssd, disk_evictions_are_reported_and_their_replicas_dropped) {
+    setenv("MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES", "1048576", 1);
+    setenv("MOONCAKE_OFFLOAD_BUCKET_EVICTION_POLICY", "fifo", 1);
+    st_master_start(&M, "--memory 0 --enable_offload yes --offload_on_evict yes "
+                        "--default_kv_lease_ttl 300");
+    const char *extra[] = {"--ssd_offload_path", dir_b, NULL};
+    st_daemon_extra = extra;
+    struct st_daemon d;
+    st_daemon_start(&d, &M, 0, "tcp", "4mb", "10", "100");
+    st_daemon_extra = NULL;
+    struct crescent_store *w = st_store(&M, "tcp", 0); /* writes into the daemon's segment */
+    long long deadline = st_now_ms() + 120000;
+    for (int i = 0; i < NKEYS; i++) {
+        cr_assert_eq(put_retry(w, i, deadline), 0, "put %d: %s", i, crescent_store_last_error());
+    }
+    redisContext *c = st_redis(&M);
+    char ep[128];
+    disk_endpoint(c, d.client_id, ep, sizeof(ep));
+    /* Wait until the owner has reported what it lost and the queue is drained. */
+    struct stage_stats s;
+    deadline = st_now_ms() + 60000;
+    for (;;) {
+        s = raw_stats(ep);
+        long long reps = offload_stat(c, "disk_replicas");
+        long long lost = offload_stat(c, "disk_evicted");
+        if ((reps == s.disk_keys && lost == s.disk_lost && s.disk_lost > 0) ||
+            st_now_ms() > deadline) {
+            break;
+        }
+        st_sleep_ms(200);
+    }
+    cr_assert_gt(s.disk_lost, 0, "the 1 MiB disk evicted");
+    cr_assert_leq(s.disk_keys, 8);
+    cr_assert_eq(offload_stat(c, "disk_evicted"), s.disk_lost, "every loss reported");
+    cr_assert_eq(offload_stat(c, "disk_replicas"), s.disk_keys,
+                 "the master lists what the disk holds");
+    int listed = 0, gone = 0;
+    for (int i = 0; i < NKEYS; i++) {
+        int on_disk = disk_reps(c, i);
+        listed += on_disk;
+        int rc = get_exact(w, i);
+        cr_assert(rc == 0 || rc == -CRESCENT_STORE_EOBJECT_NOT_FOUND, "key %d: %s (%s)", i,
+                  crescent_store_err_name(rc), crescent_store_last_error());
+        gone += rc != 0;
+        if (on_disk) {
+            cr_assert_eq(rc, 0, "key %d is listed on disk and reads", i);
+        }
+    }
+    cr_assert_eq(listed, s.disk_keys);
+    cr_assert_gt(gone, 0, "disk-only objects the disk dropped are gone");
+    crescent_store_destroy(w);
+    cr_assert_eq(st_daemon_stop(&d), 0);
+    redisFree(c);
+}
+
+/* DEL of offloaded keys deletes their records on the owner's disk (MC.OFFLOADREMOVES, drained
+ * by its heartbeat), so a quota with eviction off takes new values again. */
+Test(ssd, deleted_keys_leave_the_owners_disk_and_free_its_quota) {
+    setenv("MOONCAKE_OFFLOAD_STORAGE_BACKEND_DESCRIPTOR", "file_per_key_storage_backend", 1);
+    setenv("MOONCAKE_OFFLOAD_ENABLE_EVICTION", "false", 1);
+    setenv("MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES", "1048576", 1); /* 8 values */
+    st_master_start(&M, "--memory 0 --enable_offload yes --default_kv_lease_ttl 300");
+    const char *extra[] = {"--ssd_offload_path", dir_b, NULL};
+    st_daemon_extra = extra;
+    struct st_daemon d;
+    st_daemon_start(&d, &M, 0, "tcp", "4mb", "10", "100");
+    st_daemon_extra = NULL;
+    struct crescent_store *w = st_store(&M, "tcp", 0);
+    for (int i = 0; i < 8; i++) {
+        cr_assert_eq(put_retry(w, i, st_now_ms() + 60000), 0, "put %d", i);
+    }
+    redisContext *c = st_redis(&M);
+    wait_done(c, 8);
+    char ep[128], fdir[300];
+    disk_endpoint(c, d.client_id, ep, sizeof(ep));
+    snprintf(fdir, sizeof(fdir), "%s/file_per_key_dir", dir_b);
+    struct stage_stats s = raw_stats(ep);
+    cr_assert_eq(s.disk_keys, 8);
+    cr_assert_eq(s.disk_bytes, 8ll * VAL);
+    cr_assert_eq(files_under(fdir), 8);
+    redisReply *r = st_cmd(c, "DEL ssd-0 ssd-1 ssd-2 ssd-3 ssd-4 ssd-5 ssd-6 ssd-7");
+    cr_assert_eq(r->integer, 8);
+    freeReplyObject(r);
+    long long deadline = st_now_ms() + 30000;
+    while ((s = raw_stats(ep)).disk_removed < 8 && st_now_ms() < deadline) {
+        st_sleep_ms(100);
+    }
+    cr_assert_eq(s.disk_removed, 8, "the owner deleted every record");
+    cr_assert_eq(s.disk_keys, 0);
+    cr_assert_eq(s.disk_bytes, 0, "the quota is free");
+    cr_assert_eq(files_under(fdir), 0);
+    cr_assert_eq(offload_stat(c, "removes_fetched"), 8);
+    /* Eight new values fit again (eviction is off: a full quota would refuse them). */
+    for (int i = 8; i < 16; i++) {
+        cr_assert_eq(put_retry(w, i, st_now_ms() + 60000), 0, "put %d", i);
+    }
+    wait_done(c, 16);
+    cr_assert_eq(offload_stat(c, "done"), 16);
+    cr_assert_eq(raw_stats(ep).disk_keys, 8);
+    crescent_store_destroy(w);
+    cr_assert_eq(st_daemon_stop(&d), 0);
+    redisFree(c);
+}
+
+/* ---- concurrent readers of one owner ------------------------------------------------------- */
+
+#define NREADERS 4
+#define NSHARED  16
+
+struct reader {
+    struct crescent_store *st;
+    int bad;       /* gets that failed or returned other bytes */
+    char why[256]; /* the first failure */
+};
+
+/* Reader thread: every disk-only key, twice, compared byte for byte (no cr_assert here). */
+static void *reader_main(void *arg) {
+    struct reader *r = arg;
+    char *want = malloc(VAL);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < NSHARED; i++) {
+            char k[32];
+            key_of(k, i);
+            void *v = NULL;
+            size_t n = 0;
+            st_fill(want, VAL, (unsigned)i);
+            int rc = crescent_store_get(r->st, k, &v, &n);
+            if (rc != 0 || n != VAL || memcmp(v, want, VAL)) {
+                if (r->bad++ == 0) {
+                    snprintf(r->why, sizeof(r->why), "%s: %s (%s), %zu bytes", k,
+                             crescent_store_err_name(rc), rc ? crescent_store_last_error() : "", n);
+                }
+            }
+            free(v);
+        }
+    }
+    free(want);
+    return NULL;
+}
+
+/* Four readers at once through one owner (its request workers stage them side by side): every
+ * value byte-exact, every staging extent released. */
+Test(ssd, concurrent_readers_through_one_owner) {
+    st_master_start(&M, "--memory 0 --enable_offload yes --default_kv_lease_ttl 2000");
+    redisContext *c = st_redis(&M);
+    struct st_daemon d;
+    make_disk_only(&d, "tcp", NSHARED, c, 0);
+    char ep[128];
+    disk_endpoint(c, d.client_id, ep, sizeof(ep));
+    struct reader rs[NREADERS];
+    pthread_t th[NREADERS];
+    for (int i = 0; i < NREADERS; i++) {
+        rs[i] = (struct reader){.st = st_store(&M, "tcp", 0)};
+    }
+    long long t0 = st_now_ms();
+    for (int i = 0; i < NREADERS; i++) {
+        cr_assert_eq(pthread_create(&th[i], NULL, reader_main, &rs[i]), 0);
+    }
+    for (int i = 0; i < NREADERS; i++) {
+        pthread_join(th[i], NULL);
+    }
+    cr_log_info("%d readers x %d staged reads of %u KiB: %lld ms (information, not a check)",
+                NREADERS, 2 * NSHARED, VAL >> 10, st_now_ms() - t0);
+    for (int i = 0; i < NREADERS; i++) {
+        cr_assert_eq(rs[i].bad, 0, "reader %d: %d bad gets, first %s", i, rs[i].bad, rs[i].why);
+        crescent_store_destroy(rs[i].st);
+    }
+    struct stage_stats s = raw_stats(ep);
+    cr_assert_eq(s.staged, NREADERS * NSHARED * 2);
+    cr_assert_eq(s.released, NREADERS * NSHARED * 2, "every staging extent released");
+    cr_assert_eq(s.in_use, 0);
+    cr_assert_eq(s.live, 0);
+    cr_assert_eq(s.gc_freed, 0);
     cr_assert_eq(st_daemon_stop(&d), 0);
     redisFree(c);
 }

@@ -7,6 +7,7 @@
  */
 #include "common/fmacros.h"
 
+#include "common/cm_mem.h"
 #include "tests/unit/pool/pool_test.h"
 
 #define OBJ 10240u /* 10 KiB values: about 100 per 1 MiB segment */
@@ -461,4 +462,102 @@ Test(pool_offload, read_hits_of_disk_only_objects_admit_promotion_at_the_thresho
     cfg.promotion_admission_threshold = 0;
     struct pool *bad = NULL;
     cr_assert_eq(pool_create(&cfg, &bad), POOL_EINVALID_PARAMS, "threshold 0 is refused");
+}
+
+static uint64_t removes_of(int n) {
+    struct pool_uuid id = pt_id(n);
+    struct pool_disk_info info;
+    cr_assert_eq(pool_disk_query(P, &id, &info), 0);
+    return info.removes;
+}
+
+/* Pops client n's record removals; returns them sorted and joined with ',' in buf. */
+static const char *pop_removes(int n, char *buf, size_t cap) {
+    struct pool_uuid id = pt_id(n);
+    struct pool_disk_remove r[8];
+    long k = pool_disk_remove_fetch(P, &id, 8, 0, r);
+    cr_assert_geq(k, 0);
+    for (long i = 1; i < k; i++)
+        for (long j = i; j > 0 && strcmp(r[j - 1].key, r[j].key) > 0; j--) {
+            struct pool_disk_remove t = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = t;
+        }
+    buf[0] = '\0';
+    for (long i = 0; i < k; i++) {
+        snprintf(buf + strlen(buf), cap - strlen(buf), "%s%.*s", i ? "," : "", (int)r[i].klen,
+                 r[i].key);
+        cm_free(r[i].key);
+    }
+    return buf;
+}
+
+Test(pool_offload, removals_are_queued_for_the_owner_and_cancelled_by_a_new_copy) {
+    make_pool(0, 0, 100, 0.5);
+    cr_assert_eq(disk_mount(1, "127.0.0.1:7000"), 0);
+    for (const char *k = "123"; *k; k++) {
+        char key[4] = {'d', *k, 0};
+        cr_assert_eq(done(1, key, OBJ, 0), 0);
+    }
+    cr_assert_eq(pool_unlink(P, "d1", 2, 1), 0);
+    cr_assert_eq(pool_remove(P, "d2", 2, 1, 1), 0);
+    cr_assert_eq(removes_of(1), 2);
+    /* An upsert over a disk-only object queues its record; the new value's fetch cancels it. */
+    struct pool_uuid id = pt_id(1);
+    struct pool_put_config cfg;
+    pool_put_config_default(&cfg);
+    const char *pref[1] = {"a"}; /* client 1's segment: its disk gets the new value */
+    cfg.preferred_segments = pref;
+    cfg.npreferred = 1;
+    struct pool_replica_desc d[POOL_MAX_REPLICAS];
+    size_t nd;
+    cr_assert_eq(pool_upsert_start(P, &id, "d3", 2, OBJ, &cfg, 2, d, &nd), 0);
+    cr_assert_eq(removes_of(1), 3);
+    cr_assert_eq(pool_upsert_end(P, &id, "d3", 2, 3), 0);
+    struct pool_offload_task t[4];
+    cr_assert_eq(fetch(1, 4, 4, t), 1);
+    cr_assert_eq(removes_of(1), 2, "d3 is about to be written again");
+    char buf[64];
+    cr_assert_str_eq(pop_removes(1, buf, sizeof(buf)), "d1,d2");
+    cr_assert_eq(removes_of(1), 0);
+    struct pool_offload_stats st;
+    pool_offload_get_stats(P, &st);
+    cr_assert_eq(st.removes_queued, 3);
+    cr_assert_eq(st.removes_fetched, 2);
+    pt_check();
+    /* Unmount with removals queued: they go with the disk. */
+    cr_assert_eq(done(1, "g", 5, 5), 0);
+    cr_assert_eq(pool_unlink(P, "g", 1, 6), 0);
+    cr_assert_eq(removes_of(1), 1);
+    cr_assert_eq(pool_disk_unmount(P, &id, 7), 0);
+    pt_check();
+    pt_destroy();
+}
+
+Test(pool_offload, evicted_report_drops_the_owners_replica_only) {
+    make_pool(0, 0, 100, 0.5);
+    cr_assert_eq(disk_mount(1, "127.0.0.1:7000"), 0);
+    cr_assert_eq(disk_mount(2, "127.0.0.1:7001"), 0);
+    put_on(1, "m", "a", 0);
+    struct pool_offload_task t[4];
+    cr_assert_eq(fetch(1, 4, 0, t), 1);
+    cr_assert_eq(done(1, "m", OBJ, 0), 0);
+    cr_assert_eq(done(1, "e", 5, 0), 0);
+    cr_assert_eq(done(2, "e", 5, 0), POOL_EOBJECT_ALREADY_EXISTS);
+    struct pool_uuid id1 = pt_id(1), id2 = pt_id(2);
+    cr_assert_eq(pool_offload_evicted(P, &id2, "e", 1, 1), POOL_EILLEGAL_CLIENT);
+    cr_assert_eq(pool_offload_evicted(P, &id1, "e", 1, 1), 0);
+    cr_assert_eq(pt_exists("e"), 0, "a disk-only object goes with its last replica");
+    cr_assert_eq(pool_offload_evicted(P, &id1, "e", 1, 1), POOL_EOBJECT_NOT_FOUND);
+    cr_assert_eq(pool_offload_evicted(P, &id1, "m", 1, 1), 0);
+    cr_assert_eq(count_type("m", POOL_REPLICA_MEMORY), 1, "its memory replica stays");
+    cr_assert_eq(count_type("m", POOL_REPLICA_LOCAL_DISK), 0);
+    cr_assert_eq(pool_offload_evicted(P, &id1, "m", 1, 1), POOL_EREPLICA_NOT_FOUND);
+    cr_assert_eq(removes_of(1), 0, "the owner's own loss queues no removal");
+    struct pool_offload_stats st;
+    pool_offload_get_stats(P, &st);
+    cr_assert_eq(st.disk_evicted, 2);
+    cr_assert_eq(st.disk_replicas, 0);
+    pt_check();
+    pt_destroy();
 }

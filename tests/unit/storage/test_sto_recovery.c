@@ -318,7 +318,24 @@ ParameterizedTestParameters(sto_limits, eviction) {
     return cr_make_param_array(struct pol, pols, sizeof(pols) / sizeof(pols[0]));
 }
 
-/* Quota 10 objects of 1000 B, watermarks 0.9 / 0.5: the 10th put evicts down to half. */
+/* The eviction hook's record: evicted keys joined with ',' and their total size. */
+struct evicted {
+    char keys[256];
+    uint64_t bytes;
+    int n;
+};
+
+static void evicted_cb(const void *key, size_t klen, uint64_t size, void *arg) {
+    struct evicted *e = arg;
+    size_t at = strlen(e->keys);
+    snprintf(e->keys + at, sizeof(e->keys) - at, "%s%.*s", e->n ? "," : "", (int)klen,
+             (const char *)key);
+    e->bytes += size;
+    e->n++;
+}
+
+/* Quota 10 objects of 1000 B, watermarks 0.9 / 0.5: the 10th put evicts down to half; the
+ * eviction hook hears of every victim (and not of a plain remove). */
 ParameterizedTest(struct pol *pl, sto_limits, eviction, .timeout = 30) {
     char *dir = sto_test_mkdir();
     struct sto_config cfg;
@@ -338,6 +355,8 @@ ParameterizedTest(struct pol *pl, sto_limits, eviction, .timeout = 30) {
         cfg.total_keys_limit = 10;
         s = sto_test_open(&cfg);
     }
+    struct evicted ev = {.n = 0};
+    sto_set_evict_cb(s, evicted_cb, &ev);
     for (int i = 0; i < 9; i++) {
         snprintf(key, sizeof(key), "e%d", i);
         cr_assert_eq(sto_put_buf(s, key, strlen(key), v, sizeof(v)), 0);
@@ -355,13 +374,22 @@ ParameterizedTest(struct pol *pl, sto_limits, eviction, .timeout = 30) {
     cr_assert_gt(st.evictions, 0);
     cr_assert_leq(st.keys, 10);
     cr_assert_eq(sto_exists(s, "e10", 3), 1);
+    cr_assert_eq((uint64_t)ev.n, st.evictions, "hook calls: %d (%s)", ev.n, ev.keys);
+    cr_assert_eq(ev.bytes, 1000 * (uint64_t)ev.n);
     if (pl->policy == STO_EVICT_LRU) { /* e0 was read after e1 was written */
         cr_assert_eq(sto_exists(s, "e0", 2), 1);
         cr_assert_eq(sto_exists(s, "e1", 2), 0);
+        cr_assert_eq(strncmp(ev.keys, "e1", 2) || (ev.keys[2] != ',' && ev.keys[2]), 0,
+                     "first victim: %s", ev.keys);
     } else {
         cr_assert_eq(sto_exists(s, "e0", 2), 0, "the oldest object goes first");
+        cr_assert_eq(strncmp(ev.keys, "e0", 2) || (ev.keys[2] != ',' && ev.keys[2]), 0,
+                     "first victim: %s", ev.keys);
     }
-    uint64_t keys = st.keys;
+    int before = ev.n;
+    cr_assert_eq(sto_remove(s, "e10", 3), 0);
+    cr_assert_eq(ev.n, before, "a plain remove is no eviction");
+    uint64_t keys = st.keys - 1;
     sto_close(s);
     s = sto_test_open(&cfg);
     sto_stats(s, &st);
