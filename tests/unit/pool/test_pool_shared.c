@@ -210,8 +210,7 @@ Test(pool_shared, snapshots_and_restores_leave_it_out) {
     pool_config_default(&cfg);
     cr_assert_eq(pool_create(&cfg, &q), 0);
     char err[128];
-    cr_assert_eq(pool_snapshot_load(q, buf, (size_t)len, 0, &meta, err, sizeof(err)), 0, "%s",
-                 err);
+    cr_assert_eq(pool_snapshot_load(q, buf, (size_t)len, 0, &meta, err, sizeof(err)), 0, "%s", err);
     struct pool_segment_info info;
     cr_assert_eq(pool_segment_query(q, "master@127.0.0.1:1", &info), POOL_ESEGMENT_NOT_FOUND);
     struct pool_object_info oi;
