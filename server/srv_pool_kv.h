@@ -54,6 +54,12 @@ enum srv_pkv_set_flags {
     SRV_PKV_EXPIRE = 1u << 3, /* EX/PX/EXAT/PXAT given: refused, pool objects have no TTL */
 };
 
+struct pool_uuid;
+
+/* Registers (or refreshes) the master's own client id in the pool and returns it (static).
+ * Pool mutex held. */
+const struct pool_uuid *srv_pkv_self(int64_t now);
+
 /* Keeps the master's own client id alive (pings it when registered). Housekeeping thread, pool
  * mutex held. */
 void srv_pkv_tick(int64_t now);
