@@ -72,13 +72,28 @@ static void srv_pseg_pick_host(char *buf, size_t len) {
         sscanf(srv_cfg.bind, "%255s", first);
     const char *env = getenv("MC_TCP_BIND_ADDRESS");
     const char *h = first;
-    if (!h[0] || !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !strcmp(h, "*") ||
-        !strcmp(h, "[::]"))
+    if (!h[0] || !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !strcmp(h, "*") || !strcmp(h, "[::]"))
         h = env && env[0] ? env : "127.0.0.1";
     snprintf(buf, len, "%s", h[0] == '-' ? h + 1 : h); /* "-::1" marks an optional bind */
 }
 
-/* Creates the engine listening on host, with tcp and (when it installs) shm. */
+/* Installs the transports of embedded_segment_protocols besides tcp (a failure is logged: the
+ * segment is served without that one). */
+static void srv_pseg_install_more(struct xfer_engine *e) {
+    char list[256];
+    snprintf(list, sizeof(list), "%s",
+             srv_cfg.embedded_segment_protocols ? srv_cfg.embedded_segment_protocols : "");
+    for (char *save = NULL, *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+        if (strcmp(t, "tcp") == 0)
+            continue;
+        int rc = xfer_engine_install(e, t, NULL);
+        if (rc < 0)
+            cm_log(CM_LOG_WARNING, "pool", "embedded segment served without %s: %s", t,
+                   cm_strerror(rc));
+    }
+}
+
+/* Creates the engine listening on host, with tcp and embedded_segment_protocols. */
 static int srv_pseg_engine_create(const char *host, struct xfer_engine **out) {
     char listen[300];
     int v6 = strchr(host, ':') != NULL && host[0] != '[';
@@ -92,14 +107,14 @@ static int srv_pseg_engine_create(const char *host, struct xfer_engine **out) {
     if (rc == 0)
         rc = xfer_engine_install(*out, "tcp", NULL);
     if (rc < 0) {
-        cm_log(CM_LOG_WARNING, "pool", "embedded segment: cannot create a transfer engine on %s: %s",
-               listen, cm_strerror(rc));
+        cm_log(CM_LOG_WARNING, "pool",
+               "embedded segment: cannot create a transfer engine on %s: %s", listen,
+               cm_strerror(rc));
         xfer_engine_destroy(*out);
         *out = NULL;
         return rc;
     }
-    if ((rc = xfer_engine_install(*out, "shm", NULL)) < 0)
-        cm_log(CM_LOG_NOTICE, "pool", "embedded segment served without shm: %s", cm_strerror(rc));
+    srv_pseg_install_more(*out);
     return 0;
 }
 
@@ -173,8 +188,9 @@ int srv_pseg_start(void) {
         return -1;
     }
     cm_atomic_store_release(&srv_pseg_on, 1);
-    cm_log(CM_LOG_NOTICE, "pool", "embedded segment mounted into the pool as %s (%llu bytes), "
-                                  "served at %s",
+    cm_log(CM_LOG_NOTICE, "pool",
+           "embedded segment mounted into the pool as %s (%llu bytes), "
+           "served at %s",
            srv_pseg_segname, (unsigned long long)srv_seg_size(srv_segment), srv_pseg_endpoint);
     return 0;
 }
@@ -224,8 +240,8 @@ uint64_t srv_pseg_evict(uint64_t need) {
     if (!cm_atomic_load_acquire(&srv_pseg_on) || srv_mc_object_hint() == 0)
         return 0;
     srv_mc_lock();
-    uint64_t n = srv_mc_pool ? pool_evict_segment(srv_mc_pool, srv_pseg_segname, srv_mc_now(), need)
-                             : 0;
+    uint64_t n =
+        srv_mc_pool ? pool_evict_segment(srv_mc_pool, srv_pseg_segname, srv_mc_now(), need) : 0;
     srv_mc_unlock();
     return n;
 }

@@ -2,14 +2,15 @@
 /*
  * The master's embedded segment as a pool segment (server/srv_pool_seg.c, docs/store.md "The
  * master's embedded segment"), against a real crescent-master and libcrescent: with no client
- * segment a library put lands in master@host:port over tcp and shm and reads back byte-exact
- * through the library and GET; with a peer added, random and free_ratio_first placement use
- * both, replica_num 2 takes one of each; eviction under pressure (library puts, and keyspace
+ * segment a library put lands in master@host:port over tcp, shm and fabric and reads back
+ * byte-exact through the library and GET; with a peer added, random and free_ratio_first placement
+ * use both, replica_num 2 takes one of each; eviction under pressure (library puts, and keyspace
  * SETs) frees pool objects there; used bytes return to zero; a restarted master mounts it again.
  */
 #include "common/fmacros.h"
 
 #include "crescent/store.h"
+#include "crescent/transfer.h"
 #include "tests/store/store_test_util.h"
 
 #include <criterion/criterion.h>
@@ -98,7 +99,7 @@ static void check_listed(void) {
 
 /* No client segment: library puts over proto land in the master's segment, 1 B .. 8 MiB. */
 static void puts_land_in_the_master(const char *proto) {
-    start("--memory 64mb");
+    start("--memory 64mb --embedded_segment_protocols tcp,shm,fabric");
     check_listed();
     struct crescent_store *st = st_store(&master, proto, 0);
     static const size_t sizes[] = {1, 4096, MIB + 3, 8 * MIB};
@@ -114,10 +115,10 @@ static void puts_land_in_the_master(const char *proto) {
         check_lib_get(st, key, val, sizes[i]);
         check_redis_get(key, val, sizes[i]); /* the master reads its own memory */
     }
-    /* the bytes moved with the transfer engine over proto (metrics: 1 shm, 2 tcp) */
+    /* the bytes moved with the transfer engine over proto (metrics: 1 shm, 2 tcp, 3 fabric) */
     struct crescent_store_metrics m;
     OK(crescent_store_metrics(st, &m));
-    int iface = strcmp(proto, "shm") == 0 ? 1 : 2;
+    int iface = strcmp(proto, "shm") == 0 ? 1 : strcmp(proto, "tcp") == 0 ? 2 : 3;
     cr_assert_gt(m.write_ops[iface], 0, "no write over %s", proto);
     cr_assert_gt(m.read_ops[iface], 0, "no read over %s", proto);
     /* redis-cli prints it */
@@ -152,6 +153,24 @@ Test(embedded, library_put_lands_in_the_master_tcp) {
 
 Test(embedded, library_put_lands_in_the_master_shm) {
     puts_land_in_the_master("shm");
+}
+
+/* 1 when the fabric transport is built and libfabric opens a provider here. */
+static bool fabric_ok(void) {
+    struct crescent_xfer_opts o = CRESCENT_XFER_OPTS_INIT;
+    o.listen = "";
+    struct crescent_xfer_engine *e;
+    if (crescent_xfer_engine_create(&o, &e) != 0)
+        return false;
+    bool ok = crescent_xfer_install(e, "fabric", NULL) == 0;
+    crescent_xfer_engine_destroy(e);
+    return ok;
+}
+
+Test(embedded, library_put_lands_in_the_master_fabric) {
+    if (!fabric_ok())
+        cr_skip_test("no fabric transport or libfabric tcp;ofi_rxm provider");
+    puts_land_in_the_master("fabric");
 }
 
 /* Counts, over n keys prefix0..n-1, how many have their replica on segment seg. */

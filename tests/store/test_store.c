@@ -28,7 +28,7 @@ static struct st_master master;
 static redisContext *rc;
 
 /* The peers' segments are the pool's only ones here: the master's embedded segment stays out
- * (a fabric-only client could not reach it; tests/store/test_embedded.c covers it). */
+ * (tests/store/test_embedded.c covers it). */
 #define NO_EMBEDDED " --embedded_segment_in_pool no"
 
 static void setup(void) {
