@@ -169,10 +169,12 @@ int srv_pseg_start(void) {
     srv_pseg_pick_host(host, sizeof(host));
     struct xfer_engine *e;
     if (srv_pseg_engine_create(host, &e) < 0)
-        return -1;
+        return 0; /* logged: the master serves Redis without it */
     if (srv_pseg_register(e) < 0) {
         xfer_engine_destroy(e);
-        return -1;
+        cm_free(srv_pseg_desc);
+        srv_pseg_desc = NULL;
+        return 0;
     }
     snprintf(srv_pseg_hostname, sizeof(srv_pseg_hostname), "%s", host);
     int v6 = strchr(host, ':') != NULL && host[0] != '[';
@@ -182,10 +184,12 @@ int srv_pseg_start(void) {
     srv_mc_lock();
     int rc = srv_pseg_mount(srv_mc_now());
     srv_mc_unlock();
-    if (rc != POOL_OK) {
+    if (rc != POOL_OK) { /* cannot happen with a fresh pool; the master goes on without it */
         cm_log(CM_LOG_WARNING, "pool", "embedded segment: mount of %s refused: %s",
                srv_pseg_segname, pool_err_name(rc));
-        return -1;
+        srv_pseg_eng = NULL;
+        xfer_engine_destroy(e);
+        return 0;
     }
     cm_atomic_store_release(&srv_pseg_on, 1);
     cm_log(CM_LOG_NOTICE, "pool",

@@ -29,9 +29,9 @@ struct xfer_engine;
 
 /*
  * Creates the listening transfer engine, registers the embedded segment with it and mounts the
- * segment into the pool. A no-op returning 0 when there is nothing to mount (no segment, HA or
- * op-log). Returns 0, or -1 after logging why (the engine cannot listen). Main thread, after
- * srv_mc_start() and a snapshot restore.
+ * segment into the pool. Nothing to mount (no segment, embedded_segment_in_pool no, HA or an
+ * op-log) is a no-op; a failure (the engine cannot listen on the host) is logged and the master
+ * runs without it. Returns 0. Main thread, after srv_mc_start() and a snapshot restore.
  */
 int srv_pseg_start(void);
 
