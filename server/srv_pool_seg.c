@@ -214,8 +214,11 @@ void srv_pseg_tick(int64_t now) {
     if (pool_segment_query(srv_mc_pool, srv_pseg_segname, &info) == POOL_OK)
         return;
     int rc = srv_pseg_mount(now);
-    cm_log(rc == POOL_OK ? CM_LOG_NOTICE : CM_LOG_WARNING, "pool",
-           "embedded segment %s mounted again: %s", srv_pseg_segname, pool_err_name(rc));
+    if (rc == POOL_OK)
+        cm_log(CM_LOG_NOTICE, "pool", "embedded segment %s mounted again", srv_pseg_segname);
+    else /* e.g. a client took the name meanwhile: tried again every tick, logged sparsely */
+        cm_log_sparse(60000, CM_LOG_WARNING, "pool", "embedded segment %s cannot be mounted: %s",
+                      srv_pseg_segname, pool_err_name(rc));
 }
 
 struct xfer_engine *srv_pseg_engine(void) {

@@ -264,10 +264,34 @@ Test(embedded, eviction_frees_pool_objects_in_the_master) {
     free(val);
 }
 
-/* A restarted master mounts its segment again; puts land there. */
+/* A restarted master mounts its segment again; puts land there. So does the housekeeping tick
+ * after an MC.UNMOUNT by the segment's owner id, which frees the replicas there. */
 Test(embedded, restarted_master_mounts_it_again) {
     start("--memory 64mb");
     check_listed();
+    struct crescent_store *st0 = st_store(&master, "tcp", 0);
+    OK(crescent_store_put(st0, "gone", "soon", 4, NULL));
+    cr_assert_gt(seg_used(mseg), 0);
+    redisReply *r = st_cmd(rc, "MC.QUERYSEGMENT %s", mseg);
+    char owner[64];
+    snprintf(owner, sizeof(owner), "%s", st_field(r, "owner")->str);
+    freeReplyObject(r);
+    r = st_cmd(rc, "MC.UNMOUNT %s %s", owner, mseg);
+    cr_assert_eq(r->type, REDIS_REPLY_STATUS, "%s", r->str);
+    freeReplyObject(r);
+    cr_assert_eq(st_replica_segments(rc, "gone", NULL, 0), -1, "its only replica went");
+    long long deadline = st_now_ms() + 10000;
+    for (;;) {
+        r = st_cmd(rc, "MC.QUERYSEGMENT %s", mseg);
+        bool back = r->type == REDIS_REPLY_ARRAY;
+        freeReplyObject(r);
+        if (back || st_now_ms() > deadline)
+            break;
+        st_sleep_ms(20);
+    }
+    check_listed();
+    cr_assert_eq(seg_used(mseg), 0, "the unmount gave the buffer back");
+    crescent_store_destroy(st0);
     st_master_restart(&master);
     redisFree(rc);
     rc = st_redis(&master);
