@@ -67,6 +67,15 @@ static long long mc_stat(const char *name) {
     return v;
 }
 
+/* STRLEN of key. */
+static long long cmd_strlen(const char *key) {
+    redisReply *r = st_cmd(rc, "STRLEN %s", key);
+    cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
 static void check_lib_get(struct crescent_store *st, const char *key, const void *want,
                           size_t len) {
     void *v = NULL;
@@ -244,21 +253,34 @@ Test(embedded, eviction_frees_pool_objects_in_the_master) {
     cr_assert_leq(seg_used(mseg), 64 * MIB);
     st_fill(val, 2 * MIB, 59);
     check_lib_get(st, "e59", val, 2 * MIB); /* the newest stays */
-    /* keyspace writes need room too: they make the pool evict objects there */
+    /* A keyspace write needs room too: with no key of its own to evict, it makes the pool evict
+     * objects there (the pool's watermark keeps at most a few MiB free: 24 do not fit). */
     long long evicted = mc_stat("evicted");
-    for (int i = 0; i < 40; i++) {
+    char *big = calloc(1, 24 * MIB);
+    cr_assert_not_null(big);
+    redisReply *r = st_cmd(rc, "SET big %b", big, (size_t)(24 * MIB));
+    cr_assert_eq(r->type, REDIS_REPLY_STATUS, "SET big: %s", r->str);
+    freeReplyObject(r);
+    cr_assert_gt(mc_stat("evicted"), evicted, "pool objects made room for the keyspace value");
+    cr_assert_eq(cmd_strlen("big"), 24 * MIB);
+    free(big);
+    /* then keyspace values and pool objects keep sharing it, each side evicting its own */
+    for (int i = 0; i < 20; i++) {
         char key[32];
         snprintf(key, sizeof(key), "plain%d", i);
-        redisReply *r = st_cmd(rc, "SET %s %b", key, val, (size_t)(2 * MIB));
+        r = st_cmd(rc, "SET %s %b", key, val, (size_t)(2 * MIB));
         cr_assert_eq(r->type, REDIS_REPLY_STATUS, "SET %s: %s", key, r->str);
         freeReplyObject(r);
+        snprintf(key, sizeof(key), "lib%d", i);
+        OK(crescent_store_put(st, key, val, 2 * MIB, NULL));
     }
-    cr_assert_gt(mc_stat("evicted"), evicted, "pool objects made room for keyspace values");
-    redisReply *r = st_cmd(rc, "FLUSHALL");
+    cr_assert_leq(seg_used(mseg), 64 * MIB);
+    r = st_cmd(rc, "FLUSHALL");
     freeReplyObject(r);
-    long long deadline = st_now_ms() + 10000;
+    /* a lazy FLUSHALL frees in the background; a leased object's buffer when its lease ends */
+    long long deadline = st_now_ms() + 25000;
     while (seg_used(mseg) != 0 && st_now_ms() < deadline)
-        st_sleep_ms(50); /* a lazy FLUSHALL frees in the background */
+        st_sleep_ms(50);
     cr_assert_eq(seg_used(mseg), 0);
     crescent_store_destroy(st);
     free(val);
