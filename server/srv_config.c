@@ -108,6 +108,14 @@ static const struct cm_cfg_entry srv_entries[] = {
               "size of the embedded segment holding string values (0 = none: SET places values "
               "in the pool's client segments; otherwise at least 1mb; with enable_ha the "
               "default is 0)"),
+    BOOL_ENTRY("embedded_segment_in_pool", "embedded-segment-in-pool", CM_CFG_IMMUTABLE,
+               embedded_segment_in_pool, "yes",
+               "mount the embedded segment into the distributed store's pool as master@host:port "
+               "(library puts may land there; ignored with enable_ha)"),
+    STR_ENTRY("embedded_segment_protocols", "embedded-segment-protocols", CM_CFG_IMMUTABLE,
+              embedded_segment_protocols, "tcp,shm",
+              "transports serving the embedded segment to library clients, comma-separated: "
+              "tcp (always), shm, fabric, rdma"),
     INT_ENTRY("maxclients", NULL, 0, maxclients, 1, 1000000, "10000",
               "maximum simultaneous clients"),
     INT_ENTRY("timeout", NULL, 0, timeout, 0, INT_MAX, "0",

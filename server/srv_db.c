@@ -7,6 +7,7 @@
 #include "server/srv_pubsub.h"
 
 #include "server/srv_offload.h"
+#include "server/srv_pool_seg.h"
 #include "server/srv_t.h"
 #include "server/srv_watch.h"
 
@@ -384,7 +385,8 @@ int srv_obj_create(const char *key, size_t klen, size_t vlen, size_t cap, struct
     if (cap > srv_seg_size(srv_db_seg))
         return -CM_EOOM;
     while (srv_seg_alloc(srv_db_seg, cap, &blk) != 0) {
-        if (srv_db_evict(srv_db_evict_ratio) == 0) {
+        /* Keys first (LRU), then pool objects holding bytes in the shared segment. */
+        if (srv_db_evict(srv_db_evict_ratio) == 0 && srv_pseg_evict(cap) == 0) {
             /* Nothing left to evict by LRU: one last try, other threads may have freed. */
             if (srv_seg_alloc(srv_db_seg, cap, &blk) == 0)
                 break;

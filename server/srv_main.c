@@ -14,6 +14,7 @@
 #include "server/srv_mc.h"
 #include "server/srv_offload.h"
 #include "server/srv_pool_kv.h"
+#include "server/srv_pool_seg.h"
 #include "server/srv_pubsub.h"
 #include "server/srv_server.h"
 #include "server/srv_snapshot.h"
@@ -198,6 +199,8 @@ int main(int argc, char **argv) {
         return 1;
     if (srv_snapshot_start() < 0)
         return 1;
+    if (srv_pseg_start() < 0)
+        return 1;
     if (srv_ha_start(err, sizeof(err)) < 0) {
         cm_log(CM_LOG_WARNING, "ha", "cannot start HA mode: %s", err);
         fprintf(stderr, "crescent-master: cannot start HA mode: %s\n", err);
@@ -212,6 +215,7 @@ int main(int argc, char **argv) {
     srv_ha_stop();
     srv_snapshot_stop();
     srv_pkv_stop();
+    srv_pseg_stop();
     srv_mc_stop();
     cm_log(CM_LOG_NOTICE, "server", "shutting down");
     srv_offload_stop();

@@ -11,6 +11,7 @@
 #include "server/srv_client.h"
 #include "server/srv_oplog.h"
 #include "server/srv_pool_kv.h"
+#include "server/srv_pool_seg.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
@@ -189,6 +190,7 @@ static void *srv_mc_main(void *arg) {
         srv_mc_lock();
         srv_mc_pause_liveness_if_stalled();
         srv_pkv_tick(srv_mc_now());
+        srv_pseg_tick(srv_mc_now());
         pool_tick(srv_mc_pool, srv_mc_now(), &r);
         srv_mc_unlock();
         if (r.clients_expired || r.segments_unmounted || r.zombies_released || r.objects_evicted)

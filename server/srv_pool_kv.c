@@ -13,6 +13,7 @@
 #include "server/srv_defer.h"
 #include "server/srv_mc.h"
 #include "server/srv_oplog.h"
+#include "server/srv_pool_seg.h"
 #include "server/srv_pubsub.h"
 #include "server/srv_server.h"
 #include "server/srv_watch.h"
@@ -83,14 +84,23 @@ static void srv_pkv_make_id(void) {
 static void srv_pkv_register(int64_t now) {
     pthread_once(&srv_pkv_id_once, srv_pkv_make_id);
     int fresh = !pool_client_exists(srv_mc_pool, &srv_pkv_id);
-    if (pool_client_register(srv_mc_pool, &srv_pkv_id, "crescent-master", now) == 0 && fresh)
-        srv_oplog_log_register(&srv_pkv_id, "crescent-master");
+    const char *host = srv_pseg_host();
+    if (pool_client_register(srv_mc_pool, &srv_pkv_id, host, now) == 0 && fresh)
+        srv_oplog_log_register(&srv_pkv_id, host);
+}
+
+const struct pool_uuid *srv_pkv_self(int64_t now) {
+    srv_pkv_register(now);
+    return &srv_pkv_id;
 }
 
 /* ---------------------------------------------------------------- engine and peers */
 
 /* The master's engine, created on first use (tcp, plus shm when it installs). NULL on failure. */
 static struct xfer_engine *srv_pkv_engine(void) {
+    struct xfer_engine *pe = srv_pseg_engine(); /* the embedded segment's, when it listens */
+    if (pe)
+        return pe;
     pthread_mutex_lock(&srv_pkv_eng_mu);
     if (!srv_pkv_eng && !srv_pkv_eng_failed) {
         struct xfer_engine_opts o = {0};
@@ -245,6 +255,14 @@ void srv_pkv_stop(void) {
  */
 static int srv_pkv_transfer(const struct srv_pkv_rep *r, enum xfer_op op, void *local,
                             uint64_t size) {
+    char *mine = srv_pseg_local(r->segment, r->addr, size);
+    if (mine) { /* a replica in the master's own embedded segment: no transfer */
+        if (op == XFER_OP_READ)
+            memcpy(local, mine, size);
+        else
+            memcpy(mine, local, size);
+        return 0;
+    }
     struct xfer_engine *e = srv_pkv_engine();
     if (!e)
         return -ENOTCONN;
@@ -342,9 +360,16 @@ static size_t srv_pkv_lookup(const char *key, size_t klen, struct srv_pkv_rep **
     *t0 = srv_mc_now();
     int rc = pool_get_replicas(srv_mc_pool, key, klen, *t0, d, &n, lease_ms);
     size_t nmem = 0; /* LOCAL_DISK replicas are read through their owner, not here */
-    for (size_t i = 0; rc == POOL_OK && i < n; i++)
-        if (d[i].type == POOL_REPLICA_MEMORY)
-            d[nmem++] = d[i];
+    for (size_t i = 0; rc == POOL_OK && i < n; i++) {
+        if (d[i].type != POOL_REPLICA_MEMORY)
+            continue;
+        d[nmem++] = d[i];
+        if (nmem > 1 && !strcmp(d[nmem - 1].segment, srv_pseg_name())) { /* own memory first */
+            struct pool_replica_desc t = d[0];
+            d[0] = d[nmem - 1];
+            d[nmem - 1] = t;
+        }
+    }
     if (rc == POOL_OK && nmem > 0) {
         *out = cm_malloc(nmem * sizeof(**out));
         srv_pkv_copy_reps(d, nmem, *out);

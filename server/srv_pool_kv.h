@@ -8,8 +8,10 @@
  *
  * DESIGN. The master is a pool client of its own (a random client id registered on first
  * use): SET runs upsert start -> transfer-engine WRITE into each replica -> upsert end, GET
- * runs get replicas (a read lease) -> READ of one replica straight into the reply buffer. The
- * master's transfer engine (tcp and shm, no listener) is created on first use; segments opened
+ * runs get replicas (a read lease) -> READ of one replica straight into the reply buffer (a
+ * memcpy for a replica in the master's own embedded segment, srv_pool_seg.h, read first). The
+ * master's transfer engine (tcp and shm, no listener; or the embedded segment's listening engine
+ * when that is in the pool) is created on first use; segments opened
  * from replica descriptors are cached by segment name and descriptor bytes. Transfers are
  * bounded by SRV_PKV_TIMEOUT_MS. A plain GET's read runs on the deferred-work pool
  * (srv_pkv_get_async, srv_defer.h) while its client waits; every other transfer (SET's writes,
@@ -53,6 +55,12 @@ enum srv_pkv_set_flags {
     SRV_PKV_GET = 1u << 2,    /* reply the old value (or nil) instead of OK */
     SRV_PKV_EXPIRE = 1u << 3, /* EX/PX/EXAT/PXAT given: refused, pool objects have no TTL */
 };
+
+struct pool_uuid;
+
+/* Registers (or refreshes) the master's own client id in the pool and returns it (static).
+ * Pool mutex held. */
+const struct pool_uuid *srv_pkv_self(int64_t now);
 
 /* Keeps the master's own client id alive (pings it when registered). Housekeeping thread, pool
  * mutex held. */

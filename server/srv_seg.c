@@ -441,6 +441,14 @@ uint64_t srv_seg_size(const struct srv_seg *seg) {
     return seg ? seg->size : 0;
 }
 
+char *srv_seg_base(const struct srv_seg *seg) {
+    return seg ? seg->base : NULL;
+}
+
+int srv_seg_memfd(const struct srv_seg *seg) {
+    return seg ? seg->memfd : -1;
+}
+
 /* ---------------------------------------------------------------- page reclaim */
 
 static int srv_u32_cmp(const void *a, const void *b) {

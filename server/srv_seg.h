@@ -70,6 +70,12 @@ uint64_t srv_seg_used(const struct srv_seg *seg);
 /* Total managed bytes. */
 uint64_t srv_seg_size(const struct srv_seg *seg);
 
+/* Start of the mapping (block offsets are relative to it), NULL for a NULL segment. */
+char *srv_seg_base(const struct srv_seg *seg);
+
+/* The backing memfd (owned by the segment), -1 for a NULL segment. */
+int srv_seg_memfd(const struct srv_seg *seg);
+
 /*
  * Returns the pages of free space to the kernel (punches holes in the memfd): every 64 KiB
  * granule that no allocated block overlaps, that was written since it was last punched, and

@@ -59,6 +59,8 @@ struct srv_config {
     char *save;
     int appendonly;
     int enable_ha;
+    int embedded_segment_in_pool; /* mount the embedded segment into the pool (srv_pool_seg.h) */
+    char *embedded_segment_protocols; /* its transports, "tcp,shm" */
     char *ha_backend_type;
     char *ha_backend_connstring;
     char *cluster_id;

@@ -171,6 +171,16 @@ int xfer_engine_unregister(struct xfer_engine *eng, void *addr);
  */
 int xfer_engine_alloc_shared(struct xfer_engine *eng, size_t len, void **out);
 
+/*
+ * Declares [addr, addr+len) as a MAP_SHARED mapping of memfd fd from offset 0, made by the
+ * caller (the master's embedded segment), so the shm transport hands the fd to same-host peers
+ * as for xfer_engine_alloc_shared memory. The engine keeps a duplicate of fd; the mapping stays
+ * the caller's (never unmapped by the engine). Call before registering the range. Returns 0 or
+ * -EINVAL, -errno (dup failed), -ENOMEM. Forget it with xfer_engine_free_shared (which then only
+ * closes the duplicate).
+ */
+int xfer_engine_adopt_shared(struct xfer_engine *eng, void *addr, size_t len, int fd);
+
 /* Frees memory from xfer_engine_alloc_shared (unregister it first). Returns 0 or -ENOENT. */
 int xfer_engine_free_shared(struct xfer_engine *eng, void *addr);
 

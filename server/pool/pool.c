@@ -136,6 +136,12 @@ int pool_reconfigure(struct pool *p, const struct pool_config *cfg) {
 static void pool_destroy_obj_cb(struct cm_ht_node *n, void *arg) {
     struct pool *p = arg;
     struct pool_obj *o = (struct pool_obj *)n;
+    for (uint32_t i = 0; i < o->nrep; i++) { /* a shared allocator outlives the pool */
+        const struct pool_rep *r = &pool__reps(o)[i];
+        if (r->type == POOL_REPLICA_MEMORY && r->seg < p->nseg_slots && p->segs[r->seg] &&
+            !p->segs[r->seg]->alloc)
+            pool__blk_free(p->segs[r->seg], r->handle);
+    }
     p->meta_records -= pool_object_record_size(o->klen, o->nrep);
     cm_free(o);
 }
@@ -153,6 +159,12 @@ void pool_destroy(struct pool *p) {
     cm_ht_fini(&p->objects);
     cm_ht_clear(&p->inflight, pool_destroy_inflight_cb, NULL);
     cm_ht_fini(&p->inflight);
+    for (size_t i = 0; i < p->ndiscards; i++) {
+        struct pool_seg *s =
+            p->discards[i].seg < p->nseg_slots ? p->segs[p->discards[i].seg] : NULL;
+        if (s && !s->alloc)
+            pool__blk_free(s, p->discards[i].handle);
+    }
     cm_free(p->discards);
     pool__segs_fini(p);
     pool__clients_fini(p);
@@ -210,7 +222,7 @@ void pool__rep_free(struct pool *p, const struct pool_rep *r, uint64_t size) {
     if (r->type != POOL_REPLICA_MEMORY || r->seg >= p->nseg_slots || !p->segs[r->seg])
         return;
     struct pool_seg *s = p->segs[r->seg];
-    cm_tlsf_free(s->alloc, r->handle);
+    pool__blk_free(s, r->handle);
     s->used -= size;
     s->nbuffers--;
 }
@@ -379,7 +391,7 @@ void pool__fill_desc(const struct pool *p, const struct pool_obj *o, const struc
     d->seg_desc = s->desc;
     d->seg_desc_len = s->desc_len;
     d->seg_gen = s->gen;
-    d->addr = s->base + cm_tlsf_block_offset(s->alloc, r->handle);
+    d->addr = s->base + pool__blk_off(s, r->handle);
     d->size = o->size;
 }
 
@@ -401,10 +413,14 @@ void pool_get_stats(const struct pool *p, struct pool_stats *st) {
         const struct pool_seg *s = p->segs[i];
         if (!s)
             continue;
-        struct cm_tlsf_stats ts;
-        cm_tlsf_get_stats(s->alloc, &ts);
         st->capacity += s->size;
         st->used += s->used;
+        if (!s->alloc) { /* shared: the pool's buffers, rounded as the owner rounds them */
+            st->allocated += s->used;
+            continue;
+        }
+        struct cm_tlsf_stats ts;
+        cm_tlsf_get_stats(s->alloc, &ts);
         st->allocated += ts.used;
     }
 }
@@ -439,8 +455,8 @@ static void pool_check_rep(struct pool_check_ctx *ctx, const struct pool_obj *o,
         return;
     }
     const struct pool_seg *s = p->segs[r->seg];
-    uint64_t off = cm_tlsf_block_offset(s->alloc, r->handle);
-    uint64_t cap = cm_tlsf_block_size(s->alloc, r->handle);
+    uint64_t off = pool__blk_off(s, r->handle);
+    uint64_t cap = pool__blk_size(s, r->handle);
     if (off == UINT64_MAX || cap < o->size || off + o->size > s->size)
         POOL_CHECK_FAIL(ctx, "pool_check: replica outside segment %s", s->name);
     int want = (o->flags & POOL_OF_INFLIGHT) ? POOL_REPLICA_PROCESSING : POOL_REPLICA_COMPLETE;
@@ -502,14 +518,15 @@ static void pool_check_segs(struct pool_check_ctx *ctx) {
         if (!s)
             continue;
         live++;
-        struct cm_tlsf_stats ts;
-        cm_tlsf_get_stats(s->alloc, &ts);
+        struct cm_tlsf_stats ts = {.nallocs = s->nbuffers}; /* a shared allocator counts others' */
+        if (s->alloc)
+            cm_tlsf_get_stats(s->alloc, &ts);
         if (s->used != ctx->used[i] || s->nbuffers != ctx->nbuf[i] || ts.nallocs != s->nbuffers)
             POOL_CHECK_FAIL(ctx, "pool_check: segment %s used %llu/%llu buffers %llu/%llu/%llu",
                             s->name, (unsigned long long)s->used, (unsigned long long)ctx->used[i],
                             (unsigned long long)s->nbuffers, (unsigned long long)ctx->nbuf[i],
                             (unsigned long long)ts.nallocs);
-        if (cm_tlsf_check(s->alloc) != 0)
+        if (s->alloc && cm_tlsf_check(s->alloc) != 0)
             POOL_CHECK_FAIL(ctx, "pool_check: allocator of %s corrupt", s->name);
         if (s->slot != i)
             POOL_CHECK_FAIL(ctx, "pool_check: segment slot mismatch");

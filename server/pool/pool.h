@@ -267,6 +267,22 @@ int pool_client_exists(const struct pool *p, const struct pool_uuid *id);
 /* Segments                                                                                    */
 /* ------------------------------------------------------------------------------------------ */
 
+/*
+ * An allocator a segment may share with its owner instead of the pool's own TLSF: the master's
+ * embedded segment, whose space also holds the values of the Redis keyspace. The pool calls it
+ * under its own serialisation; the owner makes it safe against its other users. Handles are
+ * nonzero; offsets are relative to the segment base.
+ */
+struct pool_seg_allocator {
+    /* Allocates len bytes; returns a handle and the offset in *off, or 0 when nothing fits. */
+    uint32_t (*alloc)(void *arg, uint64_t len, uint64_t *off);
+    void (*free)(void *arg, uint32_t handle);           /* frees a live handle */
+    uint64_t (*offset)(void *arg, uint32_t handle);     /* offset of a live handle */
+    uint64_t (*block_size)(void *arg, uint32_t handle); /* its capacity (>= len asked) */
+    uint64_t (*used)(void *arg); /* bytes allocated by every user of the space, the pool's too */
+    void *arg;
+};
+
 /* Input of a mount: the memory a client contributes. Strings and blob are copied. */
 struct pool_segment_spec {
     const char *name;     /* unique across the pool, e.g. "host:port" */
@@ -306,6 +322,19 @@ struct pool_segment_info {
  */
 int pool_segment_mount(struct pool *p, const struct pool_uuid *client,
                        const struct pool_segment_spec *spec, int64_t now);
+
+/*
+ * Mounts spec for client as pool_segment_mount() does, but with buffers from alloc (copied)
+ * instead of a TLSF of the pool's own: the space is shared with another user (the master's
+ * keyspace). Such a segment reports the allocator's used() as its used and allocated bytes, and
+ * that figure drives the high-watermark eviction and free_ratio_first; snapshots leave it and
+ * its replicas out (its bytes do not outlive the process); pool_object_restore() refuses it.
+ * Its owner becomes a local client that never expires. Mounting it again refreshes the
+ * transport. Errors as pool_segment_mount(), plus POOL_EINVALID_PARAMS for an incomplete alloc.
+ */
+int pool_segment_mount_shared(struct pool *p, const struct pool_uuid *client,
+                              const struct pool_segment_spec *spec,
+                              const struct pool_seg_allocator *alloc, int64_t now);
 
 /*
  * Remounts every segment in specs[0..n) after a NEED_REMOUNT (mount for each, idempotent) and
@@ -804,6 +833,13 @@ void pool_tick(struct pool *p, int64_t now, struct pool_tick_report *report);
  * Returns the number of objects evicted.
  */
 uint64_t pool_evict(struct pool *p, int64_t now, uint64_t need_bytes);
+
+/*
+ * Evicts objects that hold a memory replica on segment name, with the rules and order of
+ * pool_evict(), until need_bytes of their values were freed there (a shared segment whose other
+ * user needs room). Returns the number of objects evicted (0 when name is not mounted).
+ */
+uint64_t pool_evict_segment(struct pool *p, const char *name, int64_t now, uint64_t need_bytes);
 
 /* Pool-wide counters. */
 struct pool_stats {

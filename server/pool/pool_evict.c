@@ -43,6 +43,7 @@ struct pool_evict_ctx {
     struct pool *p;
     int64_t now;
     int soft_ok;
+    uint32_t only_seg; /* POOL_NO_SLOT, or: only objects with a memory replica there */
     uint64_t examined;
     uint64_t misses; /* objects examined since the last evictable one */
     struct pool_evpool ev;
@@ -83,11 +84,21 @@ static struct pool_obj *pool_ev_pop(struct pool_evpool *ev) {
     return o;
 }
 
+/* 1 when slot is POOL_NO_SLOT or o has a memory replica on segment slot. */
+static int pool_obj_on(const struct pool_obj *o, uint32_t slot) {
+    if (slot == POOL_NO_SLOT)
+        return 1;
+    for (uint32_t i = 0; i < o->nrep; i++)
+        if (pool__reps(o)[i].type == POOL_REPLICA_MEMORY && pool__reps(o)[i].seg == slot)
+            return 1;
+    return 0;
+}
+
 static void pool_evict_sample_cb(struct cm_ht_node *n, void *arg) {
     struct pool_evict_ctx *ctx = arg;
     struct pool_obj *o = (struct pool_obj *)n;
     ctx->examined++;
-    if (!pool__evictable(o, ctx->now, ctx->soft_ok)) {
+    if (!pool__evictable(o, ctx->now, ctx->soft_ok) || !pool_obj_on(o, ctx->only_seg)) {
         ctx->misses++;
         return;
     }
@@ -163,17 +174,22 @@ static uint64_t pool_evict_one(struct pool *p, struct pool_obj *o, int soft) {
     return freed;
 }
 
-/* Runs one pass: evicts while fewer than target_n objects or low_bytes were freed. */
-static void pool_evict_pass(struct pool *p, int64_t now, int soft_ok, uint64_t target_n,
-                            uint64_t low_bytes, uint64_t *count, uint64_t *freed) {
-    struct pool_evict_ctx ctx = {.p = p, .now = now, .soft_ok = soft_ok};
+/* Runs one pass: evicts while fewer than target_n objects or low_bytes were freed (counting
+ * one replica per victim when only_seg names a segment). */
+static void pool_evict_pass(struct pool *p, int64_t now, int soft_ok, uint32_t only_seg,
+                            uint64_t target_n, uint64_t low_bytes, uint64_t *count,
+                            uint64_t *freed) {
+    struct pool_evict_ctx ctx = {.p = p, .now = now, .soft_ok = soft_ok, .only_seg = only_seg};
     uint64_t budget = 4 * (uint64_t)cm_ht_buckets(&p->objects) + 64;
     while (*count < target_n || *freed < low_bytes) {
         struct pool_obj *o = pool_next_victim(&ctx, &budget);
         if (!o)
             break;
         int soft = (o->flags & POOL_OF_SOFT_PIN) && o->t_aux > now;
+        uint64_t size = o->size;
         uint64_t f = pool_evict_one(p, o, soft);
+        if (f && only_seg != POOL_NO_SLOT)
+            f = size;
         if (f) {
             *freed += f;
             (*count)++;
@@ -191,7 +207,7 @@ uint64_t pool_evict(struct pool *p, int64_t now, uint64_t need_bytes) {
     for (uint32_t i = 0; i < p->nseg_slots; i++) {
         if (p->segs[i]) {
             cap += p->segs[i]->size;
-            used += p->segs[i]->used;
+            used += pool__seg_pressure(p->segs[i]);
         }
     }
     double hw = p->cfg.eviction_high_watermark_ratio;
@@ -208,9 +224,22 @@ uint64_t pool_evict(struct pool *p, int64_t now, uint64_t need_bytes) {
         low_bytes = (uint64_t)over;
     uint64_t count = 0, freed = 0;
     p->offload_cycle = 0;
-    pool_evict_pass(p, now, 0, target_n, low_bytes, &count, &freed);
+    pool_evict_pass(p, now, 0, POOL_NO_SLOT, target_n, low_bytes, &count, &freed);
     if (freed < low_bytes && p->cfg.allow_evict_soft_pinned)
-        pool_evict_pass(p, now, 1, 0, low_bytes, &count, &freed);
+        pool_evict_pass(p, now, 1, POOL_NO_SLOT, 0, low_bytes, &count, &freed);
+    return count;
+}
+
+/* Evicts objects with a replica on one segment; see pool.h. */
+uint64_t pool_evict_segment(struct pool *p, const char *name, int64_t now, uint64_t need_bytes) {
+    const struct pool_seg *s = pool__seg_find(p, name);
+    if (!s || cm_ht_count(&p->objects) == 0 || p->cfg.eviction_ratio <= 0)
+        return 0;
+    uint64_t count = 0, freed = 0, want = need_bytes ? need_bytes : 1;
+    p->offload_cycle = 0;
+    pool_evict_pass(p, now, 0, s->slot, 0, want, &count, &freed);
+    if (freed < want && p->cfg.allow_evict_soft_pinned)
+        pool_evict_pass(p, now, 1, s->slot, 0, want, &count, &freed);
     return count;
 }
 
@@ -220,7 +249,7 @@ static uint32_t pool_expire_clients(struct pool *p, int64_t now) {
     uint32_t n = 0;
     for (uint32_t i = 0; i < p->nclient_slots; i++) {
         struct pool_client *c = p->clients[i];
-        if (c && now - c->last_ping > p->cfg.client_live_ttl_ms) {
+        if (c && !c->local && now - c->last_ping > p->cfg.client_live_ttl_ms) {
             pool__client_expire(p, c);
             n++;
         }
@@ -284,7 +313,7 @@ static int pool_above_watermark(const struct pool *p) {
     for (uint32_t i = 0; i < p->nseg_slots; i++) {
         if (p->segs[i]) {
             cap += p->segs[i]->size;
-            used += p->segs[i]->used;
+            used += pool__seg_pressure(p->segs[i]);
         }
     }
     return cap && (double)used > p->cfg.eviction_high_watermark_ratio * (double)cap;

@@ -8,6 +8,7 @@
 #define CRESCENT_SERVER_POOL_POOL_INT_H
 
 #include "common/cm_ht.h"
+#include "common/cm_tlsf.h"
 #include "server/pool/pool.h"
 
 #include <stddef.h>
@@ -84,9 +85,10 @@ struct pool_seg {
     enum pool_seg_status status;
     int dying; /* marked for a batch unmount */
     int64_t grace_until;
-    struct cm_tlsf *alloc;
-    uint64_t used;     /* exact value bytes in live buffers */
-    uint64_t nbuffers; /* live buffers */
+    struct cm_tlsf *alloc;         /* the pool's own allocator; NULL for a shared segment */
+    struct pool_seg_allocator ext; /* a shared segment's allocator (pool_segment_mount_shared) */
+    uint64_t used;                 /* exact value bytes in the pool's live buffers */
+    uint64_t nbuffers;             /* live buffers */
 };
 
 /* A known client. The hash node must stay first. */
@@ -99,6 +101,7 @@ struct pool_client {
     uint32_t slot;
     uint32_t nsegs;
     struct pool_disk *disk; /* the client's local-disk segment, NULL when none (pool_offload.c) */
+    int local;              /* owns a shared segment: never expires */
 };
 
 /*
@@ -148,6 +151,25 @@ struct pool {
     int disk_quiet;         /* LOCAL_DISK replicas leaving now queue no record removal */
     struct pool_offload_stats ostats;
 };
+
+/* Block operations of a segment: its own TLSF, or the shared allocator. */
+static inline uint64_t pool__blk_off(const struct pool_seg *s, uint32_t h) {
+    return s->alloc ? cm_tlsf_block_offset(s->alloc, h) : s->ext.offset(s->ext.arg, h);
+}
+static inline uint64_t pool__blk_size(const struct pool_seg *s, uint32_t h) {
+    return s->alloc ? cm_tlsf_block_size(s->alloc, h) : s->ext.block_size(s->ext.arg, h);
+}
+static inline void pool__blk_free(struct pool_seg *s, uint32_t h) {
+    if (s->alloc)
+        cm_tlsf_free(s->alloc, h);
+    else
+        s->ext.free(s->ext.arg, h);
+}
+/* Bytes in use in s as eviction and placement see them: a shared segment counts its other
+ * user's bytes too. */
+static inline uint64_t pool__seg_pressure(const struct pool_seg *s) {
+    return s->alloc ? s->used : s->ext.used(s->ext.arg);
+}
 
 /* pool.c */
 uint64_t pool__rand(struct pool *p);

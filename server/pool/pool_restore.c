@@ -24,6 +24,8 @@ static int pool_restore_check(struct pool *p, size_t klen, uint64_t size,
         segs[i] = reps[i].segment ? pool__seg_find(p, reps[i].segment) : NULL;
         if (!segs[i])
             return POOL_ESEGMENT_NOT_FOUND;
+        if (!segs[i]->alloc) /* a shared segment: its owner places its own bytes */
+            return POOL_EINVALID_REPLICA;
         for (size_t k = 0; k < i; k++)
             if (segs[k] == segs[i])
                 return POOL_EINVALID_PARAMS;

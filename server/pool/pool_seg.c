@@ -88,9 +88,13 @@ static int pool_overlaps_own(const struct pool *p, uint32_t owner,
     return 0;
 }
 
-/* Mounts a segment; see pool.h for the rules and errors. */
-int pool_segment_mount(struct pool *p, const struct pool_uuid *client,
-                       const struct pool_segment_spec *spec, int64_t now) {
+/*
+ * Mounts spec for client with its own TLSF (alloc NULL) or with the shared allocator alloc.
+ * Returns a pool code.
+ */
+static int pool_seg_mount(struct pool *p, const struct pool_uuid *client,
+                          const struct pool_segment_spec *spec,
+                          const struct pool_seg_allocator *ext, int64_t now) {
     struct pool_client *c = pool__client_find(p, client);
     if (!c)
         return POOL_ECLIENT_NOT_FOUND;
@@ -100,17 +104,22 @@ int pool_segment_mount(struct pool *p, const struct pool_uuid *client,
         c->last_ping = now;
     struct pool_seg *s = pool__seg_find(p, spec->name);
     if (s) {
-        if (s->owner != c->slot || s->base != spec->base || s->size != spec->size)
+        if (s->owner != c->slot || s->base != spec->base || s->size != spec->size ||
+            !s->alloc != !!ext)
             return POOL_ESEGMENT_ALREADY_EXISTS;
         pool_seg_set_transport(s, spec);
         return POOL_OK;
     }
     if (pool_overlaps_own(p, c->slot, spec))
         return POOL_EINVALID_PARAMS;
-    struct cm_tlsf *alloc = cm_tlsf_create(spec->size, p->cfg.alloc_align);
-    if (!alloc)
+    struct cm_tlsf *alloc = NULL;
+    if (!ext && !(alloc = cm_tlsf_create(spec->size, p->cfg.alloc_align)))
         return POOL_EINVALID_PARAMS;
     s = cm_calloc(1, sizeof(*s));
+    if (ext) {
+        s->ext = *ext;
+        c->local = 1;
+    }
     s->name = cm_strdup(spec->name);
     pool_seg_set_transport(s, spec);
     s->base = spec->base;
@@ -124,6 +133,22 @@ int pool_segment_mount(struct pool *p, const struct pool_uuid *client,
     p->live[p->nsegs++] = s->slot;
     c->nsegs++;
     return POOL_OK;
+}
+
+/* Mounts a segment; see pool.h for the rules and errors. */
+int pool_segment_mount(struct pool *p, const struct pool_uuid *client,
+                       const struct pool_segment_spec *spec, int64_t now) {
+    return pool_seg_mount(p, client, spec, NULL, now);
+}
+
+/* Mounts a segment over a shared allocator; see pool.h. */
+int pool_segment_mount_shared(struct pool *p, const struct pool_uuid *client,
+                              const struct pool_segment_spec *spec,
+                              const struct pool_seg_allocator *alloc, int64_t now) {
+    if (!alloc || !alloc->alloc || !alloc->free || !alloc->offset || !alloc->block_size ||
+        !alloc->used)
+        return POOL_EINVALID_PARAMS;
+    return pool_seg_mount(p, client, spec, alloc, now);
 }
 
 /* Remounts every segment of a client after NEED_REMOUNT; see pool.h. */
@@ -189,8 +214,11 @@ void pool__unmount_dying(struct pool *p) {
     size_t kept = 0;
     for (size_t i = 0; i < p->ndiscards; i++) {
         struct pool_discard *d = &p->discards[i];
-        if (p->segs[d->seg] && p->segs[d->seg]->dying)
+        if (p->segs[d->seg] && p->segs[d->seg]->dying) {
+            if (!p->segs[d->seg]->alloc) /* a shared allocator outlives the segment */
+                pool__blk_free(p->segs[d->seg], d->handle);
             continue;
+        }
         p->discards[kept++] = *d;
     }
     p->ndiscards = kept;
@@ -245,8 +273,11 @@ int pool_segment_unmount_graceful(struct pool *p, const struct pool_uuid *client
 static void pool_seg_info(const struct pool *p, const struct pool_seg *s,
                           struct pool_segment_info *out) {
     const struct pool_client *c = s->owner < p->nclient_slots ? p->clients[s->owner] : NULL;
-    struct cm_tlsf_stats ts;
-    cm_tlsf_get_stats(s->alloc, &ts);
+    struct cm_tlsf_stats ts = {0};
+    if (s->alloc)
+        cm_tlsf_get_stats(s->alloc, &ts);
+    else /* shared: every byte allocated in the space, the other user's too */
+        ts.used = pool__seg_pressure(s);
     memset(out, 0, sizeof(*out));
     out->name = s->name;
     if (c) {
@@ -260,7 +291,7 @@ static void pool_seg_info(const struct pool *p, const struct pool_seg *s,
     out->desc = s->desc;
     out->desc_len = s->desc_len;
     out->status = s->status;
-    out->used = s->used;
+    out->used = s->alloc ? s->used : ts.used;
     out->allocated = ts.used;
     out->nbuffers = s->nbuffers;
     out->grace_until = s->grace_until;
@@ -319,12 +350,13 @@ int pool__seg_alloc(struct pool *p, struct pool_seg *s, uint64_t size, struct po
     (void)p;
     if (s->status != POOL_SEG_OK || size > s->size)
         return -1;
-    uint64_t off;
-    uint32_t h = cm_tlsf_alloc(s->alloc, size, &off);
+    uint64_t off = 0;
+    uint32_t h =
+        s->alloc ? cm_tlsf_alloc(s->alloc, size, &off) : s->ext.alloc(s->ext.arg, size, &off);
     if (!h)
         return -1;
     if (off > s->size - size) {
-        cm_tlsf_free(s->alloc, h);
+        pool__blk_free(s, h);
         return -1;
     }
     s->used += size;
@@ -399,7 +431,8 @@ static void pool_place_free_ratio(struct pool_place *pl) {
             struct pool_seg *s = p->segs[i];
             if (!s || s->status != POOL_SEG_OK || pool_place_seen(pl, i))
                 continue;
-            double ratio = (double)(s->size - s->used) / (double)s->size;
+            uint64_t used = pool__seg_pressure(s);
+            double ratio = used >= s->size ? 0 : (double)(s->size - used) / (double)s->size;
             if (ratio > best_ratio) {
                 best_ratio = ratio;
                 best = s;

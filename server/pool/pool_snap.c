@@ -106,7 +106,9 @@ static void snap_index(const struct pool *p, struct snap_maps *m) {
         m->client_idx[i] = p->clients[i] ? m->nclients++ : UINT32_MAX;
     for (uint32_t i = 0; i < p->nseg_slots; i++) {
         const struct pool_seg *s = p->segs[i];
-        int known = s && s->owner < p->nclient_slots && m->client_idx[s->owner] != UINT32_MAX;
+        /* A shared segment (the master's own) and its bytes do not outlive the process. */
+        int known =
+            s && s->alloc && s->owner < p->nclient_slots && m->client_idx[s->owner] != UINT32_MAX;
         m->seg_idx[i] = known ? m->nsegs++ : UINT32_MAX;
     }
 }

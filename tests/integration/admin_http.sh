@@ -23,8 +23,8 @@ grep -q "admin HTTP server not started: cannot listen on 127.0.0.1:$http" "$SERV
     fail "busy admin port not reported"
 assert_eq "PING on the second server" PONG "$(cli ping)"
 
-# --metrics_port 0: no listener at all.
-start_server --memory 16mb --metrics_port 0
+# --metrics_port 0: no listener at all (nor the embedded segment's transfer listener).
+start_server --memory 16mb --metrics_port 0 --embedded_segment_in_pool no
 if grep -q "admin HTTP" "$SERVER_LOG"; then fail "admin HTTP started with --metrics_port 0"; fi
 if ss -ltnp 2>/dev/null | grep "pid=$SERVER_PID," | grep -v ":$SERVER_PORT " | grep -q LISTEN; then
     fail "server with --metrics_port 0 listens on a second TCP port"

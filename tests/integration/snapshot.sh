@@ -6,6 +6,8 @@
 # addresses, a corrupt latest snapshot is refused with a reason and the previous one is loaded,
 # the Redis catalog (a real redis-server) can be read with redis-cli, and bad settings stop the
 # start with a clear message.
+# The made-up segments are the pool's only ones: the embedded segment stays out of it
+# (embedded_segment_in_pool no; snapshots leave it out anyway, tests/unit/pool/test_pool_shared.c).
 set -u
 . "$(dirname "$0")/../lib/server.sh"
 
@@ -67,7 +69,7 @@ dump_keys() {
 
 # ---- embedded catalog: write, retention, kill -9, restore --------------------------------
 http=$(free_port)
-start_server --memory 16mb --enable_snapshot yes --snapshot_local_path "$SNAP" \
+start_server --memory 16mb --embedded_segment_in_pool no --enable_snapshot yes --snapshot_local_path "$SNAP" \
     --snapshot_retention_count 2 --cluster_id emb --metrics_host 127.0.0.1 --metrics_port "$http"
 fill
 before=$(dump_keys)
@@ -97,7 +99,7 @@ late_before=$(cli MC.QUERYKEY late)
 kill -9 "$SERVER_PID"
 forget_server "$SERVER_PID"
 
-start_server --memory 16mb --enable_snapshot_restore yes --snapshot_local_path "$SNAP" \
+start_server --memory 16mb --embedded_segment_in_pool no --enable_snapshot_restore yes --snapshot_local_path "$SNAP" \
     --cluster_id emb
 grep -q "restored snapshot $third: 42 objects" "$SERVER_LOG" || fail "no restore line in the log"
 assert_eq "restored id" "$third" "$(info_field snapshot_restored_id)"
@@ -126,7 +128,7 @@ b = bytearray(open(p, "rb").read())
 b[len(b) // 2] ^= 0x55
 open(p, "wb").write(b)
 PY
-start_server --memory 16mb --enable_snapshot_restore yes --snapshot_local_path "$SNAP" \
+start_server --memory 16mb --embedded_segment_in_pool no --enable_snapshot_restore yes --snapshot_local_path "$SNAP" \
     --cluster_id emb
 grep -q "snapshot $third refused: snapshot checksum mismatch" "$SERVER_LOG" ||
     fail "corrupt snapshot not reported"
@@ -136,7 +138,7 @@ assert_eq "objects of the previous snapshot" "$before" "$(dump_keys)"
 assert_eq "late is not in the previous snapshot" "OBJECT_NOT_FOUND object not found" "$(cli MC.QUERYKEY late)"
 # truncated too
 truncate -s 100 "$DIR/$second/metadata"
-start_server --memory 16mb --enable_snapshot_restore yes --snapshot_local_path "$SNAP" \
+start_server --memory 16mb --embedded_segment_in_pool no --enable_snapshot_restore yes --snapshot_local_path "$SNAP" \
     --cluster_id emb
 grep -q "snapshot $second refused: not a Crescent snapshot\|snapshot $second refused: snapshot truncated" "$SERVER_LOG" ||
     fail "truncated snapshot not reported"
@@ -150,7 +152,7 @@ redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --daemon
 rpid=$!
 trap 'kill $rpid 2>/dev/null; srv_cleanup' EXIT
 for ((i = 0; i < 100; i++)); do srv_ping "$rport" && break; sleep 0.1; done
-start_server --memory 16mb --enable_snapshot yes --snapshot_local_path "$SNAP" \
+start_server --memory 16mb --embedded_segment_in_pool no --enable_snapshot yes --snapshot_local_path "$SNAP" \
     --snapshot_catalog_store_type redis --snapshot_catalog_store_connstring "redis://127.0.0.1:$rport" \
     --cluster_id red --snapshot_retention_count 2
 fill
@@ -167,7 +169,7 @@ assert_eq "newest in the index" "$newest" "$($R ZREVRANGE 'mooncake-store/{red}/
 assert_eq "2 directories" 2 "$(ls "$SNAP/mooncake_master_snapshot/red" | grep -c '^[0-9]')"
 kill -9 "$SERVER_PID"
 forget_server "$SERVER_PID"
-start_server --memory 16mb --enable_snapshot_restore yes --snapshot_local_path "$SNAP" \
+start_server --memory 16mb --embedded_segment_in_pool no --enable_snapshot_restore yes --snapshot_local_path "$SNAP" \
     --snapshot_catalog_store_type redis --snapshot_catalog_store_connstring "127.0.0.1:$rport" \
     --cluster_id red
 assert_eq "restored from the Redis catalog" "$newest" "$(info_field snapshot_restored_id)"

@@ -18,7 +18,17 @@
 #define CB_HEX "fedcba9876543210fedcba9876543210"
 #define MIB    1048576
 
-TestSuite(mc, .init = it_setup, .fini = it_teardown, .timeout = 60);
+/* The made-up segments below are the pool's only ones: the master's embedded segment stays
+ * out of the pool here (tests/store/test_embedded.c covers it as a pool segment). */
+#define MC_CONF "embedded_segment_in_pool no\n"
+
+static void mc_setup(void) {
+    struct it_opts o = {.conf = MC_CONF};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+}
+
+TestSuite(mc, .init = mc_setup, .fini = it_teardown, .timeout = 60);
 
 /* Registers client id on host and mounts one segment of size bytes at base. */
 static void mc_client(const char *id, const char *host, const char *seg, unsigned long long base,
@@ -46,7 +56,9 @@ static long long mc_used(const char *seg) {
 /* Starts a private server with conf text (replacing it_srv/it_c). */
 static void mc_restart(const char *conf, const char *pass) {
     it_teardown();
-    struct it_opts o = {.conf = conf, .requirepass = pass};
+    char text[512];
+    snprintf(text, sizeof(text), "%s%s", MC_CONF, conf ? conf : "");
+    struct it_opts o = {.conf = text, .requirepass = pass};
     it_server_start(&it_srv, &o);
     it_c = it_connect(&it_srv);
 }

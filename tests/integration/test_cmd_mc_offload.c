@@ -14,11 +14,22 @@
 #define CA "0123456789abcdef0123456789abcdef"
 #define CB "fedcba9876543210fedcba9876543210"
 
-TestSuite(mco, .init = it_setup, .fini = it_teardown, .timeout = 60);
+/* The made-up segments are the pool's only ones: the embedded segment stays out of it. */
+#define MCO_CONF "embedded_segment_in_pool no\n"
+
+static void mco_setup(void) {
+    struct it_opts o = {.conf = MCO_CONF};
+    it_server_start(&it_srv, &o);
+    it_c = it_connect(&it_srv);
+}
+
+TestSuite(mco, .init = mco_setup, .fini = it_teardown, .timeout = 60);
 
 static void mco_restart(const char *conf) {
     it_teardown();
-    struct it_opts o = {.conf = conf};
+    char text[512];
+    snprintf(text, sizeof(text), "%s%s", MCO_CONF, conf);
+    struct it_opts o = {.conf = text};
     it_server_start(&it_srv, &o);
     it_c = it_connect(&it_srv);
 }

@@ -58,6 +58,8 @@ class Master:
             self.proc = subprocess.Popen(
                 [os.path.join(BUILD, "bin", "crescent-master"), "--port", str(self.port),
                  "--bind", "127.0.0.1", "--metrics_port", "0", "--memory", "16mb",
+                 # the stores' and the peer's segments are the pool's only ones
+                 "--embedded_segment_in_pool", "no",
                  "--default_kv_lease_ttl", str(LEASE_MS)],
                 stdout=open(self.log, "ab"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 preexec_fn=_die_with_parent)

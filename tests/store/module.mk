@@ -26,6 +26,19 @@ $(BUILD)/tests/store/test_keyspace: $(KEYSPACE_TEST_OBJS) $(call objs,tests/stor
 	    $(CRITERION_LIBS)
 TEST_PROGS += $(BUILD)/tests/store/test_keyspace
 
+# tests/store/test_embedded.c: the master's embedded segment as a pool segment.
+EMBEDDED_TEST_SRCS := tests/store/test_embedded.c
+EMBEDDED_TEST_OBJS := $(call objs,$(EMBEDDED_TEST_SRCS))
+ALL_SRCS += $(EMBEDDED_TEST_SRCS)
+$(EMBEDDED_TEST_OBJS): MOD_CFLAGS += $(shell pkg-config --cflags hiredis criterion)
+
+$(BUILD)/tests/store/test_embedded: $(EMBEDDED_TEST_OBJS) $(call objs,tests/store/store_test_util.c) \
+                                    $(BUILD)/lib/libcrescent.so $(BUILD)/bin/crescent-master
+	$(LINK) $(EMBEDDED_TEST_OBJS) $(call objs,tests/store/store_test_util.c) -L$(BUILD)/lib \
+	    -Wl,-rpath,$(abspath $(BUILD)/lib) -lcrescent $(shell pkg-config --libs hiredis) -ldl \
+	    $(CRITERION_LIBS)
+TEST_PROGS += $(BUILD)/tests/store/test_embedded
+
 # crescent-client daemons and dummy clients (test_daemon.c, helpers in daemon_test_util.c).
 DAEMON_TEST_SRCS := tests/store/test_daemon.c tests/store/daemon_test_util.c
 DAEMON_TEST_OBJS := $(call objs,$(DAEMON_TEST_SRCS)) $(call objs,tests/store/store_test_util.c)

@@ -5,7 +5,8 @@
 # tcp;ofi_rxm provider; skipped with a message where it is missing) (batch 1 and 4,
 # replica_num 2 on the second run); asserts the JSON result (throughput and operations > 0,
 # percentiles ordered, no errors, no verify failures), that --keep leaves the objects and the
-# default removes them, and that bad options exit 2.
+# default removes them, and that bad options exit 2. The master serves its embedded segment over
+# fabric too (--embedded_segment_protocols), as fabric-only clients may be placed there.
 set -u
 . "$(dirname "$0")/../lib/ports.sh"
 BIN=${CRESCENT_BUILD:?}/bin
@@ -16,6 +17,7 @@ fail() { echo "FAIL: $*"; cat "$tmp"/*.log 2>/dev/null | tail -20; exit 1; }
 
 port=$(free_port)
 "$BIN/crescent-master" --port "$port" --bind 127.0.0.1 --metrics_port 0 --memory 16mb \
+    --embedded_segment_protocols tcp,shm,fabric \
     > "$tmp/master.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 200); do

@@ -102,11 +102,16 @@ static void library_put_redis_get(const char *proto) {
     struct crescent_store *st = st_store(&master, proto, 0);
     char *val = malloc(64 * MIB);
     cr_assert(val != NULL);
+    /* The master's embedded segment is a pool segment too (tests/store/test_embedded.c):
+     * place the values on the peer's, so the master reads them with its engine. */
+    const char *on_peer[] = {p.segment};
+    struct crescent_store_replicate_config cfg = {.preferred_segments = on_peer,
+                                                  .n_preferred_segments = 1};
     for (size_t i = 0; i < NSIZES; i++) {
         char key[32];
         snprintf(key, sizeof(key), "lib-%zu", sizes[i]);
         st_fill(val, sizes[i], (unsigned)i + 1);
-        OK(crescent_store_put(st, key, val, sizes[i], NULL));
+        OK(crescent_store_put(st, key, val, sizes[i], &cfg));
         char seg[256];
         replica_segment(key, seg);
         cr_assert_str_eq(seg, p.segment);
@@ -354,7 +359,10 @@ Test(keyspace, set_of_a_pool_key_overwrites_it_in_the_pool) {
     struct st_peer p;
     st_peer_start(&p, &master, "tcp", 32 * MIB);
     struct crescent_store *st = st_store(&master, "tcp", 0);
-    OK(crescent_store_put(st, "k", "library-value", 13, NULL));
+    const char *on_peer[] = {p.segment};
+    struct crescent_store_replicate_config cfg = {.preferred_segments = on_peer,
+                                                  .n_preferred_segments = 1};
+    OK(crescent_store_put(st, "k", "library-value", 13, &cfg));
     redisReply *r = st_cmd(rc, "SET k redis-value!!");
     cr_assert_eq(r->type, REDIS_REPLY_STATUS, "%s", r->str);
     freeReplyObject(r);
@@ -382,7 +390,7 @@ Test(keyspace, set_of_a_pool_key_overwrites_it_in_the_pool) {
 
 /* The replica's owner was killed: GET answers nil (bounded), the master lives on. */
 Test(keyspace, get_after_owner_died_is_nil) {
-    start("--client_live_ttl_sec 60");
+    start("--client_live_ttl_sec 60 --memory 0"); /* the replica on the peer, nowhere else */
     struct st_peer p;
     st_peer_start(&p, &master, "tcp", 32 * MIB);
     struct crescent_store *st = st_store(&master, "tcp", 0);
@@ -404,7 +412,7 @@ Test(keyspace, get_after_owner_died_is_nil) {
 /* DEL of a leased object removes it at once; its buffer is freed when the lease ends. A
  * hard-pinned object is deleted too. */
 Test(keyspace, del_of_a_leased_object) {
-    start("--default_kv_lease_ttl 1500");
+    start("--default_kv_lease_ttl 1500 --memory 0"); /* only the peer's segment */
     struct st_peer p;
     st_peer_start(&p, &master, "tcp", 32 * MIB);
     struct crescent_store *st = st_store(&master, "tcp", 0);
@@ -532,7 +540,10 @@ Test(keyspace, pool_get_runs_off_the_loop) {
     char *val = malloc(MIB);
     cr_assert(val != NULL);
     st_fill(val, MIB, 9);
-    OK(crescent_store_put(st, "slow", val, MIB, NULL));
+    const char *on_peer[] = {p.segment}; /* a transfer, not the embedded segment's memcpy */
+    struct crescent_store_replicate_config cfg = {.preferred_segments = on_peer,
+                                                  .n_preferred_segments = 1};
+    OK(crescent_store_put(st, "slow", val, MIB, &cfg));
     redisContext *a = st_redis(&master);
     redisAppendCommand(a, "GET slow");
     redisAppendCommand(a, "GET nothing");

@@ -27,8 +27,12 @@
 static struct st_master master;
 static redisContext *rc;
 
+/* The peers' segments are the pool's only ones here: the master's embedded segment stays out
+ * (tests/store/test_embedded.c covers it). */
+#define NO_EMBEDDED " --embedded_segment_in_pool no"
+
 static void setup(void) {
-    st_master_start(&master, "--client_live_ttl_sec 3");
+    st_master_start(&master, "--client_live_ttl_sec 3" NO_EMBEDDED);
     rc = st_redis(&master);
 }
 
@@ -544,7 +548,7 @@ Test(store, master_restart_remounts_within_a_ping) {
 Test(store, read_outliving_its_lease_fails) {
     redisFree(rc);
     st_master_stop(&master);
-    st_master_start(&master, "--client_live_ttl_sec 3 --default_kv_lease_ttl 1");
+    st_master_start(&master, "--client_live_ttl_sec 3 --default_kv_lease_ttl 1" NO_EMBEDDED);
     rc = st_redis(&master);
     struct st_peer p;
     st_peer_start(&p, &master, "tcp", 80 * MIB);

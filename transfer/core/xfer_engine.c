@@ -115,7 +115,8 @@ void xfer_engine_destroy(struct xfer_engine *eng) {
     while (eng->shared) {
         struct xfer_shared *s = eng->shared;
         eng->shared = s->next;
-        munmap(s->addr, s->len);
+        if (!s->borrowed)
+            munmap(s->addr, s->len);
         close(s->fd);
         cm_free(s);
     }
@@ -529,6 +530,29 @@ int xfer_engine_alloc_shared(struct xfer_engine *eng, size_t len, void **out) {
     return 0;
 }
 
+/* Adopts a caller's memfd mapping; see xfer.h. */
+int xfer_engine_adopt_shared(struct xfer_engine *eng, void *addr, size_t len, int fd) {
+    if (!addr || len == 0 || fd < 0)
+        return -EINVAL;
+    struct xfer_shared *s = cm_try_calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (s->fd < 0) {
+        int e = -errno;
+        cm_free(s);
+        return e;
+    }
+    s->addr = addr;
+    s->len = len;
+    s->borrowed = 1;
+    pthread_mutex_lock(&eng->lock);
+    s->next = eng->shared;
+    eng->shared = s;
+    pthread_mutex_unlock(&eng->lock);
+    return 0;
+}
+
 /* Frees shared memory; see xfer.h. */
 int xfer_engine_free_shared(struct xfer_engine *eng, void *addr) {
     pthread_mutex_lock(&eng->lock);
@@ -537,7 +561,8 @@ int xfer_engine_free_shared(struct xfer_engine *eng, void *addr) {
         if (s->addr == addr) {
             *pp = s->next;
             pthread_mutex_unlock(&eng->lock);
-            munmap(s->addr, s->len);
+            if (!s->borrowed)
+                munmap(s->addr, s->len);
             close(s->fd);
             cm_free(s);
             return 0;

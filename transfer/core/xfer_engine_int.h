@@ -15,6 +15,7 @@ struct xfer_shared {
     void *addr;
     size_t len;
     int fd;
+    int borrowed; /* xfer_engine_adopt_shared: the mapping is the caller's */
     struct xfer_shared *next;
 };
 

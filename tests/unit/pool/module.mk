@@ -10,6 +10,7 @@ $(eval $(call unit_test,unit/pool/test_pool_snap,tests/unit/pool/test_pool_snap.
 $(eval $(call unit_test,unit/pool/test_pool_redis,tests/unit/pool/test_pool_redis.c,$(POOL_TEST_LIBS),-lm))
 $(eval $(call unit_test,unit/pool/test_pool_offload,tests/unit/pool/test_pool_offload.c,$(POOL_TEST_LIBS),-lm))
 $(eval $(call unit_test,unit/pool/test_pool_restore,tests/unit/pool/test_pool_restore.c,$(POOL_TEST_LIBS),-lm))
+$(eval $(call unit_test,unit/pool/test_pool_shared,tests/unit/pool/test_pool_shared.c,$(POOL_TEST_LIBS),-lm))
 
 # make bench-pool-memory: metadata bytes per object under the master's allocator.
 .PHONY: bench-pool-memory

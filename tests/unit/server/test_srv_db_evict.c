@@ -8,6 +8,7 @@
 
 #include "server/srv_db.h"
 #include "server/srv_offload.h"
+#include "server/srv_pool_seg.h"
 #include "server/srv_t.h"
 #include "server/srv_watch.h"
 
@@ -25,6 +26,12 @@ void srv_watch_touch(const char *key, size_t klen) {
 
 void srv_watch_touch_existing(int64_t now_ms) {
     (void)now_ms;
+}
+
+/* No pool here: the segment holds keys only. */
+uint64_t srv_pseg_evict(uint64_t need) {
+    (void)need;
+    return 0;
 }
 
 uint64_t srv__agg_mem(void) {

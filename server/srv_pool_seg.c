@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The embedded segment as a pool segment (srv_pool_seg.h): the shared allocator the pool core
+ * calls, the master's listening transfer engine that serves the segment's memory, the mount and
+ * its upkeep, and the local shortcut for the master's own transfers.
+ */
+#include "common/fmacros.h"
+
+#include "server/srv_pool_seg.h"
+
+#include "server/srv_mc.h"
+#include "server/srv_oplog.h"
+#include "server/srv_pool_kv.h"
+#include "server/srv_seg.h"
+#include "server/srv_server.h"
+
+#include "common/cm_atomic.h"
+#include "common/cm_errno.h"
+#include "common/cm_log.h"
+#include "common/cm_mem.h"
+#include "transfer/xfer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Set once by srv_pseg_start (main thread, before the loops run), read-only afterwards. */
+static struct xfer_engine *srv_pseg_eng;
+static char srv_pseg_hostname[POOL_MAX_NAME_LEN / 2] = "crescent-master";
+static char srv_pseg_segname[POOL_MAX_NAME_LEN] = "";
+static char srv_pseg_endpoint[POOL_MAX_NAME_LEN];
+static void *srv_pseg_desc;
+static size_t srv_pseg_desc_len;
+static _Atomic int srv_pseg_on;
+
+/* ---------------------------------------------------------------- the shared allocator */
+
+static uint32_t srv_pseg_alloc(void *arg, uint64_t len, uint64_t *off) {
+    struct srv_seg *seg = arg;
+    struct srv_block blk;
+    if (srv_seg_alloc(seg, len, &blk) != 0)
+        return 0;
+    *off = (uint64_t)(blk.ptr - srv_seg_base(seg));
+    return blk.handle;
+}
+
+static void srv_pseg_free(void *arg, uint32_t handle) {
+    srv_seg_free(arg, handle);
+}
+
+static uint64_t srv_pseg_offset(void *arg, uint32_t handle) {
+    return (uint64_t)(srv_seg_ptr(arg, handle) - srv_seg_base(arg));
+}
+
+static uint64_t srv_pseg_block_size(void *arg, uint32_t handle) {
+    return srv_seg_block_capacity(arg, handle);
+}
+
+static uint64_t srv_pseg_used(void *arg) {
+    return srv_seg_used(arg);
+}
+
+/* ---------------------------------------------------------------- engine and mount */
+
+/*
+ * The host the engine listens on: the first --bind address unless it is a wildcard, else
+ * MC_TCP_BIND_ADDRESS, else 127.0.0.1.
+ */
+static void srv_pseg_pick_host(char *buf, size_t len) {
+    char first[256] = "";
+    if (srv_cfg.bind)
+        sscanf(srv_cfg.bind, "%255s", first);
+    const char *env = getenv("MC_TCP_BIND_ADDRESS");
+    const char *h = first;
+    if (!h[0] || !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !strcmp(h, "*") || !strcmp(h, "[::]"))
+        h = env && env[0] ? env : "127.0.0.1";
+    snprintf(buf, len, "%s", h[0] == '-' ? h + 1 : h); /* "-::1" marks an optional bind */
+}
+
+/* Installs the transports of embedded_segment_protocols besides tcp (a failure is logged: the
+ * segment is served without that one). */
+static void srv_pseg_install_more(struct xfer_engine *e) {
+    char list[256];
+    snprintf(list, sizeof(list), "%s",
+             srv_cfg.embedded_segment_protocols ? srv_cfg.embedded_segment_protocols : "");
+    for (char *save = NULL, *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+        if (strcmp(t, "tcp") == 0)
+            continue;
+        int rc = xfer_engine_install(e, t, NULL);
+        if (rc < 0)
+            cm_log(CM_LOG_WARNING, "pool", "embedded segment served without %s: %s", t,
+                   cm_strerror(rc));
+    }
+}
+
+/* Creates the engine listening on host, with tcp and embedded_segment_protocols. */
+static int srv_pseg_engine_create(const char *host, struct xfer_engine **out) {
+    char listen[300];
+    int v6 = strchr(host, ':') != NULL && host[0] != '[';
+    snprintf(listen, sizeof(listen), v6 ? "[%s]:0" : "%s:0", host);
+    struct xfer_engine_opts o = {0};
+    o.local_name = "crescent-master";
+    o.listen = listen;
+    o.timeout_ms = SRV_PKV_TIMEOUT_MS;
+    o.handshake_timeout_ms = SRV_PKV_TIMEOUT_MS;
+    int rc = xfer_engine_create(&o, out);
+    if (rc == 0)
+        rc = xfer_engine_install(*out, "tcp", NULL);
+    if (rc < 0) {
+        cm_log(CM_LOG_WARNING, "pool",
+               "embedded segment: cannot create a transfer engine on %s: %s", listen,
+               cm_strerror(rc));
+        xfer_engine_destroy(*out);
+        *out = NULL;
+        return rc;
+    }
+    srv_pseg_install_more(*out);
+    return 0;
+}
+
+/* Registers the segment's memory (memfd first, so shm peers map it) and exports the
+ * descriptor into srv_pseg_desc. */
+static int srv_pseg_register(struct xfer_engine *e) {
+    char *base = srv_seg_base(srv_segment);
+    size_t size = (size_t)srv_seg_size(srv_segment);
+    int rc = xfer_engine_adopt_shared(e, base, size, srv_seg_memfd(srv_segment));
+    if (rc == 0)
+        rc = xfer_engine_register(e, base, size, "cpu:0", XFER_REG_REMOTE);
+    ssize_t n = rc == 0 ? xfer_engine_export_desc(e, NULL, 0) : rc;
+    if (n > 0) {
+        srv_pseg_desc = cm_malloc((size_t)n);
+        n = xfer_engine_export_desc(e, srv_pseg_desc, (size_t)n);
+    }
+    if (n < 0) {
+        cm_log(CM_LOG_WARNING, "pool", "embedded segment: cannot register it: %s",
+               cm_strerror((int)n));
+        return (int)n;
+    }
+    srv_pseg_desc_len = (size_t)n;
+    return xfer_engine_local_addr(e, srv_pseg_endpoint, sizeof(srv_pseg_endpoint)) < 0 ? -1 : 0;
+}
+
+/* Mounts (or refreshes) the segment in the current pool. Pool mutex held. Returns a pool code. */
+static int srv_pseg_mount(int64_t now) {
+    const struct pool_uuid *id = srv_pkv_self(now);
+    struct pool_segment_spec spec = {.name = srv_pseg_segname,
+                                     .base = (uint64_t)(uintptr_t)srv_seg_base(srv_segment),
+                                     .size = srv_seg_size(srv_segment),
+                                     .endpoint = srv_pseg_endpoint,
+                                     .protocol = "tcp",
+                                     .desc = srv_pseg_desc,
+                                     .desc_len = srv_pseg_desc_len};
+    struct pool_seg_allocator a = {srv_pseg_alloc,      srv_pseg_free, srv_pseg_offset,
+                                   srv_pseg_block_size, srv_pseg_used, srv_segment};
+    return pool_segment_mount_shared(srv_mc_pool, id, &spec, &a, now);
+}
+
+int srv_pseg_start(void) {
+    if (!srv_segment || !srv_cfg.embedded_segment_in_pool || srv_cfg.enable_ha ||
+        srv_oplog_enabled())
+        return 0;
+    if (srv_seg_size(srv_segment) < POOL_MIN_SEGMENT ||
+        srv_seg_size(srv_segment) > POOL_MAX_SEGMENT) {
+        cm_log(CM_LOG_NOTICE, "pool", "embedded segment of %llu bytes not mounted into the pool",
+               (unsigned long long)srv_seg_size(srv_segment));
+        return 0;
+    }
+    char host[sizeof(srv_pseg_hostname)];
+    srv_pseg_pick_host(host, sizeof(host));
+    struct xfer_engine *e;
+    if (srv_pseg_engine_create(host, &e) < 0)
+        return 0; /* logged: the master serves Redis without it */
+    if (srv_pseg_register(e) < 0) {
+        xfer_engine_destroy(e);
+        cm_free(srv_pseg_desc);
+        srv_pseg_desc = NULL;
+        return 0;
+    }
+    snprintf(srv_pseg_hostname, sizeof(srv_pseg_hostname), "%s", host);
+    int v6 = strchr(host, ':') != NULL && host[0] != '[';
+    snprintf(srv_pseg_segname, sizeof(srv_pseg_segname), v6 ? "master@[%s]:%lld" : "master@%s:%lld",
+             host, srv_cfg.port);
+    srv_pseg_eng = e;
+    srv_mc_lock();
+    int rc = srv_pseg_mount(srv_mc_now());
+    srv_mc_unlock();
+    if (rc != POOL_OK) { /* cannot happen with a fresh pool; the master goes on without it */
+        cm_log(CM_LOG_WARNING, "pool", "embedded segment: mount of %s refused: %s",
+               srv_pseg_segname, pool_err_name(rc));
+        srv_pseg_eng = NULL;
+        xfer_engine_destroy(e);
+        return 0;
+    }
+    cm_atomic_store_release(&srv_pseg_on, 1);
+    cm_log(CM_LOG_NOTICE, "pool",
+           "embedded segment mounted into the pool as %s (%llu bytes), "
+           "served at %s",
+           srv_pseg_segname, (unsigned long long)srv_seg_size(srv_segment), srv_pseg_endpoint);
+    return 0;
+}
+
+void srv_pseg_stop(void) {
+    cm_atomic_store_release(&srv_pseg_on, 0);
+    xfer_engine_destroy(srv_pseg_eng);
+    srv_pseg_eng = NULL;
+    cm_free(srv_pseg_desc);
+    srv_pseg_desc = NULL;
+}
+
+void srv_pseg_tick(int64_t now) {
+    if (!cm_atomic_load_acquire(&srv_pseg_on) || !srv_mc_pool)
+        return;
+    struct pool_segment_info info;
+    if (pool_segment_query(srv_mc_pool, srv_pseg_segname, &info) == POOL_OK)
+        return;
+    int rc = srv_pseg_mount(now);
+    if (rc == POOL_OK)
+        cm_log(CM_LOG_NOTICE, "pool", "embedded segment %s mounted again", srv_pseg_segname);
+    else /* e.g. a client took the name meanwhile: tried again every tick, logged sparsely */
+        cm_log_sparse(60000, CM_LOG_WARNING, "pool", "embedded segment %s cannot be mounted: %s",
+                      srv_pseg_segname, pool_err_name(rc));
+}
+
+struct xfer_engine *srv_pseg_engine(void) {
+    return cm_atomic_load_acquire(&srv_pseg_on) ? srv_pseg_eng : NULL;
+}
+
+const char *srv_pseg_host(void) {
+    return srv_pseg_hostname;
+}
+
+const char *srv_pseg_name(void) {
+    return cm_atomic_load_acquire(&srv_pseg_on) ? srv_pseg_segname : "";
+}
+
+char *srv_pseg_local(const char *segment, uint64_t addr, uint64_t len) {
+    if (!cm_atomic_load_acquire(&srv_pseg_on) || strcmp(segment, srv_pseg_segname) != 0)
+        return NULL;
+    uint64_t base = (uint64_t)(uintptr_t)srv_seg_base(srv_segment);
+    uint64_t size = srv_seg_size(srv_segment);
+    if (addr < base || len > size || addr - base > size - len)
+        return NULL;
+    return (char *)(uintptr_t)addr;
+}
+
+uint64_t srv_pseg_evict(uint64_t need) {
+    if (!cm_atomic_load_acquire(&srv_pseg_on) || srv_mc_object_hint() == 0)
+        return 0;
+    srv_mc_lock();
+    uint64_t n =
+        srv_mc_pool ? pool_evict_segment(srv_mc_pool, srv_pseg_segname, srv_mc_now(), need) : 0;
+    srv_mc_unlock();
+    return n;
+}

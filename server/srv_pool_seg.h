@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The master's embedded segment (--memory, srv_seg.h) as a segment of the distributed store's
+ * pool: mounted at start as `master@<host>:<port>`, owned by the master's own client id (which
+ * never expires), its buffers allocated from the same TLSF as the Redis keyspace's values, and
+ * its memory served to library clients by the master's transfer engine (tcp always, shm to
+ * same-host peers through the memfd).
+ *
+ * DESIGN. The pool core (server/pool/) sees the segment through a struct pool_seg_allocator
+ * whose calls go to srv_seg_alloc/srv_seg_free, so the pool's replicas and the keyspace's
+ * values share one space and one used figure (srv_seg_used), which both eviction rules read:
+ * the pool's watermark eviction (pool_tick) and the keyspace's (srv_db.c) each evict their own
+ * objects while the shared total is above eviction_high_watermark_ratio; a keyspace write that
+ * finds no room after evicting keys asks the pool to evict objects holding bytes in this
+ * segment (srv_pseg_evict). The master's own reads and writes of replicas in this segment are
+ * memcpy (srv_pseg_local). Not mounted without an embedded segment (--memory 0) or with HA or
+ * an op-log (its bytes do not outlive the process, a new leader could not serve them).
+ *
+ * Threads: srv_pseg_start/stop on the main thread; srv_pseg_tick under the pool mutex on the
+ * housekeeping thread; the others from any thread.
+ */
+#ifndef CRESCENT_SERVER_SRV_POOL_SEG_H
+#define CRESCENT_SERVER_SRV_POOL_SEG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct xfer_engine;
+
+/*
+ * Creates the listening transfer engine, registers the embedded segment with it and mounts the
+ * segment into the pool. Nothing to mount (no segment, embedded_segment_in_pool no, HA or an
+ * op-log) is a no-op; a failure (the engine cannot listen on the host) is logged and the master
+ * runs without it. Returns 0. Main thread, after srv_mc_start() and a snapshot restore.
+ */
+int srv_pseg_start(void);
+
+/* Destroys the engine (after srv_pkv_stop(), before srv_mc_stop()). Main thread. */
+void srv_pseg_stop(void);
+
+/* Mounts the segment again when the pool lost it (a snapshot restore swapped the pool, an
+ * MC.UNMOUNT by its owner id). Pool mutex held. */
+void srv_pseg_tick(int64_t now);
+
+/* The master's listening engine when the segment is mounted, else NULL. Any thread. */
+struct xfer_engine *srv_pseg_engine(void);
+
+/* The pool's host name for the master's own client: the engine's listening host when the
+ * segment is mounted, else "crescent-master". Static string. Any thread. */
+const char *srv_pseg_host(void);
+
+/* The segment's pool name ("" when not mounted). Static string. Any thread. */
+const char *srv_pseg_name(void);
+
+/*
+ * The local address of [addr, addr + len) when segment is the embedded segment's name and the
+ * range lies inside it, else NULL: the master reads and writes its own replicas with memcpy.
+ */
+char *srv_pseg_local(const char *segment, uint64_t addr, uint64_t len);
+
+/*
+ * Evicts pool objects that hold bytes in the embedded segment until need bytes were freed there
+ * (pool_evict_segment). Returns the number evicted. Takes the pool mutex; call with no pool
+ * mutex held (a keyspace shard lock may be held).
+ */
+uint64_t srv_pseg_evict(uint64_t need);
+
+#endif
