@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Benchmarks crescent-master against Debian's redis-server with redis-benchmark: SET and GET
 # at several value sizes, A/B alternating for several rounds, medians of ops/s, p50, p99 and
-# server CPU seconds per million requests (utime+stime from /proc/<pid>/stat). Then counts the
+# server CPU seconds per million requests (utime+stime from /proc/<pid>/stat), and the CPU of the
+# load generator itself (redis-benchmark, as % of one core and s per Mreq). Then counts the
 # work per request of each server (--count-only for this part alone): system calls with
 # `strace -c -f` and user-space instructions with `valgrind --tool=callgrind`, each as the
 # difference between two run lengths of redis-benchmark SET+GET 64 B c=50 (P 1 and 16), so
@@ -104,21 +105,35 @@ check_alive() {
 # One redis-benchmark run; appends "row test server round rps p50 p99 cpu_per_M" to RAW.
 RAW=$TMP/raw.tsv
 : >"$RAW"
+# The client's CPU (user + system of redis-benchmark, from the shell's `times` for its
+# children) is recorded too: on a small host the load generator, not the server, can be what
+# saturates (docs/benchmarks.md). Softirq time is not in either process's figure when the
+# kernel accounts it apart (CONFIG_IRQ_TIME_ACCOUNTING).
 run_one() {
-    local name=$1 pid=$2 port=$3 test=$4 size=$5 pipe=$6 n=$7 round=$8 c0 c1 line
+    local name=$1 pid=$2 port=$3 test=$4 size=$5 pipe=$6 n=$7 round=$8 c0 c1 w0 w1 out line cli
     c0=$(cpu_seconds "$pid")
-    line=$(redis-benchmark -h 127.0.0.1 -p "$port" -c "$CLIENTS" -P "$pipe" -t "$test" \
-        -d "$size" -n "$n" --csv 2>/dev/null | grep -i "^\"$test\"" | head -1) || true
+    w0=$(date +%s.%N)
+    out=$(
+        redis-benchmark -h 127.0.0.1 -p "$port" -c "$CLIENTS" -P "$pipe" -t "$test" \
+            -d "$size" -n "$n" --csv 2>/dev/null || true
+        times
+    )
+    w1=$(date +%s.%N)
     c1=$(cpu_seconds "$pid")
     check_alive "$pid" "$name"
+    line=$(echo "$out" | grep -i "^\"$test\"" | head -1) || true
     if [ -z "$line" ]; then
         echo "bench: no result from redis-benchmark for $name $test -d $size -P $pipe" >&2
         exit 1
     fi
+    # last line of `times`: "XmY.YYYs XmY.YYYs" user and system of the children
+    cli=$(echo "$out" | tail -1 | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m");
+        sub(/s$/, "", a[2]); s += a[1] * 60 + a[2] } print s }')
     # "test","rps","avg","min","p50","p95","p99","max"
     echo "$line" | tr -d '"' | awk -F, -v r="$test/$size/$pipe" -v s="$name" -v k="$round" \
-        -v c0="$c0" -v c1="$c1" -v n="$n" \
-        '{ printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\n", r, $1, s, k, $2, $5, $7, (c1 - c0) * 1e6 / n }' \
+        -v c0="$c0" -v c1="$c1" -v n="$n" -v cli="$cli" -v w="$(echo "$w0 $w1" | awk '{ print $2 - $1 }')" \
+        '{ printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%.1f\n", r, $1, s, k, $2, $5, $7,
+           (c1 - c0) * 1e6 / n, cli * 1e6 / n, (w > 0 ? cli * 100 / w : 0) }' \
         >>"$RAW"
 }
 
@@ -157,11 +172,12 @@ raw, a, b = sys.argv[1:4]
 runs = defaultdict(list)
 order = []
 for line in open(raw):
-    row, test, srv, rnd, rps, p50, p99, cpu = line.rstrip("\n").split("\t")
+    row, test, srv, rnd, rps, p50, p99, cpu, ccpu, cpct = line.rstrip("\n").split("\t")
     key = (row, test)
     if key not in order:
         order.append(key)
-    runs[(row, test, srv)].append((float(rps), float(p50), float(p99), float(cpu)))
+    runs[(row, test, srv)].append((float(rps), float(p50), float(p99), float(cpu), float(ccpu),
+                                   float(cpct)))
 def med(row, test, srv, i):
     v = [r[i] for r in runs[(row, test, srv)]]
     return statistics.median(v) if v else float("nan")
@@ -170,7 +186,7 @@ def human(n):
     return {64: "64 B", 4096: "4 KiB", 65536: "64 KiB", 1048576: "1 MiB"}.get(n, f"{n} B")
 hdr = (f"{'test':<5} {'value':>7} {'P':>3} | {a + ' ops/s':>15} {'p50':>7} {'p99':>7} | "
        f"{b + ' ops/s':>15} {'p50':>7} {'p99':>7} | {'ratio':>6} | "
-       f"{'cpu s/Mreq ' + a:>20} {b:>8}")
+       f"{'cpu s/Mreq ' + a:>20} {b:>8} | {'client cpu%':>11} {'':>5}")
 print(hdr)
 print("-" * len(hdr))
 for row, test in order:
@@ -179,9 +195,15 @@ for row, test in order:
     print(f"{test:<5} {human(size):>7} {pipe:>3} | {ra:>15,.0f} {med(row, test, a, 1):>7.3f} "
           f"{med(row, test, a, 2):>7.3f} | {rb:>15,.0f} {med(row, test, b, 1):>7.3f} "
           f"{med(row, test, b, 2):>7.3f} | {ra / rb if rb else float('nan'):>6.2f} | "
-          f"{med(row, test, a, 3):>20.2f} {med(row, test, b, 3):>8.2f}")
-print("\nmedians of %d rounds; p50/p99 in ms (redis-benchmark); ratio = %s/%s ops/s"
+          f"{med(row, test, a, 3):>20.2f} {med(row, test, b, 3):>8.2f} | "
+          f"{med(row, test, a, 5):>11.0f} {med(row, test, b, 5):>5.0f}")
+print("\nmedians of %d rounds; p50/p99 in ms (redis-benchmark); ratio = %s/%s ops/s;"
       % (max(len(v) for v in runs.values()), a, b))
+print("cpu s/Mreq: server user+system CPU seconds per million requests; client cpu%%: "
+      "redis-benchmark's user+system CPU as %% of one core (%s, then %s)" % (a, b))
+print("client cpu s/Mreq (%s, %s): " % (a, b) + ", ".join(
+    f"{t} {human(r.split('/')[1])} P{r.split('/')[2]} {med(r, t, a, 4):.1f}/{med(r, t, b, 4):.1f}"
+    for r, t in order))
 PY
     if [ -n "${BENCH_RAW:-}" ]; then cp "$RAW" "$BENCH_RAW"; fi
     kill "$a_pid" "$b_pid" 2>/dev/null || true

@@ -25,6 +25,10 @@ uint64_t cm_mono_ms(void) {
     return cm_clock_ns(CLOCK_MONOTONIC) / 1000000;
 }
 
+uint64_t cm_mono_coarse_ms(void) {
+    return cm_clock_ns(CLOCK_MONOTONIC_COARSE) / 1000000;
+}
+
 uint64_t cm_wall_us(void) {
     return cm_clock_ns(CLOCK_REALTIME) / 1000;
 }

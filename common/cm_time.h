@@ -10,6 +10,14 @@ uint64_t cm_mono_ns(void);
 uint64_t cm_mono_us(void);
 uint64_t cm_mono_ms(void);
 
+/*
+ * CLOCK_MONOTONIC_COARSE in milliseconds: the time of the last timer tick (resolution 1 to 10
+ * ms, the kernel's HZ), read without the TSC, so several times cheaper than cm_mono_ms(); for
+ * coarse stamps such as LRU ages taken per command. Monotonic across threads; compare it only
+ * with itself, never with cm_mono_ms().
+ */
+uint64_t cm_mono_coarse_ms(void);
+
 /* CLOCK_REALTIME (Unix epoch) in microseconds / milliseconds. */
 uint64_t cm_wall_us(void);
 uint64_t cm_wall_ms(void);
