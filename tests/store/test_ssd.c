@@ -6,7 +6,8 @@
  * back byte-exact, the evicted ones from SSD; force-evict drops victims beyond the cap; a second
  * client reads the first one's offloaded values; the owner dies and its LOCAL_DISK replicas
  * vanish (OBJECT_NOT_FOUND); a restarted client re-registers its disk and reads promote
- * disk-only objects back to memory.
+ * disk-only objects back to memory; a restarted master (no HA) gets every disk object
+ * re-registered by its owner.
  * Reads through the owner's staging buffer (docs/storage.md, "Reads"): byte-exact over tcp, shm
  * and fabric with the reader's transfer-engine counters moving the bytes, the GC of an
  * unreleased staging buffer, a full staging area, an owner that dies mid-stage, and promotion
@@ -230,6 +231,42 @@ Test(ssd, restart_re_registers_what_the_scan_found_and_reads_promote) {
     cr_assert_eq(offload_stat(c, "promoted"), 8);
     crescent_store_destroy(b);
     crescent_store_destroy(a2);
+    redisFree(c);
+}
+
+/* The master restarts without HA (all its metadata gone): the client remounts within its pings
+ * and its SSD heartbeat re-registers every disk object, which a second client then reads. */
+Test(ssd, master_restart_clients_re_register_their_disk_objects) {
+    st_master_start(&M, "--memory 0 --enable_offload yes --default_kv_lease_ttl 300");
+    struct crescent_store *a = ssd_store(SEG, dir_a);
+    for (int i = 0; i < 8; i++) {
+        cr_assert_eq(put_retry(a, i, st_now_ms() + 60000), 0);
+    }
+    redisContext *c = st_redis(&M);
+    long long deadline = st_now_ms() + 30000;
+    while (offload_stat(c, "done") < 8 && st_now_ms() < deadline) {
+        st_sleep_ms(100); /* eager offload: every put is queued at put end */
+    }
+    cr_assert_eq(offload_stat(c, "done"), 8);
+    cr_assert_eq(offload_stat(c, "disk_replicas"), 8);
+    redisFree(c);
+    st_master_kill(&M);
+    st_master_restart(&M);
+    c = st_redis(&M);
+    cr_assert_eq(offload_stat(c, "disk_replicas"), 0, "a restarted master knows nothing");
+    deadline = st_now_ms() + 30000;
+    while (offload_stat(c, "disk_replicas") < 8 && st_now_ms() < deadline) {
+        st_sleep_ms(100); /* ping: NEED_REMOUNT, remount; heartbeat: mount the disk again */
+    }
+    cr_assert_eq(offload_stat(c, "disk_replicas"), 8, "every disk object re-registered");
+    struct crescent_store *b = st_store(&M, "tcp", 0);
+    for (int i = 0; i < 8; i++) {
+        cr_assert_eq(disk_only(c, i), 1, "key %d: its memory copy died with the master", i);
+        cr_assert_eq(get_exact(b, i), 0, "key %d: %s", i, crescent_store_last_error());
+    }
+    cr_assert_eq(offload_stat(c, "disk_reads"), 8, "each read was staged by the owner");
+    crescent_store_destroy(b);
+    crescent_store_destroy(a);
     redisFree(c);
 }
 
