@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The SSD tier's core (sto.h): open and path rules, the index of objects, quotas and
- * watermark eviction, and the put/get data paths over the I/O layer. Record placement is the
- * backends' (sto_bucket.c, sto_fpk.c, sto_offset.c).
+ * The SSD tier's core (sto.h): open and path rules, the sharded index of objects, quotas and
+ * watermark eviction, and the put/get data paths over the I/O layer (locks: sto_int.h). Record
+ * placement is the backends' (sto_bucket.c, sto_fpk.c, sto_offset.c).
  */
 #include "common/fmacros.h"
 
@@ -36,8 +36,22 @@ static int ent_eq(const struct cm_ht_node *n, const void *key, size_t klen) {
     return e->klen == klen && memcmp(e->key, key, klen) == 0;
 }
 
+static struct sto_shard *shard_of_hash(struct sto *s, uint64_t h) {
+    return &s->shards[(h >> 56) & (STO_SHARDS - 1)]; /* the table uses the low bits */
+}
+
+static unsigned shard_idx(const void *key, size_t klen) {
+    return (unsigned)((key_hash(key, klen) >> 56) & (STO_SHARDS - 1));
+}
+
+static struct sto_shard *shard_of(struct sto *s, const struct sto_ent *e) {
+    return shard_of_hash(s, e->hnode.hash);
+}
+
+/* The entry of key, or NULL. Under its shard (shared) or s->mu. */
 static struct sto_ent *lookup(struct sto *s, const void *key, size_t klen) {
-    return (struct sto_ent *)cm_ht_find(&s->ht, key_hash(key, klen), key, klen, ent_eq);
+    uint64_t h = key_hash(key, klen);
+    return (struct sto_ent *)cm_ht_find(&shard_of_hash(s, h)->ht, h, key, klen, ent_eq);
 }
 
 static struct sto_ent *ent_new(const struct sto_rec *r, uint64_t loc) {
@@ -94,19 +108,24 @@ static void lru_append(struct sto *s, struct sto_ent *e) {
     s->ltail = e;
 }
 
-/* Links e into the index and accounting. rw exclusive. */
+/* Links e into the index and accounting. s->mu and e's shard (exclusive). */
 static void index_add(struct sto *s, struct sto_ent *e) {
-    cm_ht_insert(&s->ht, &e->hnode);
+    cm_ht_insert(&shard_of(s, e)->ht, &e->hnode);
+    pthread_mutex_lock(&s->lru_mu);
     lru_append(s, e);
+    pthread_mutex_unlock(&s->lru_mu);
     s->bytes += e->value_len;
     s->disk_bytes += e->rec_len;
     s->keys++;
 }
 
-/* Unlinks e from the index and accounting (the caller frees or releases it). rw exclusive. */
+/* Unlinks e from the index and accounting (the caller frees or releases it). s->mu and e's
+ * shard (exclusive). */
 static void index_del(struct sto *s, struct sto_ent *e) {
-    cm_ht_remove(&s->ht, &e->hnode);
+    cm_ht_remove(&shard_of(s, e)->ht, &e->hnode);
+    pthread_mutex_lock(&s->lru_mu);
     lru_unlink(s, e);
+    pthread_mutex_unlock(&s->lru_mu);
     s->bytes -= e->value_len;
     s->disk_bytes -= e->rec_len;
     s->keys--;
@@ -313,10 +332,13 @@ int sto_open(const struct sto_config *cfg, const char *path, struct sto **out, c
     s->lockfd = -1;
     s->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     s->next_seq = 1;
-    pthread_rwlock_init(&s->rw, NULL);
+    pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->put_mu, NULL);
     pthread_mutex_init(&s->lru_mu, NULL);
-    cm_ht_init(&s->ht, 1024);
+    for (unsigned i = 0; i < STO_SHARDS; i++) {
+        pthread_rwlock_init(&s->shards[i].rw, NULL);
+        cm_ht_init(&s->shards[i].ht, 64);
+    }
     s->ops = backend_ops(cfg->backend);
     if (s->dirfd < 0) {
         rc = -errno;
@@ -359,14 +381,17 @@ void sto_close(struct sto *s) {
         return;
     if (s->ops)
         s->ops->close(s);
-    cm_ht_clear(&s->ht, ent_free_cb, NULL);
-    cm_ht_fini(&s->ht);
+    for (unsigned i = 0; i < STO_SHARDS; i++) {
+        cm_ht_clear(&s->shards[i].ht, ent_free_cb, NULL);
+        cm_ht_fini(&s->shards[i].ht);
+        pthread_rwlock_destroy(&s->shards[i].rw);
+    }
     sto__io_fini(s);
     if (s->lockfd >= 0)
         close(s->lockfd);
     if (s->dirfd >= 0)
         close(s->dirfd);
-    pthread_rwlock_destroy(&s->rw);
+    pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->put_mu);
     pthread_mutex_destroy(&s->lru_mu);
     cm_free(s);
@@ -374,25 +399,48 @@ void sto_close(struct sto *s) {
 
 /* ---------------------------------------------------------------- eviction */
 
-/* Removes e from the index and frees its space. rw exclusive. */
+/* Removes e from the index and frees its space. s->mu and e's shard (exclusive). */
 static void drop(struct sto *s, struct sto_ent *e) {
     index_del(s, e);
     s->ops->release(s, e, false);
     sto__ent_free(e);
 }
 
-/* Evicts the first victim in policy order, telling the eviction hook. rw exclusive. */
-static void evict_one(struct sto *s) {
+/* The first victim in policy order, or NULL. */
+static struct sto_ent *lru_first(struct sto *s) {
+    pthread_mutex_lock(&s->lru_mu);
     struct sto_ent *e = s->lhead;
-    if (s->evict_cb)
-        s->evict_cb(e->key, e->klen, e->value_len, s->evict_arg);
-    drop(s, e);
-    s->n_evictions++;
+    pthread_mutex_unlock(&s->lru_mu);
+    return e;
+}
+
+/*
+ * Evicts the first victim in policy order, telling the eviction hook. Under s->mu, so no entry
+ * leaves the index meanwhile; a get may move the head (lru) while this waits for the victim's
+ * shard, so the head is checked again once that shard is held.
+ */
+static void evict_one(struct sto *s) {
+    for (;;) {
+        struct sto_ent *e = lru_first(s);
+        if (!e)
+            return;
+        struct sto_shard *sh = shard_of(s, e);
+        pthread_rwlock_wrlock(&sh->rw);
+        if (lru_first(s) == e) {
+            if (s->evict_cb)
+                s->evict_cb(e->key, e->klen, e->value_len, s->evict_arg);
+            drop(s, e);
+            s->n_evictions++;
+            pthread_rwlock_unlock(&sh->rw);
+            return;
+        }
+        pthread_rwlock_unlock(&sh->rw);
+    }
 }
 
 /*
  * Makes room for one more object of len bytes: above the high watermark (or the quota, or the
- * key limit) evicts in policy order down to the low watermark. rw exclusive.
+ * key limit) evicts in policy order down to the low watermark. Under s->mu.
  */
 static int make_room(struct sto *s, uint64_t len) {
     uint64_t q = s->quota_bytes, kq = s->cfg.total_keys_limit;
@@ -407,7 +455,7 @@ static int make_room(struct sto *s, uint64_t len) {
         if (target < len)
             target = len;
         bool any = false;
-        while (s->lhead && (s->bytes + len > target || s->keys + 1 > kq)) {
+        while (lru_first(s) && (s->bytes + len > target || s->keys + 1 > kq)) {
             evict_one(s);
             any = true;
         }
@@ -425,14 +473,14 @@ void sto_set_evict_cb(struct sto *s, sto_evict_cb *cb, void *arg) {
     s->evict_arg = arg;
 }
 
-/* Reserves room in the backend, evicting on -ENOSPC when the policy allows. rw exclusive. */
+/* Reserves room in the backend, evicting on -ENOSPC when the policy allows. Under s->mu. */
 static int alloc_evicting(struct sto *s, struct sto_wr *w) {
     for (;;) {
         int rc = s->ops->alloc(s, w);
-        if (rc != -ENOSPC || s->policy == STO_EVICT_NONE || !s->lhead)
+        if (rc != -ENOSPC || s->policy == STO_EVICT_NONE || !lru_first(s))
             return rc;
         unsigned n = 0;
-        while (s->lhead && n++ < 8)
+        while (lru_first(s) && n++ < 8)
             evict_one(s);
         s->ops->flush(s);
     }
@@ -513,13 +561,20 @@ static int prepare(struct sto *s, struct sto_wr *w, const void *key, size_t klen
     return sto_rec_layout(&w->rec, s->align);
 }
 
-/* Publishes a written record: backend commit, index insert, older version released. */
+/*
+ * Publishes a written record: backend commit, index insert, older version released. Under
+ * s->mu; takes the key's shard before the commit, which may change what the key's reads see
+ * (file-per-key renames the new file over the old one).
+ */
 static int publish(struct sto *s, struct sto_wr *w) {
     struct sto_rec r = w->rec;
     r.rec_off = w->off;
     struct sto_ent *e = ent_new(&r, w->loc);
+    struct sto_shard *sh = shard_of(s, e);
+    pthread_rwlock_wrlock(&sh->rw);
     int rc = s->ops->commit(s, w, e);
     if (rc) {
+        pthread_rwlock_unlock(&sh->rw);
         sto__ent_free(e);
         return rc;
     }
@@ -528,9 +583,11 @@ static int publish(struct sto *s, struct sto_wr *w) {
         index_del(s, old);
         s->ops->release(s, old, true);
         sto__ent_free(old);
-        s->ops->flush(s);
     }
     index_add(s, e);
+    pthread_rwlock_unlock(&sh->rw);
+    if (old)
+        s->ops->flush(s);
     s->n_puts++;
     return 0;
 }
@@ -544,23 +601,23 @@ int sto_put(struct sto *s, const void *key, size_t klen, const struct iovec *iov
         return rc;
     uint8_t hdr[STO_REC_HDR + STO_KEY_MAX];
     pthread_mutex_lock(&s->put_mu);
-    pthread_rwlock_wrlock(&s->rw);
+    pthread_mutex_lock(&s->mu);
     w.rec.seq = s->next_seq++;
     size_t hlen = sto_rec_encode(&w.rec, hdr);
     rc = make_room(s, w.rec.value_len);
     if (rc == 0)
         rc = alloc_evicting(s, &w);
-    pthread_rwlock_unlock(&s->rw);
+    pthread_mutex_unlock(&s->mu);
     if (rc == 0) {
         struct sto_slot *sl = sto__slot_get(s);
         rc = write_record(s, sl, &w, hdr, hlen, iov, iovcnt);
         sto__slot_put(sl);
-        pthread_rwlock_wrlock(&s->rw);
+        pthread_mutex_lock(&s->mu);
         if (rc == 0)
             rc = publish(s, &w);
         if (rc)
             s->ops->abort(s, &w);
-        pthread_rwlock_unlock(&s->rw);
+        pthread_mutex_unlock(&s->mu);
     }
     pthread_mutex_unlock(&s->put_mu);
     return rc;
@@ -592,7 +649,7 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
     struct sto_iov *v = cm_malloc(sizeof(*v) * n);
     size_t *idx = cm_malloc(sizeof(*idx) * n);
     unsigned nv = 0;
-    pthread_rwlock_wrlock(&s->rw);
+    pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < n; i++) {
         memset(&w[i], 0, sizeof(w[i]));
         w[i].rec = (struct sto_rec){.flags = STO_REC_PUT,
@@ -610,7 +667,7 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
         if (rc == 0)
             idx[nv++] = i;
     }
-    pthread_rwlock_unlock(&s->rw);
+    pthread_mutex_unlock(&s->mu);
     /* Records that follow each other in one file go out as one write of up to 1 MiB. */
     size_t pos = 0;
     unsigned nrun = 0;
@@ -651,7 +708,7 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
         sto__io_start(s, sl, v, nrun - 1);
     /* at most STO_IO_DEPTH were started; the rest go through the ring's own queueing */
     sto__io_finish(s, sl, v, nrun, nrun < STO_IO_DEPTH ? nrun : STO_IO_DEPTH);
-    pthread_rwlock_wrlock(&s->rw);
+    pthread_mutex_lock(&s->mu);
     for (unsigned k = 0; k < nv; k++) {
         size_t i = idx[k];
         int rc = v[run_of[k]].res;
@@ -661,7 +718,7 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
             s->ops->abort(s, &w[i]);
         items[i].result = rc;
     }
-    pthread_rwlock_unlock(&s->rw);
+    pthread_mutex_unlock(&s->mu);
     cm_free(run_of);
     cm_free(idx);
     cm_free(v);
@@ -705,7 +762,7 @@ int sto_batch_put(struct sto *s, struct sto_put_item *items, size_t n) {
 
 /* ---------------------------------------------------------------- get */
 
-/* Marks e used (lru). rw shared. */
+/* Marks e used (lru). Under e's shard (shared). */
 static void touch(struct sto *s, struct sto_ent *e) {
     if (s->policy != STO_EVICT_LRU)
         return;
@@ -766,7 +823,8 @@ struct get_plan {
     uint64_t a;     /* span start */
 };
 
-/* Looks up item; returns 0 and fills p, or a negative result for the item. rw shared. */
+/* Looks up item; returns 0 and fills p, or a negative result for the item. Under the item's
+ * shard (shared). */
 static ssize_t plan_item(struct sto *s, struct sto_get_item *it, struct get_plan *p) {
     if (!key_ok(it->key, it->klen))
         return -EINVAL;
@@ -815,12 +873,28 @@ static void get_done(void *arg, unsigned k) {
     c->s->ops->put_fd(c->s, q->e, q->fd);
 }
 
+/* Takes (lock) or drops the shared locks of the shards in mask, in ascending order. */
+static void lock_shards(struct sto *s, uint32_t mask, bool lock) {
+    for (unsigned i = 0; i < STO_SHARDS; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        if (lock)
+            pthread_rwlock_rdlock(&s->shards[i].rw);
+        else
+            pthread_rwlock_unlock(&s->shards[i].rw);
+    }
+}
+
 int sto_batch_get(struct sto *s, struct sto_get_item *items, size_t n) {
     struct get_plan *p = cm_calloc(n ? n : 1, sizeof(*p));
     struct sto_iov *v = cm_calloc(n ? n : 1, sizeof(*v));
     unsigned *vi = cm_calloc(n ? n : 1, sizeof(*vi));
+    uint32_t mask = 0;
+    for (size_t i = 0; i < n; i++)
+        if (key_ok(items[i].key, items[i].klen))
+            mask |= 1u << shard_idx(items[i].key, items[i].klen);
     struct sto_slot *sl = sto__slot_get(s);
-    pthread_rwlock_rdlock(&s->rw);
+    lock_shards(s, mask, true);
     size_t i = 0;
     while (i < n) {
         size_t room = sl->stage_len, used = 0;
@@ -870,7 +944,7 @@ int sto_batch_get(struct sto *s, struct sto_get_item *items, size_t n) {
         struct get_ctx gc = {.s = s, .items = items, .p = p, .v = v, .vi = vi};
         sto__io_run_cb(s, sl, v, nv, get_done, &gc);
     }
-    pthread_rwlock_unlock(&s->rw);
+    lock_shards(s, mask, false);
     sto__slot_put(sl);
     int ok = 0;
     for (i = 0; i < n; i++)
@@ -887,10 +961,11 @@ int sto_batch_get(struct sto *s, struct sto_get_item *items, size_t n) {
 ssize_t sto_get_size(struct sto *s, const void *key, size_t klen) {
     if (!key_ok(key, klen))
         return -EINVAL;
-    pthread_rwlock_rdlock(&s->rw);
+    struct sto_shard *sh = &s->shards[shard_idx(key, klen)];
+    pthread_rwlock_rdlock(&sh->rw);
     struct sto_ent *e = lookup(s, key, klen);
     ssize_t r = e ? (ssize_t)e->value_len : -CM_EOBJECT_NOT_FOUND;
-    pthread_rwlock_unlock(&s->rw);
+    pthread_rwlock_unlock(&sh->rw);
     return r;
 }
 
@@ -901,15 +976,18 @@ int sto_exists(struct sto *s, const void *key, size_t klen) {
 int sto_remove(struct sto *s, const void *key, size_t klen) {
     if (!key_ok(key, klen))
         return -EINVAL;
-    pthread_rwlock_wrlock(&s->rw);
+    pthread_mutex_lock(&s->mu);
     struct sto_ent *e = lookup(s, key, klen);
     int rc = -CM_EOBJECT_NOT_FOUND;
     if (e) {
+        struct sto_shard *sh = shard_of(s, e);
+        pthread_rwlock_wrlock(&sh->rw); /* waits for the reads of e's shard */
         drop(s, e);
+        pthread_rwlock_unlock(&sh->rw);
         rc = s->ops->flush(s);
         s->n_removes++;
     }
-    pthread_rwlock_unlock(&s->rw);
+    pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
@@ -926,21 +1004,31 @@ static void scan_visit(struct cm_ht_node *node, void *arg) {
     c->n++;
 }
 
+#define SCAN_SHARD_SHIFT 56 /* a cursor: shard << 56 | that shard's table cursor */
+
 int sto_scan(struct sto *s, uint64_t *cursor, sto_scan_cb *cb, void *arg) {
     struct scan_ctx c = {.cb = cb, .arg = arg};
-    pthread_rwlock_rdlock(&s->rw);
-    uint64_t cur = *cursor;
-    do {
-        cur = cm_ht_scan(&s->ht, cur, scan_visit, &c);
-    } while (cur != 0 && (uint64_t)c.n < s->cfg.scanmeta_keys_limit);
-    pthread_rwlock_unlock(&s->rw);
-    *cursor = cur;
+    uint64_t sh = *cursor >> SCAN_SHARD_SHIFT;
+    uint64_t in = *cursor & ((1ull << SCAN_SHARD_SHIFT) - 1);
+    bool first = true; /* every call moves on by one bucket at least */
+    while (sh < STO_SHARDS && (first || (uint64_t)c.n < s->cfg.scanmeta_keys_limit)) {
+        struct sto_shard *x = &s->shards[sh];
+        pthread_rwlock_rdlock(&x->rw);
+        do {
+            in = cm_ht_scan(&x->ht, in, scan_visit, &c);
+            first = false;
+        } while (in != 0 && (uint64_t)c.n < s->cfg.scanmeta_keys_limit);
+        pthread_rwlock_unlock(&x->rw);
+        if (in == 0)
+            sh++;
+    }
+    *cursor = sh >= STO_SHARDS ? 0 : sh << SCAN_SHARD_SHIFT | in;
     return c.n;
 }
 
 void sto_stats(struct sto *s, struct sto_stats *st) {
     memset(st, 0, sizeof(*st));
-    pthread_rwlock_rdlock(&s->rw);
+    pthread_mutex_lock(&s->mu);
     st->bytes = s->bytes;
     st->keys = s->keys;
     st->quota_bytes = s->quota_bytes;
@@ -949,7 +1037,7 @@ void sto_stats(struct sto *s, struct sto_stats *st) {
     st->removes = s->n_removes;
     st->evictions = s->n_evictions;
     st->recovered = s->n_recovered;
-    pthread_rwlock_unlock(&s->rw);
+    pthread_mutex_unlock(&s->mu);
     st->gets = __atomic_load_n(&s->n_gets, __ATOMIC_RELAXED);
     st->torn = __atomic_load_n(&s->n_torn, __ATOMIC_RELAXED);
     st->corrupt = __atomic_load_n(&s->n_corrupt, __ATOMIC_RELAXED);

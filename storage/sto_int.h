@@ -3,11 +3,18 @@
  * Internals of storage/ shared between its files: the store, its index entries, the backend
  * ops table and the I/O layer (sto_io.c). Not for other modules.
  *
- * DESIGN: sto.c owns the index (a hash table of struct sto_ent), quotas and eviction; a backend
- * only places records (alloc), makes them durable-and-findable (commit), frees them (release)
- * and finds them again at open (recover, through sto__recovered()). Locks: s->rw (shared for
- * lookups and reads, exclusive for index changes), s->put_mu (one put at a time), s->lru_mu
- * (the eviction list under a shared s->rw).
+ * DESIGN: sto.c owns the index (STO_SHARDS hash tables of struct sto_ent, a key's shard chosen
+ * by its hash), quotas and eviction; a backend only places records (alloc), makes them
+ * durable-and-findable (commit), frees them (release) and finds them again at open (recover,
+ * through sto__recovered()).
+ * Locks, in the order they are taken: s->put_mu (one put at a time), an I/O slot, s->mu (every
+ * change of the index, the accounting, the backend's state), a shard's rw (shared for lookups
+ * and the reads of its entries, exclusive, under s->mu, to link or unlink one of them), s->lru_mu
+ * (the eviction list; a leaf). A get takes only the shared locks of its keys' shards, so gets
+ * of different shards and an index change in a third run side by side; a reader of a shard
+ * keeps its entries (and their space) alive until it unlocks. Index changes stay serialised by
+ * s->mu, so a backend sees the same one-writer world as before. A batch get locks its shards in
+ * ascending order; a writer holds at most one shard lock.
  */
 #ifndef CRESCENT_STORAGE_STO_INT_H
 #define CRESCENT_STORAGE_STO_INT_H
@@ -22,8 +29,10 @@
 
 #define STO_IO_SLOTS 4u  /* staging buffers / rings per store */
 #define STO_IO_DEPTH 64u /* ring entries */
+#define STO_SHARDS   16u /* index shards (a power of two, at most 32: batch gets keep a mask) */
 
-/* One stored object. Fields change only under s->rw held exclusively (lru links: lru_mu). */
+/* One stored object. Fields are fixed while it is indexed, except the lru links (lru_mu) and the
+ * bucket links (s->mu). */
 struct sto_ent {
     struct cm_ht_node hnode;
     struct sto_ent *lprev, *lnext; /* eviction order (head = first victim) */
@@ -58,17 +67,20 @@ struct sto_backend_ops {
     int (*open)(struct sto *s, char *err, size_t errlen);
     /* Writes what close needs (seals) and frees the backend state. */
     void (*close)(struct sto *s);
-    /* Reserves room for w->rec (rec_len set) and sets w->fd, w->off, w->loc. Under put_mu. */
+    /* Reserves room for w->rec (rec_len set) and sets w->fd, w->off, w->loc. Under s->mu. */
     int (*alloc)(struct sto *s, struct sto_wr *w);
-    /* Gives back a reservation whose write failed. Under put_mu. */
+    /* Gives back a reservation whose write failed. Under s->mu. */
     void (*abort)(struct sto *s, struct sto_wr *w);
-    /* Makes a written record findable after a restart; e is the new entry. Under rw (excl). */
+    /* Makes a written record findable after a restart; e is the new entry. Under s->mu and the
+     * key's shard (exclusive). */
     int (*commit)(struct sto *s, struct sto_wr *w, struct sto_ent *e);
-    /* Frees e's space. replaced: a newer record of the same key was just committed. rw excl. */
+    /* Frees e's space. replaced: a newer record of the same key was just committed. Under s->mu
+     * and e's shard (exclusive). */
     void (*release)(struct sto *s, struct sto_ent *e, bool replaced);
-    /* Writes metadata that a series of release() calls left pending. rw excl. */
+    /* Writes metadata that a series of release() calls left pending. Under s->mu. */
     int (*flush)(struct sto *s);
-    /* Returns an fd to read e from (closed by put_fd). Under rw (shared). */
+    /* Returns an fd to read e from (closed by put_fd). Under e's shard (shared) only: may run
+     * beside any other callback but e's release. */
     int (*get_fd)(struct sto *s, const struct sto_ent *e);
     void (*put_fd)(struct sto *s, const struct sto_ent *e, int fd);
 };
@@ -96,6 +108,12 @@ struct sto_iov {
     size_t done; /* internal: bytes moved so far */
 };
 
+/* One shard of the index: the entries whose key hash picks it. */
+struct sto_shard {
+    pthread_rwlock_t rw;
+    struct cm_ht ht;
+} __attribute__((aligned(64)));
+
 struct sto {
     struct sto_config cfg;
     char dir[4096];
@@ -108,10 +126,10 @@ struct sto {
     enum sto_evict_policy policy;
     uint64_t quota_bytes;
 
-    pthread_rwlock_t rw;
+    pthread_mutex_t mu; /* index changes, accounting, backend state */
     pthread_mutex_t put_mu;
     pthread_mutex_t lru_mu;
-    struct cm_ht ht;
+    struct sto_shard shards[STO_SHARDS];
     struct sto_ent *lhead, *ltail;
     uint64_t next_seq;
     uint64_t bytes, keys, disk_bytes;
@@ -147,7 +165,7 @@ struct sto_ent *sto__recovered(struct sto *s, const struct sto_rec *r, uint64_t 
  */
 struct sto_ent *sto__recovered_del(struct sto *s, const struct sto_rec *r);
 
-/* Returns a fresh sequence number (removal records). rw exclusive. */
+/* Returns a fresh sequence number (removal records). Under s->mu. */
 uint64_t sto__next_seq(struct sto *s);
 
 /* Frees an entry that is no longer indexed. */

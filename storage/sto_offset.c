@@ -46,13 +46,15 @@ static int compact(struct sto *s) {
     uint8_t *buf = cm_malloc(cap);
     size_t i;
     struct cm_ht_node *n, *tmp;
-    cm_ht_foreach_node(&s->ht, i, n, tmp) {
-        struct sto_rec r;
-        sto__ent_to_rec((struct sto_ent *)n, &r);
-        size_t need = sto_ent_size(&r);
-        if (len + need > cap)
-            buf = cm_realloc(buf, cap = 2 * (len + need));
-        len += sto_ent_encode(&r, buf + len);
+    for (unsigned sh = 0; sh < STO_SHARDS; sh++) {
+        cm_ht_foreach_node(&s->shards[sh].ht, i, n, tmp) {
+            struct sto_rec r;
+            sto__ent_to_rec((struct sto_ent *)n, &r);
+            size_t need = sto_ent_size(&r);
+            if (len + need > cap)
+                buf = cm_realloc(buf, cap = 2 * (len + need));
+            len += sto_ent_encode(&r, buf + len);
+        }
     }
     int rc = sto__write_atomic(s, JOURNAL_NAME, buf, len);
     cm_free(buf);
@@ -94,10 +96,11 @@ static void replay(struct sto *s, const uint8_t *j, size_t len) {
 /* Rebuilds the allocator from the indexed extents (carving them in offset order). */
 static void rebuild(struct sto *s) {
     struct ob *o = s->be;
-    size_t n = cm_ht_count(&s->ht), k = 0, i;
+    size_t n = (size_t)s->keys, k = 0, i;
     struct sto_ent **v = cm_malloc(sizeof(*v) * (n ? n : 1));
     struct cm_ht_node *node, *tmp;
-    cm_ht_foreach_node(&s->ht, i, node, tmp) v[k++] = (struct sto_ent *)node;
+    for (unsigned sh = 0; sh < STO_SHARDS; sh++)
+        cm_ht_foreach_node(&s->shards[sh].ht, i, node, tmp) v[k++] = (struct sto_ent *)node;
     qsort(v, n, sizeof(*v), ext_cmp);
     uint32_t *fill = cm_malloc(sizeof(*fill) * (n + 1));
     size_t nfill = 0;
@@ -167,8 +170,8 @@ static int ob_open(struct sto *s, char *err, size_t errlen) {
     return 0;
 }
 
-static int ob_flush(struct sto *s) {
-    struct ob *o = s->be;
+/* Appends the pending journal entries. */
+static int write_pending(struct ob *o) {
     int rc = 0;
     if (o->pend_len) {
         ssize_t w = write(o->jfd, o->pend, o->pend_len);
@@ -176,6 +179,12 @@ static int ob_flush(struct sto *s) {
         o->journal_bytes += o->pend_len;
         o->pend_len = 0;
     }
+    return rc;
+}
+
+static int ob_flush(struct sto *s) {
+    struct ob *o = s->be;
+    int rc = write_pending(o);
     uint64_t live = s->keys * 128;
     if (rc == 0 && o->journal_bytes > (64u << 20) && o->journal_bytes > 4 * live)
         rc = compact(s);
@@ -229,7 +238,9 @@ static int ob_commit(struct sto *s, struct sto_wr *w, struct sto_ent *e) {
     struct sto_rec r;
     sto__ent_to_rec(e, &r);
     pend(o, &r);
-    return ob_flush(s);
+    /* No compaction here: e is not indexed yet, and a journal rewritten from the index now
+     * would lose it. The next flush compacts. */
+    return write_pending(o);
 }
 
 static void ob_release(struct sto *s, struct sto_ent *e, bool replaced) {

@@ -58,12 +58,12 @@ static void fail_note(const char *fmt, ...) {
     pthread_mutex_unlock(&fail_mu);
 }
 
-#define EXPECT(cond, ...)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fail_note(__VA_ARGS__);                                                                \
-            return false;                                                                          \
-        }                                                                                          \
+#define EXPECT(cond, ...)           \
+    do {                            \
+        if (!(cond)) {              \
+            fail_note(__VA_ARGS__); \
+            return false;           \
+        }                           \
     } while (0)
 
 /* Checks that n bytes read back for key are the value their seed makes; *seed gets it. */
@@ -116,8 +116,7 @@ static void pick(struct worker *w, char *k, int *own_i) {
 }
 
 /* Checks one get result for key k. */
-static bool check_get(struct worker *w, const char *k, int own_i, const uint8_t *buf,
-                      ssize_t n) {
+static bool check_get(struct worker *w, const char *k, int own_i, const uint8_t *buf, ssize_t n) {
     if (own_i >= 0 && w->own[own_i] == 0) {
         EXPECT(n == -CM_EOBJECT_NOT_FOUND, "%s: removed, yet %zd", k, n);
         return true;
