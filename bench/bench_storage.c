@@ -4,15 +4,18 @@
  *   sto-bench write   DIR COUNT SIZE QD   batch puts of QD objects     -> "MBps <x>"
  *   sto-bench read    DIR COUNT SIZE QD   batch gets, in key order     -> "MBps <x>"
  *   sto-bench randread DIR COUNT SIZE QD OPS  random batch gets         -> "IOPS <x>"
- *   sto-bench fill    DIR COUNT SIZE      many small objects, then close
- *   sto-bench open    DIR                 time of sto_open (the restart scan) -> "open_s <x>"
- * The store configuration comes from the environment (MOONCAKE_OFFLOAD_*), the path from DIR.
+ *   sto-bench mixed   DIR COUNT SIZE T OPS  T threads of random single gets (OPS in all) while
+ *                                       one thread overwrites random keys -> "get_IOPS <x> puts_s
+ * <y>" sto-bench fill    DIR COUNT SIZE      many small objects, then close sto-bench open    DIR
+ * time of sto_open (the restart scan) -> "open_s <x>" The store configuration comes from the
+ * environment (MOONCAKE_OFFLOAD_*), the path from DIR.
  */
 #include "common/fmacros.h"
 
 #include "common/cm_time.h"
 #include "storage/sto.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,9 +97,86 @@ static void do_read(struct sto *s, long count, size_t size, int qd, long ops) {
     free(buf);
 }
 
+/* The mixed mode's shared state. */
+struct mixed {
+    struct sto *s;
+    long count, ops;
+    size_t size;
+    int stop; /* set when the readers are done (atomic) */
+    long puts;
+};
+
+struct mixed_reader {
+    struct mixed *m;
+    pthread_t tid;
+    uint64_t seed;
+};
+
+static void *mixed_read_main(void *arg) {
+    struct mixed_reader *r = arg;
+    size_t cap = (r->m->size + 4095) & ~(size_t)4095;
+    uint8_t *buf = aligned_alloc(4096, cap);
+    uint64_t x = r->seed;
+    for (long i = 0; i < r->m->ops; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        char k[32];
+        keyname(k, sizeof(k), (long)(x % (uint64_t)r->m->count));
+        if (sto_get(r->m->s, k, strlen(k), buf, cap) < 0) {
+            fprintf(stderr, "sto-bench: get %s failed\n", k);
+            exit(1);
+        }
+    }
+    free(buf);
+    return NULL;
+}
+
+static void *mixed_write_main(void *arg) {
+    struct mixed *m = arg;
+    uint8_t *v = aligned_alloc(4096, (m->size + 4095) & ~(size_t)4095);
+    memset(v, 0xcd, m->size);
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        char k[32];
+        keyname(k, sizeof(k), (long)(x % (uint64_t)m->count));
+        if (sto_put_buf(m->s, k, strlen(k), v, m->size) != 0) {
+            fprintf(stderr, "sto-bench: put %s failed\n", k);
+            exit(1);
+        }
+        m->puts++;
+    }
+    free(v);
+    return NULL;
+}
+
+/* threads readers doing ops random gets in all, beside one writer overwriting random keys. */
+static void do_mixed(struct sto *s, long count, size_t size, int threads, long ops) {
+    struct mixed m = {.s = s, .count = count, .size = size, .ops = ops / threads};
+    struct mixed_reader *r = calloc((size_t)threads, sizeof(*r));
+    pthread_t w;
+    uint64_t t0 = cm_mono_ns();
+    pthread_create(&w, NULL, mixed_write_main, &m);
+    for (int i = 0; i < threads; i++) {
+        r[i] = (struct mixed_reader){.m = &m, .seed = 88172645463325252ull + (uint64_t)i * 7919};
+        pthread_create(&r[i].tid, NULL, mixed_read_main, &r[i]);
+    }
+    for (int i = 0; i < threads; i++)
+        pthread_join(r[i].tid, NULL);
+    double sec = (double)(cm_mono_ns() - t0) / 1e9;
+    __atomic_store_n(&m.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(w, NULL);
+    printf("get_IOPS %.0f puts_s %.0f\n", (double)(m.ops * threads) / sec, (double)m.puts / sec);
+    free(r);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: sto-bench write|read|randread|fill|open DIR [COUNT SIZE QD OPS]\n");
+        fprintf(stderr,
+                "usage: sto-bench write|read|randread|mixed|fill|open DIR [COUNT SIZE QD OPS]\n");
         return 2;
     }
     const char *mode = argv[1], *dir = argv[2];
@@ -132,6 +212,8 @@ int main(int argc, char **argv) {
         do_read(s, count, size, qd, 0);
     else if (!strcmp(mode, "randread"))
         do_read(s, count, size, qd, ops);
+    else if (!strcmp(mode, "mixed"))
+        do_mixed(s, count, size, qd, ops);
     sto_close(s);
     return 0;
 }
