@@ -228,6 +228,25 @@ static void *cli_roundtrip(redisContext **slot, const char *req, size_t flen,
     return r;
 }
 
+/* Asks a new main connection for compact replies (MC.REPLYFORMAT COMPACT, docs/store.md)
+ * unless CRESCENT_STORE_REPLY_FORMAT=full; st->rc_compact records whether the master agreed (a
+ * master without the command, a standby or a loading leader answer an error: full replies).
+ * Returns false on an I/O error (then *slot is freed and NULL). Under st->mu (or in create). */
+bool cli__negotiate(struct crescent_store *st, redisContext **slot) {
+    static const char req[] = "*2\r\n$14\r\nMC.REPLYFORMAT\r\n$7\r\nCOMPACT\r\n";
+    st->rc_compact = false;
+    if (!st->want_compact) {
+        return true;
+    }
+    redisReply *r = cli_roundtrip(slot, req, sizeof(req) - 1, NULL);
+    if (r == NULL) {
+        return false;
+    }
+    st->rc_compact = r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0;
+    freeReplyObject(r);
+    return true;
+}
+
 /*
  * One command with the master side of fail-over: a broken connection is reopened and the
  * command sent again (once with a host:port address; with an HA form, after a look at the
@@ -249,6 +268,7 @@ static int cli_command_fns(struct crescent_store *st, redisContext **slot, int a
     uint64_t deadline = 0; /* end of the fail-over window, from the first trouble */
     for (;;) {
         cli_drop_stale(st, slot);
+        bool fresh = false;
         if (*slot == NULL) {
             *slot = cli__connect(st);
             if (*slot == NULL) {
@@ -261,8 +281,9 @@ static int cli_command_fns(struct crescent_store *st, redisContext **slot, int a
             if (io_errors > 0 || redirects > 0 || slot == &st->rc) {
                 __atomic_fetch_add(&st->m.master_reconnects, 1, __ATOMIC_RELAXED);
             }
+            fresh = slot == &st->rc;
         }
-        void *r = cli_roundtrip(slot, req, flen, fns);
+        void *r = fresh && !cli__negotiate(st, slot) ? NULL : cli_roundtrip(slot, req, flen, fns);
         if (r == NULL) {
             io_errors++;
             /* Once at once (an idle connection the master closed), then as a fail-over. */
@@ -322,6 +343,18 @@ int cli__cmd_fast(struct crescent_store *st, int argc, const char **argv, const 
     return rc;
 }
 
+/* cli__cmd_fast for the commands with a compact reply form (MC.(BATCH)GETREPLICAS,
+ * MC.(BATCH)PUTSTART, MC.(BATCH)UPSERTSTART): *compact tells whether the connection that
+ * answered returns that form (cli_compact.c parses it). Thread-safe. */
+int cli__cmd_hot(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
+                 redisReply **out, bool *compact) {
+    pthread_mutex_lock(&st->mu);
+    int rc = cli_command_fns(st, &st->rc, argc, argv, lens, out, &cli__arena_fns, st->failover_ms);
+    *compact = rc == 0 && st->rc_compact;
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
 /* Value of field name in a RESP2 flat map (field, value, ...) or RESP3 map; NULL if absent. */
 const redisReply *cli__field(const redisReply *map, const char *name) {
     if (map == NULL || map->type != REDIS_REPLY_ARRAY) {
@@ -352,27 +385,49 @@ static bool cli_str_is(const redisReply *v, const char *s) {
            v->len == strlen(s) && memcmp(v->str, s, v->len) == 0;
 }
 
-/* Parses one replica descriptor map into *out (desc points into r, valid while r lives).
- * Returns 0 or -CRESCENT_STORE_ERPC_FAIL for a malformed descriptor. */
+/* Parses one replica descriptor map into *out (desc points into r, valid while r lives): one
+ * pass over its fields, each told apart by its length and first letter. Returns 0 or
+ * -CRESCENT_STORE_ERPC_FAIL for a malformed descriptor. */
 int cli__parse_replica(const redisReply *r, struct cli_replica *out) {
-    const redisReply *addr = cli__field(r, "addr"), *size = cli__field(r, "size");
-    const redisReply *desc = cli__field(r, "desc");
-    if (addr == NULL || addr->type != REDIS_REPLY_INTEGER || size == NULL ||
-        size->type != REDIS_REPLY_INTEGER) {
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
         return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master: malformed replica descriptor");
     }
-    memset(out, 0, sizeof(*out));
-    cli_copy_str(out->segment, sizeof(out->segment), cli__field(r, "segment"));
-    cli_copy_str(out->endpoint, sizeof(out->endpoint), cli__field(r, "endpoint"));
-    cli_copy_str(out->protocol, sizeof(out->protocol), cli__field(r, "protocol"));
-    if (desc != NULL && desc->type == REDIS_REPLY_STRING) {
-        out->desc = desc->str;
-        out->desc_len = desc->len;
+    out->segment[0] = out->endpoint[0] = out->protocol[0] = '\0';
+    out->desc = NULL;
+    out->desc_len = 0;
+    out->complete = out->memory = false;
+    bool have_addr = false, have_size = false;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *k = r->element[i], *v = r->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING && k->type != REDIS_REPLY_STATUS) {
+            continue;
+        }
+        const char *n = k->str;
+        bool is_int = v->type == REDIS_REPLY_INTEGER;
+        if (k->len == 4 && memcmp(n, "addr", 4) == 0 && is_int) {
+            out->addr = (uint64_t)v->integer;
+            have_addr = true;
+        } else if (k->len == 4 && memcmp(n, "size", 4) == 0 && is_int) {
+            out->size = (uint64_t)v->integer;
+            have_size = true;
+        } else if (k->len == 4 && memcmp(n, "type", 4) == 0) {
+            out->memory = cli_str_is(v, "MEMORY");
+        } else if (k->len == 4 && memcmp(n, "desc", 4) == 0 && v->type == REDIS_REPLY_STRING) {
+            out->desc = v->str;
+            out->desc_len = v->len;
+        } else if (k->len == 6 && memcmp(n, "status", 6) == 0) {
+            out->complete = cli_str_is(v, "COMPLETE");
+        } else if (k->len == 7 && memcmp(n, "segment", 7) == 0) {
+            cli_copy_str(out->segment, sizeof(out->segment), v);
+        } else if (k->len == 8 && memcmp(n, "endpoint", 8) == 0) {
+            cli_copy_str(out->endpoint, sizeof(out->endpoint), v);
+        } else if (k->len == 8 && memcmp(n, "protocol", 8) == 0) {
+            cli_copy_str(out->protocol, sizeof(out->protocol), v);
+        }
     }
-    out->addr = (uint64_t)addr->integer;
-    out->size = (uint64_t)size->integer;
-    out->complete = cli_str_is(cli__field(r, "status"), "COMPLETE");
-    out->memory = cli_str_is(cli__field(r, "type"), "MEMORY");
+    if (!have_addr || !have_size) {
+        return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master: malformed replica descriptor");
+    }
     return 0;
 }
 
