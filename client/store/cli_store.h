@@ -3,7 +3,7 @@
  * Internals of the libcrescent store client (client/include/crescent/store.h): the store
  * object, the master connection (cli_master.c), segments, staging buffer and peers
  * (cli_store.c), data paths (cli_put.c, cli_get.c), metrics and error names (cli_err.c),
- * arena-built replies of the hot commands (cli_reply.c).
+ * arena-built replies of the hot commands (cli_reply.c) and their compact form (cli_compact.c).
  * Locking: mu guards the main master connection; seg_mu the segment list and the registered
  * buffers; peer_mu the opened peer segments; stage_mu the staging chunks. The ping thread has
  * its own connection. Counters are atomics.
