@@ -137,10 +137,10 @@ if [[ " ${MODES[*]} " == *" master "* ]]; then
     for op in put get; do
         declare -A MI MO
         for d in 2 5; do
-            callgrind_control -z "$VM" >/dev/null
+            callgrind_control -z "$VM" >/dev/null 2>&1
             "$BIN/crescent-bench" store --master "127.0.0.1:$vport" --protocol tcp --operation $op \
                 --object_size 4k --batch_size 128 --keys 128 --json --duration $d >"$TMP/m.$op.$d.json"
-            callgrind_control -d "m.$op.$d" "$VM" >/dev/null
+            callgrind_control -d "m.$op.$d" "$VM" >/dev/null 2>&1
             f=$(grep -l "dump m.$op.$d" "$TMP"/master.cg.*)
             MI[$d]=$(sed -n 's/^summary: \([0-9]*\).*/\1/p' "$f" | head -1)
             MO[$d]=$(objects "$TMP/m.$op.$d.json")

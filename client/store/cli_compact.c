@@ -69,7 +69,8 @@ int cli__creply_count(const struct cli_creply *c, const redisReply *e, size_t of
     for (size_t i = 0; i < e->elements; i++) {
         const redisReply *v = e->element[i];
         if (v->type != REDIS_REPLY_INTEGER ||
-            (i >= off && (i - off) % 4 == 0 && (v->integer < 0 || (size_t)v->integer >= c->nsegs))) {
+            (i >= off && (i - off) % 4 == 0 &&
+             (v->integer < 0 || (size_t)v->integer >= c->nsegs))) {
             return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master: malformed compact element");
         }
     }
@@ -85,8 +86,8 @@ static void cli_copy(char *dst, size_t cap, const redisReply *v) {
 /* Fills reps (at most max) from the replicas of element e (after off integers); complete is the
  * status the command implies (readable for a get, being written for a put start). desc points
  * into the reply. Returns the count or a negative code as cli__creply_count(). */
-int cli__creply_replicas(const struct cli_creply *c, const redisReply *e, size_t off,
-                         bool complete, struct cli_replica *reps, size_t max) {
+int cli__creply_replicas(const struct cli_creply *c, const redisReply *e, size_t off, bool complete,
+                         struct cli_replica *reps, size_t max) {
     int n = cli__creply_count(c, e, off);
     for (int i = 0; i < n && (size_t)i < max; i++) {
         redisReply *const *v = e->element + off + 4 * (size_t)i;

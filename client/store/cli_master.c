@@ -13,6 +13,7 @@
 #include "common/cm_time.h"
 
 #include <errno.h>
+#include <hiredis/sds.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,60 @@ static int cli_no_master(struct crescent_store *st, const char *why, uint32_t wi
                     cli__leader_desc(st), window_ms, host, port, why);
 }
 
+#define CLI_RP_MAX (256u << 10) /* an arena reply still incomplete past this goes to hiredis */
+
+/* Whether hiredis's reader of c holds no partly read reply (idle, or waiting for a new one). */
+static bool cli_reader_idle(const redisReader *rd) {
+    return rd->reply == NULL && (rd->ridx == -1 || (rd->ridx == 0 && rd->rstack[0].type == -1));
+}
+
+/* Writes the pending request of c and reads one reply with cli__resp_parse straight out of
+ * hiredis's input buffer (hiredis's reader, with the arena functions c's reader holds, takes
+ * over for a reply that parser leaves alone or that grows past CLI_RP_MAX). Returns the reply,
+ * or NULL with c->err set. */
+static void *cli_read_arena(redisContext *c) {
+    int done = 0;
+    do {
+        if (redisBufferWrite(c, &done) != REDIS_OK) {
+            return NULL;
+        }
+    } while (!done);
+    redisReader *rd = c->reader;
+    struct cli_rscan sc;
+    cli__resp_scan_init(&sc);
+    bool tried = false; /* parsed once: later reads only scan until the reply is complete */
+    while (cli_reader_idle(rd)) {
+        if (rd->len > rd->pos) {
+            redisReply *r;
+            ssize_t k;
+            if (!tried) {
+                k = cli__resp_parse(rd->buf + rd->pos, rd->len - rd->pos, &r);
+                tried = true;
+            } else {
+                int got = cli__resp_scan(&sc, rd->buf + rd->pos, rd->len - rd->pos);
+                k = got < 0 ? -1 : got == 0 ? 0 : cli__resp_parse(rd->buf + rd->pos, sc.off, &r);
+            }
+            if (k > 0) {
+                rd->pos += (size_t)k;
+                if (rd->pos >= 1024) { /* as hiredis's reader does */
+                    sdsrange(rd->buf, (ssize_t)rd->pos, -1);
+                    rd->pos = 0;
+                    rd->len = sdslen(rd->buf);
+                }
+                return r;
+            }
+            if (k < 0 || rd->len - rd->pos > CLI_RP_MAX) {
+                break;
+            }
+        }
+        if (redisBufferRead(c) != REDIS_OK) {
+            return NULL;
+        }
+    }
+    void *r = NULL;
+    return redisGetReply(c, &r) == REDIS_OK ? r : NULL;
+}
+
 /* Sends the formatted request on *slot and reads one reply (built with fns when not NULL).
  * Returns the reply, or NULL on an I/O error (then *slot is freed and NULL). */
 static void *cli_roundtrip(redisContext **slot, const char *req, size_t flen,
@@ -215,8 +270,12 @@ static void *cli_roundtrip(redisContext **slot, const char *req, size_t flen,
     void *r = NULL;
     struct cli_nopipe np;
     cli_nopipe_begin(&np);
-    int ok = redisAppendFormattedCommand(*slot, req, flen) == REDIS_OK &&
-             redisGetReply(*slot, &r) == REDIS_OK && r != NULL;
+    int ok = redisAppendFormattedCommand(*slot, req, flen) == REDIS_OK;
+    if (ok && fns == &cli__arena_fns) {
+        ok = (r = cli_read_arena(*slot)) != NULL;
+    } else if (ok) {
+        ok = redisGetReply(*slot, &r) == REDIS_OK && r != NULL;
+    }
     cli_nopipe_end(&np);
     if (!ok) {
         cli_fail(CRESCENT_STORE_ERPC_FAIL, "%s", (*slot)->errstr);

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define CLI_MAX_SEGS  64         /* segments one store may mount */
 #define CLI_MAX_REPL  8          /* replicas per object (the master's limit) */
@@ -167,6 +168,15 @@ const char *cli__leader_desc(const struct crescent_store *st);
 /* cli_reply.c: replies in one arena (cli__cmd_fast) */
 extern redisReplyObjectFunctions cli__arena_fns;
 void cli__reply_free(redisReply *r);
+ssize_t cli__resp_parse(const char *p, size_t n, redisReply **out);
+#define CLI_RP_DEPTH 8            /* deepest nesting cli__resp_parse / cli__resp_scan take */
+struct cli_rscan {                /* where a scan of a partly received reply stopped */
+    size_t off;                   /* bytes of the reply scanned */
+    int depth;                    /* open arrays */
+    long long left[CLI_RP_DEPTH]; /* values still to come at each depth */
+};
+void cli__resp_scan_init(struct cli_rscan *sc);
+int cli__resp_scan(struct cli_rscan *sc, const char *buf, size_t n);
 /* cli_ssd.c: the SSD tier of a real client */
 /* Opens the storage store at path (MOONCAKE_OFFLOAD_* settings from the environment), starts
  * the offload endpoint, mounts the local-disk segment, re-registers what the restart scan
