@@ -75,8 +75,8 @@ static size_t srv_mc_segtab_index(struct srv_mc_segtab *t, const struct pool_rep
         t->e = e;
         t->cap = cap;
     }
-    t->e[t->n] = (struct srv_mc_segref){d->seg_gen, d->segment, d->endpoint, d->protocol,
-                                        d->seg_desc, d->seg_desc_len};
+    t->e[t->n] = (struct srv_mc_segref){d->seg_gen,  d->segment,  d->endpoint,
+                                        d->protocol, d->seg_desc, d->seg_desc_len};
     return t->last = t->n++;
 }
 
