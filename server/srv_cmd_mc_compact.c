@@ -80,10 +80,14 @@ static size_t srv_mc_segtab_index(struct srv_mc_segtab *t, const struct pool_rep
     return t->last = t->n++;
 }
 
-/* Writes ":<v>\r\n"; returns the end. */
+/* Writes ":<v>\r\n"; returns the end. Single digits (segment index, type, promote) are one
+ * store. */
 static char *srv_mc_cint(char *o, long long v) {
     *o++ = ':';
-    o += resp_ll2str(o, v);
+    if (v >= 0 && v < 10)
+        *o++ = (char)('0' + v);
+    else
+        o += resp_ll2str(o, v);
     *o++ = '\r';
     *o++ = '\n';
     return o;
