@@ -50,11 +50,12 @@ static redisReply *hiredis_parse(const char *p, size_t n) {
 }
 
 /* A compact batch reply with one of each RESP2 type, nil bulk and nil array included. */
-static const char reply[] = "*2\r\n*4\r\n*6\r\n:10000\r\n:0\r\n:0\r\n:0\r\n:139999425114112\r\n:4096\r\n"
-                            "-OBJECT_NOT_FOUND object not found\r\n+OK\r\n"
-                            "*5\r\n:-42\r\n$-1\r\n*-1\r\n*0\r\n$0\r\n\r\n"
-                            "*1\r\n*4\r\n$5\r\nseg-a\r\n$14\r\n127.0.0.1:7000\r\n$3\r\ntcp\r\n"
-                            "$6\r\nab\r\ncd\r\n";
+static const char reply[] =
+    "*2\r\n*4\r\n*6\r\n:10000\r\n:0\r\n:0\r\n:0\r\n:139999425114112\r\n:4096\r\n"
+    "-OBJECT_NOT_FOUND object not found\r\n+OK\r\n"
+    "*5\r\n:-42\r\n$-1\r\n*-1\r\n*0\r\n$0\r\n\r\n"
+    "*1\r\n*4\r\n$5\r\nseg-a\r\n$14\r\n127.0.0.1:7000\r\n$3\r\ntcp\r\n"
+    "$6\r\nab\r\ncd\r\n";
 
 Test(cli_reply, parse_matches_hiredis) {
     size_t n = sizeof(reply) - 1;
@@ -95,7 +96,7 @@ Test(cli_reply, every_cut_is_incomplete_and_the_scan_resumes) {
 }
 
 Test(cli_reply, leaves_the_rest_to_hiredis) {
-    const char *refused[] = {"%1\r\n:1\r\n:2\r\n", "_\r\n",        ":12a\r\n", "$-2\r\n",
+    const char *refused[] = {"%1\r\n:1\r\n:2\r\n",       "_\r\n",        ":12a\r\n",      "$-2\r\n",
                              ":1234567890123456789\r\n", "*1\r\n#t\r\n", "$3\r\nabcd\r\n"};
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         redisReply *r = NULL;
