@@ -46,8 +46,10 @@ void srv_mc_batchexist_command(struct srv_client *c) {
     srv_mc_unlock();
 }
 
-/* Appends the MC.GETREPLICAS result (or error element) of key; pool mutex held. */
-static int srv_mc_get_one(struct srv_client *c, const char *key, size_t klen, int64_t now) {
+/* Appends the MC.GETREPLICAS result of key (compact into t when t is not NULL); returns 0 or
+ * the pool error (nothing appended). Pool mutex held. */
+static int srv_mc_get_one(struct srv_client *c, struct srv_mc_segtab *t, const char *key,
+                          size_t klen, int64_t now) {
     struct pool_replica_desc d[POOL_MAX_REPLICAS];
     size_t n = 0;
     int64_t ttl = 0;
@@ -58,27 +60,45 @@ static int srv_mc_get_one(struct srv_client *c, const char *key, size_t klen, in
     for (size_t i = 0; i < n && disk_only; i++)
         disk_only = d[i].type == POOL_REPLICA_LOCAL_DISK;
     int promote = disk_only && pool_offload_read_hit(srv_mc_pool, key, klen);
-    srv_mc_add_get_reply(c, ttl, d, n, promote);
+    if (t != NULL)
+        srv_mc_compact_get(c, t, ttl, d, n, promote);
+    else
+        srv_mc_add_get_reply(c, ttl, d, n, promote);
     return rc;
 }
 
 void srv_mc_getreplicas_command(struct srv_client *c) {
+    struct srv_mc_segtab t, *tp = srv_mc_compact(c) ? &t : NULL;
+    srv_mc_segtab_init(&t);
+    size_t at = c->out.len;
+    if (tp != NULL) /* compact: [element, segment table] */
+        resp_add_array_hdr(&c->out, 2);
     srv_mc_lock();
-    int rc = srv_mc_get_one(c, c->argv[1].p, c->argv[1].len, srv_mc_now());
+    int rc = srv_mc_get_one(c, tp, c->argv[1].p, c->argv[1].len, srv_mc_now());
+    if (rc >= 0 && tp != NULL)
+        srv_mc_segtab_write(c, tp);
     srv_mc_unlock();
-    if (rc < 0)
+    if (rc < 0) {
+        c->out.len = at;
         srv_mc_reply_err(c, rc);
+    }
 }
 
 void srv_mc_batchgetreplicas_command(struct srv_client *c) {
+    struct srv_mc_segtab t, *tp = srv_mc_compact(c) ? &t : NULL;
+    srv_mc_segtab_init(&t);
+    if (tp != NULL) /* compact: [elements, segment table] */
+        resp_add_array_hdr(&c->out, 2);
     resp_add_array_hdr(&c->out, c->argc - 1);
     srv_mc_lock();
     int64_t now = srv_mc_now();
     for (int i = 1; i < c->argc; i++) {
-        int rc = srv_mc_get_one(c, c->argv[i].p, c->argv[i].len, now);
+        int rc = srv_mc_get_one(c, tp, c->argv[i].p, c->argv[i].len, now);
         if (rc < 0)
             srv_mc_add_err(c, rc);
     }
+    if (tp != NULL)
+        srv_mc_segtab_write(c, tp);
     srv_mc_unlock();
 }
 
