@@ -3,7 +3,9 @@
  * MC.* commands of the distributed store, part 2: reads (exist, get replicas with a lease, by
  * regex, batch forms), the admin reads (MC.QUERYKEY, MC.STATS), removal, batch replica clear
  * and the start of copies and moves. Thin adapters over server/pool/; wire protocol in
- * docs/store.md.
+ * docs/store.md. A key the pool lacks may be a string of the Redis keyspace held in the
+ * embedded segment: the exist, get-replicas, query and remove commands answer it as a pool
+ * object (srv_pseg_kv_read, srv_pseg_kv_remove in srv_pool_seg.h).
  */
 #include "common/fmacros.h"
 
@@ -11,7 +13,9 @@
 #include "server/srv_cmd.h"
 #include "server/srv_mc.h"
 #include "server/srv_oplog.h"
+#include "server/srv_pool_seg.h"
 #include "server/srv_reply.h"
+#include "server/srv_server.h"
 
 #include "common/cm_mem.h"
 #include "redis-compat/resp_write.h"
@@ -22,9 +26,20 @@
 
 /* ---- reads ------------------------------------------------------------------------------- */
 
+/* pool_exist, then the keyspace's strings in the embedded segment (a lease either way).
+ * Pool mutex held. */
+static int srv_mc_exist_one(const char *key, size_t klen, int64_t now) {
+    int rc = pool_exist(srv_mc_pool, key, klen, now);
+    if (rc == 0) {
+        struct pool_replica_desc d;
+        rc = srv_pseg_kv_read(key, klen, now, 1, &d, NULL);
+    }
+    return rc;
+}
+
 void srv_mc_exist_command(struct srv_client *c) {
     srv_mc_lock();
-    int rc = pool_exist(srv_mc_pool, c->argv[1].p, c->argv[1].len, srv_mc_now());
+    int rc = srv_mc_exist_one(c->argv[1].p, c->argv[1].len, srv_mc_now());
     srv_mc_unlock();
     if (rc < 0)
         srv_mc_reply_err(c, rc);
@@ -37,7 +52,7 @@ void srv_mc_batchexist_command(struct srv_client *c) {
     srv_mc_lock();
     int64_t now = srv_mc_now();
     for (int i = 1; i < c->argc; i++) {
-        int rc = pool_exist(srv_mc_pool, c->argv[i].p, c->argv[i].len, now);
+        int rc = srv_mc_exist_one(c->argv[i].p, c->argv[i].len, now);
         if (rc < 0)
             srv_mc_add_err(c, rc);
         else
@@ -54,6 +69,11 @@ static int srv_mc_get_one(struct srv_client *c, struct srv_mc_segtab *t, const c
     size_t n = 0;
     int64_t ttl = 0;
     int rc = pool_get_replicas(srv_mc_pool, key, klen, now, d, &n, &ttl);
+    if (rc == POOL_EOBJECT_NOT_FOUND && srv_pseg_kv_read(key, klen, now, 1, d, NULL)) {
+        n = 1; /* a keyspace string in the embedded segment */
+        ttl = srv_cfg.default_kv_lease_ttl;
+        rc = 0;
+    }
     if (rc < 0)
         return rc;
     int disk_only = n > 0;
@@ -156,6 +176,15 @@ void srv_mc_querykey_command(struct srv_client *c) {
     srv_mc_lock();
     int64_t now = srv_mc_now();
     int rc = pool_object_query(srv_mc_pool, c->argv[1].p, c->argv[1].len, &info);
+    if (rc == POOL_EOBJECT_NOT_FOUND) { /* a keyspace string in the embedded segment? */
+        memset(&info, 0, sizeof(info));
+        if (srv_pseg_kv_read(c->argv[1].p, c->argv[1].len, now, 0, &info.replicas[0],
+                             &info.lease_until)) {
+            info.nreplicas = 1;
+            info.size = info.replicas[0].size;
+            rc = 0;
+        }
+    }
     if (rc == 0) {
         struct cm_buf *b = &c->out;
         resp_add_map_hdr(b, c->proto, 7);
@@ -213,14 +242,23 @@ static int srv_mc_force(struct srv_client *c, int i) {
     return -1;
 }
 
+/* pool_remove (logged to the op-log), else the keyspace's string in the embedded segment.
+ * Pool mutex held. */
+static int srv_mc_remove_one(const char *key, size_t klen, int force, int64_t now) {
+    int rc = pool_remove(srv_mc_pool, key, klen, force, now);
+    if (rc == 0)
+        srv_oplog_log_key(srv_mc_pool, key, klen);
+    else if (rc == POOL_EOBJECT_NOT_FOUND)
+        rc = srv_pseg_kv_remove(key, klen, force, now);
+    return rc;
+}
+
 void srv_mc_remove_command(struct srv_client *c) {
     int force = srv_mc_force(c, 2);
     if (force < 0)
         return;
     srv_mc_lock();
-    int rc = pool_remove(srv_mc_pool, c->argv[1].p, c->argv[1].len, force, srv_mc_now());
-    if (rc == 0)
-        srv_oplog_log_key(srv_mc_pool, c->argv[1].p, c->argv[1].len);
+    int rc = srv_mc_remove_one(c->argv[1].p, c->argv[1].len, force, srv_mc_now());
     srv_mc_unlock();
     srv_mc_reply_status(c, rc);
 }
@@ -236,10 +274,7 @@ void srv_mc_batchremove_command(struct srv_client *c) {
     srv_mc_lock();
     int64_t now = srv_mc_now();
     for (int i = 2; i < 2 + (int)n; i++) {
-        int rc = pool_remove(srv_mc_pool, c->argv[i].p, c->argv[i].len, force, now);
-        srv_mc_add_status(c, rc);
-        if (rc == 0)
-            srv_oplog_log_key(srv_mc_pool, c->argv[i].p, c->argv[i].len);
+        srv_mc_add_status(c, srv_mc_remove_one(c->argv[i].p, c->argv[i].len, force, now));
     }
     srv_mc_unlock();
 }

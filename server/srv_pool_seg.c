@@ -2,20 +2,25 @@
 /*
  * The embedded segment as a pool segment (srv_pool_seg.h): the shared allocator the pool core
  * calls, the master's listening transfer engine that serves the segment's memory, the mount and
- * its upkeep, and the local shortcut for the master's own transfers.
+ * its upkeep, the local shortcut for the master's own transfers, and the keyspace's strings
+ * answered as pool objects with their read leases.
  */
 #include "common/fmacros.h"
 
 #include "server/srv_pool_seg.h"
 
+#include "server/srv_db.h"
 #include "server/srv_mc.h"
 #include "server/srv_oplog.h"
 #include "server/srv_pool_kv.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_seg.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
 #include "common/cm_errno.h"
+#include "common/cm_hash.h"
+#include "common/cm_ht.h"
 #include "common/cm_log.h"
 #include "common/cm_mem.h"
 #include "transfer/xfer.h"
@@ -200,6 +205,7 @@ int srv_pseg_start(void) {
 }
 
 void srv_pseg_stop(void) {
+    srv_pseg_kv_release_all();
     cm_atomic_store_release(&srv_pseg_on, 0);
     xfer_engine_destroy(srv_pseg_eng);
     srv_pseg_eng = NULL;
@@ -207,7 +213,10 @@ void srv_pseg_stop(void) {
     srv_pseg_desc = NULL;
 }
 
+static void srv_pseg_lease_sweep(int64_t now);
+
 void srv_pseg_tick(int64_t now) {
+    srv_pseg_lease_sweep(now);
     if (!cm_atomic_load_acquire(&srv_pseg_on) || !srv_mc_pool)
         return;
     struct pool_segment_info info;
@@ -251,4 +260,160 @@ uint64_t srv_pseg_evict(uint64_t need) {
         srv_mc_pool ? pool_evict_segment(srv_mc_pool, srv_pseg_segname, srv_mc_now(), need) : 0;
     srv_mc_unlock();
     return n;
+}
+
+/* ---------------------------------------------------------------- keyspace strings */
+
+/* One read lease on a keyspace object: holds a pin (srv_obj_ref) until `until`. */
+struct srv_pseg_lease {
+    struct cm_ht_node node; /* node.hash: hash of the object's address */
+    struct srv_obj *o;
+    int64_t until;               /* pool clock */
+    struct srv_pseg_lease *dead; /* sweep list */
+};
+
+/* Leases by object; guarded by the pool mutex. */
+static struct cm_ht srv_pseg_leases;
+static int srv_pseg_leases_on;
+
+static uint64_t srv_pseg_lease_hash(const struct srv_obj *o) {
+    return cm_hash64(&o, sizeof(o), 0x5bd1e995u);
+}
+
+static int srv_pseg_lease_eq(const struct cm_ht_node *n, const void *key, size_t klen) {
+    (void)klen;
+    return ((const struct srv_pseg_lease *)n)->o == key;
+}
+
+static struct srv_pseg_lease *srv_pseg_lease_find(const struct srv_obj *o) {
+    if (!srv_pseg_leases_on)
+        return NULL;
+    return (struct srv_pseg_lease *)cm_ht_find(&srv_pseg_leases, srv_pseg_lease_hash(o), o,
+                                               sizeof(o), srv_pseg_lease_eq);
+}
+
+/* Grants or extends o's lease to until; a new lease pins o. Shard lock of o held. */
+static void srv_pseg_lease_grant(struct srv_obj *o, int64_t until) {
+    struct srv_pseg_lease *l = srv_pseg_lease_find(o);
+    if (l) {
+        if (until > l->until)
+            l->until = until;
+        return;
+    }
+    if (!srv_pseg_leases_on) {
+        cm_ht_init(&srv_pseg_leases, 16);
+        srv_pseg_leases_on = 1;
+    }
+    l = cm_malloc(sizeof(*l));
+    memset(l, 0, sizeof(*l));
+    l->node.hash = srv_pseg_lease_hash(o);
+    l->o = o;
+    l->until = until;
+    srv_obj_ref(o);
+    cm_ht_insert(&srv_pseg_leases, &l->node);
+}
+
+struct srv_pseg_sweep {
+    int64_t now; /* INT64_MAX: every lease */
+    struct srv_pseg_lease *dead;
+};
+
+static void srv_pseg_sweep_visit(struct cm_ht_node *n, void *arg) {
+    struct srv_pseg_sweep *sw = arg;
+    struct srv_pseg_lease *l = (struct srv_pseg_lease *)n;
+    if (l->until <= sw->now) {
+        l->dead = sw->dead;
+        sw->dead = l;
+    }
+}
+
+/* Ends the leases due at now: unpins their objects (a block unlinked meanwhile is freed).
+ * Pool mutex held. */
+static void srv_pseg_lease_sweep(int64_t now) {
+    if (!srv_pseg_leases_on || cm_ht_count(&srv_pseg_leases) == 0)
+        return;
+    struct srv_pseg_sweep sw = {now, NULL};
+    cm_ht_foreach(&srv_pseg_leases, srv_pseg_sweep_visit, &sw);
+    while (sw.dead) {
+        struct srv_pseg_lease *l = sw.dead;
+        sw.dead = l->dead;
+        cm_ht_remove(&srv_pseg_leases, &l->node);
+        srv_obj_unref(l->o);
+        cm_free(l);
+    }
+}
+
+void srv_pseg_kv_release_all(void) {
+    srv_mc_lock();
+    srv_pseg_lease_sweep(INT64_MAX);
+    if (srv_pseg_leases_on) {
+        cm_ht_fini(&srv_pseg_leases);
+        srv_pseg_leases_on = 0;
+    }
+    srv_mc_unlock();
+}
+
+/* The object a keyspace read of key answers as a pool object, or NULL. Shard lock r held. */
+static struct srv_obj *srv_pseg_kv_find(struct srv_db_ref *r, int touch) {
+    struct srv_obj *o = touch ? srv_db_find(r, srv_now_ms()) : srv_db_peek(r, srv_now_ms());
+    if (!o || o->type != SRV_TYPE_STRING || srv_obj_offloaded(o) || o->vlen == 0)
+        return NULL;
+    return o;
+}
+
+int srv_pseg_kv_read(const void *key, size_t klen, int64_t now, int lease,
+                     struct pool_replica_desc *d, int64_t *lease_until) {
+    if (!cm_atomic_load_acquire(&srv_pseg_on) || !srv_mc_pool || klen == 0)
+        return 0;
+    struct pool_segment_info info;
+    char *base = srv_seg_base(srv_segment);
+    if (pool_segment_query(srv_mc_pool, srv_pseg_segname, &info) != POOL_OK ||
+        info.status != POOL_SEG_OK || info.base != (uint64_t)(uintptr_t)base)
+        return 0; /* not (or no longer) ours in this pool */
+    struct srv_db_ref r;
+    srv_db_lock(&r, key, klen);
+    struct srv_obj *o = srv_pseg_kv_find(&r, lease);
+    if (!o) {
+        srv_db_unlock(&r);
+        return 0;
+    }
+    *d = (struct pool_replica_desc){.type = POOL_REPLICA_MEMORY,
+                                    .status = POOL_REPLICA_COMPLETE,
+                                    .segment = info.name,
+                                    .endpoint = info.endpoint,
+                                    .protocol = info.protocol,
+                                    .seg_desc = info.desc,
+                                    .seg_desc_len = info.desc_len,
+                                    .seg_gen = 0, /* not the pool's: rendered afresh */
+                                    .addr = (uint64_t)(uintptr_t)srv_obj_val(o),
+                                    .size = o->vlen};
+    if (lease)
+        srv_pseg_lease_grant(o, now + srv_cfg.default_kv_lease_ttl);
+    struct srv_pseg_lease *l = srv_pseg_lease_find(o);
+    if (lease_until)
+        *lease_until = l && l->until > now ? l->until : 0;
+    srv_db_unlock(&r);
+    return 1;
+}
+
+int srv_pseg_kv_remove(const void *key, size_t klen, int force, int64_t now) {
+    if (!cm_atomic_load_acquire(&srv_pseg_on) || klen == 0)
+        return POOL_EOBJECT_NOT_FOUND;
+    struct srv_db_ref r;
+    srv_db_lock(&r, key, klen);
+    struct srv_obj *o = srv_pseg_kv_find(&r, 0);
+    int rc = POOL_EOBJECT_NOT_FOUND;
+    if (o) {
+        struct srv_pseg_lease *l = srv_pseg_lease_find(o);
+        if (!force && l && l->until > now) {
+            rc = POOL_EOBJECT_HAS_LEASE;
+        } else {
+            srv_db_unlink(&r, o);
+            rc = POOL_OK;
+        }
+    }
+    srv_db_unlock(&r);
+    if (rc == POOL_OK)
+        srv_notify(SRV_NOTIFY_GENERIC, "del", key, klen);
+    return rc;
 }

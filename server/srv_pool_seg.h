@@ -16,6 +16,16 @@
  * memcpy (srv_pseg_local). Not mounted without an embedded segment (--memory 0) or with HA or
  * an op-log (its bytes do not outlive the process, a new leader could not serve them).
  *
+ * KEYSPACE STRINGS AS POOL OBJECTS. A non-empty string value of the Redis keyspace lives in a
+ * block of this segment (unless the SSD tier holds it), so the MC read commands answer a key
+ * the pool lacks with that block: one COMPLETE MEMORY replica at the value's absolute address
+ * (srv_pseg_kv_read). A read lease pins the object (srv_obj_ref, the pin of a zero-copy GET)
+ * until default_kv_lease_ttl ends: an overwrite, DEL, expiry or eviction meanwhile unlinks the
+ * key at once, but its block is freed (and reused) only when the lease table drops the pin
+ * (swept by srv_pseg_tick). The lease table is guarded by the pool mutex. Lock order: pool
+ * mutex, then one keyspace shard lock (never the keyspace lock itself: the MC commands run
+ * without it, or under EXEC's exclusive hold).
+ *
  * Threads: srv_pseg_start/stop on the main thread; srv_pseg_tick under the pool mutex on the
  * housekeeping thread; the others from any thread.
  */
@@ -25,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct pool_replica_desc;
 struct xfer_engine;
 
 /*
@@ -64,5 +75,30 @@ char *srv_pseg_local(const char *segment, uint64_t addr, uint64_t len);
  * mutex held (a keyspace shard lock may be held).
  */
 uint64_t srv_pseg_evict(uint64_t need);
+
+/*
+ * The keyspace's string under key as a pool object: when the segment is mounted (status OK)
+ * and key holds a live, non-empty string resident in the segment, fills *d (one COMPLETE
+ * MEMORY replica on this segment, addr = segment base + block offset, size = the value's
+ * length; d's strings point into the pool: valid while the pool mutex is held), grants or
+ * extends a read lease to now + default_kv_lease_ttl when lease is nonzero (and touches the
+ * key's LRU clock), stores the lease deadline (0 when none) in *lease_until (may be NULL) and
+ * returns 1; otherwise returns 0. An expired key is deleted on the way, as a GET would.
+ * Pool mutex held (now is the pool clock, srv_mc_now); takes one shard lock. Any thread.
+ */
+int srv_pseg_kv_read(const void *key, size_t klen, int64_t now, int lease,
+                     struct pool_replica_desc *d, int64_t *lease_until);
+
+/*
+ * MC.REMOVE of a keyspace string that srv_pseg_kv_read would answer: deletes the key (a "del"
+ * keyspace event; WATCH sees it) and returns POOL_OK; POOL_EOBJECT_HAS_LEASE when a read lease
+ * is active and force is 0; POOL_EOBJECT_NOT_FOUND when no such string exists. A leased block
+ * stays pinned until its lease ends, force or not. Pool mutex held; takes one shard lock.
+ */
+int srv_pseg_kv_remove(const void *key, size_t klen, int force, int64_t now);
+
+/* Drops every keyspace lease now (their blocks go back to the allocator). Takes the pool
+ * mutex. Called by srv_pseg_stop. */
+void srv_pseg_kv_release_all(void);
 
 #endif
