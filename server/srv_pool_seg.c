@@ -25,6 +25,7 @@
 #include "common/cm_mem.h"
 #include "transfer/xfer.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,7 +273,9 @@ struct srv_pseg_lease {
     struct srv_pseg_lease *dead; /* sweep list */
 };
 
-/* Leases by object; guarded by the pool mutex. */
+/* Leases by object, under srv_pseg_lease_mu (a leaf lock: taken under the pool mutex or a
+ * shard lock, nothing taken under it). */
+static pthread_mutex_t srv_pseg_lease_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct cm_ht srv_pseg_leases;
 static int srv_pseg_leases_on;
 
@@ -285,6 +288,7 @@ static int srv_pseg_lease_eq(const struct cm_ht_node *n, const void *key, size_t
     return ((const struct srv_pseg_lease *)n)->o == key;
 }
 
+/* o's lease, or NULL. srv_pseg_lease_mu held. */
 static struct srv_pseg_lease *srv_pseg_lease_find(const struct srv_obj *o) {
     if (!srv_pseg_leases_on)
         return NULL;
@@ -292,25 +296,39 @@ static struct srv_pseg_lease *srv_pseg_lease_find(const struct srv_obj *o) {
                                                sizeof(o), srv_pseg_lease_eq);
 }
 
-/* Grants or extends o's lease to until; a new lease pins o. Shard lock of o held. */
-static void srv_pseg_lease_grant(struct srv_obj *o, int64_t until) {
+/* The lease deadline of o (0 when none). Takes srv_pseg_lease_mu. */
+static int64_t srv_pseg_lease_until(const struct srv_obj *o) {
+    pthread_mutex_lock(&srv_pseg_lease_mu);
     struct srv_pseg_lease *l = srv_pseg_lease_find(o);
+    int64_t until = l ? l->until : 0;
+    pthread_mutex_unlock(&srv_pseg_lease_mu);
+    return until;
+}
+
+/*
+ * Grants or extends kv's object's lease to until. A new lease takes over kv's pin (kv->o is
+ * then NULL); an existing one is extended and kv keeps its pin. Takes srv_pseg_lease_mu.
+ */
+static void srv_pseg_lease_grant(struct srv_pseg_kv *kv, int64_t until) {
+    pthread_mutex_lock(&srv_pseg_lease_mu);
+    struct srv_pseg_lease *l = srv_pseg_lease_find(kv->o);
     if (l) {
         if (until > l->until)
             l->until = until;
-        return;
+    } else {
+        if (!srv_pseg_leases_on) {
+            cm_ht_init(&srv_pseg_leases, 16);
+            srv_pseg_leases_on = 1;
+        }
+        l = cm_malloc(sizeof(*l));
+        memset(l, 0, sizeof(*l));
+        l->node.hash = srv_pseg_lease_hash(kv->o);
+        l->o = kv->o;
+        l->until = until;
+        cm_ht_insert(&srv_pseg_leases, &l->node);
+        kv->o = NULL; /* the lease holds the pin now */
     }
-    if (!srv_pseg_leases_on) {
-        cm_ht_init(&srv_pseg_leases, 16);
-        srv_pseg_leases_on = 1;
-    }
-    l = cm_malloc(sizeof(*l));
-    memset(l, 0, sizeof(*l));
-    l->node.hash = srv_pseg_lease_hash(o);
-    l->o = o;
-    l->until = until;
-    srv_obj_ref(o);
-    cm_ht_insert(&srv_pseg_leases, &l->node);
+    pthread_mutex_unlock(&srv_pseg_lease_mu);
 }
 
 struct srv_pseg_sweep {
@@ -327,30 +345,32 @@ static void srv_pseg_sweep_visit(struct cm_ht_node *n, void *arg) {
     }
 }
 
-/* Ends the leases due at now: unpins their objects (a block unlinked meanwhile is freed).
- * Pool mutex held. */
+/* Ends the leases due at now: unpins their objects (a block unlinked meanwhile is freed). */
 static void srv_pseg_lease_sweep(int64_t now) {
-    if (!srv_pseg_leases_on || cm_ht_count(&srv_pseg_leases) == 0)
-        return;
     struct srv_pseg_sweep sw = {now, NULL};
-    cm_ht_foreach(&srv_pseg_leases, srv_pseg_sweep_visit, &sw);
+    pthread_mutex_lock(&srv_pseg_lease_mu);
+    if (srv_pseg_leases_on && cm_ht_count(&srv_pseg_leases) > 0) {
+        cm_ht_foreach(&srv_pseg_leases, srv_pseg_sweep_visit, &sw);
+        for (struct srv_pseg_lease *l = sw.dead; l; l = l->dead)
+            cm_ht_remove(&srv_pseg_leases, &l->node);
+    }
+    pthread_mutex_unlock(&srv_pseg_lease_mu);
     while (sw.dead) {
         struct srv_pseg_lease *l = sw.dead;
         sw.dead = l->dead;
-        cm_ht_remove(&srv_pseg_leases, &l->node);
         srv_obj_unref(l->o);
         cm_free(l);
     }
 }
 
 void srv_pseg_kv_release_all(void) {
-    srv_mc_lock();
     srv_pseg_lease_sweep(INT64_MAX);
+    pthread_mutex_lock(&srv_pseg_lease_mu);
     if (srv_pseg_leases_on) {
         cm_ht_fini(&srv_pseg_leases);
         srv_pseg_leases_on = 0;
     }
-    srv_mc_unlock();
+    pthread_mutex_unlock(&srv_pseg_lease_mu);
 }
 
 /* The object a keyspace read of key answers as a pool object, or NULL. Shard lock r held. */
@@ -361,22 +381,31 @@ static struct srv_obj *srv_pseg_kv_find(struct srv_db_ref *r, int touch) {
     return o;
 }
 
-int srv_pseg_kv_read(const void *key, size_t klen, int64_t now, int lease,
-                     struct pool_replica_desc *d, int64_t *lease_until) {
-    if (!cm_atomic_load_acquire(&srv_pseg_on) || !srv_mc_pool || klen == 0)
+int srv_pseg_kv_pin(const void *key, size_t klen, int touch, struct srv_pseg_kv *kv) {
+    kv->o = NULL;
+    if (!cm_atomic_load_acquire(&srv_pseg_on) || klen == 0 || srv_db_shard_empty(key, klen))
         return 0;
-    struct pool_segment_info info;
-    char *base = srv_seg_base(srv_segment);
-    if (pool_segment_query(srv_mc_pool, srv_pseg_segname, &info) != POOL_OK ||
-        info.status != POOL_SEG_OK || info.base != (uint64_t)(uintptr_t)base)
-        return 0; /* not (or no longer) ours in this pool */
     struct srv_db_ref r;
     srv_db_lock(&r, key, klen);
-    struct srv_obj *o = srv_pseg_kv_find(&r, lease);
-    if (!o) {
-        srv_db_unlock(&r);
-        return 0;
+    struct srv_obj *o = srv_pseg_kv_find(&r, touch);
+    if (o) {
+        srv_obj_ref(o);
+        kv->o = o;
+        kv->addr = (uint64_t)(uintptr_t)srv_obj_val(o);
+        kv->size = o->vlen;
     }
+    srv_db_unlock(&r);
+    return o != NULL;
+}
+
+int srv_pseg_kv_answer(struct srv_pseg_kv *kv, int64_t now, int lease, struct pool_replica_desc *d,
+                       int64_t *lease_until) {
+    if (!kv->o || !srv_mc_pool)
+        return 0;
+    struct pool_segment_info info;
+    if (pool_segment_query(srv_mc_pool, srv_pseg_segname, &info) != POOL_OK ||
+        info.status != POOL_SEG_OK || info.base != (uint64_t)(uintptr_t)srv_seg_base(srv_segment))
+        return 0; /* not (or no longer) ours in this pool */
     *d = (struct pool_replica_desc){.type = POOL_REPLICA_MEMORY,
                                     .status = POOL_REPLICA_COMPLETE,
                                     .segment = info.name,
@@ -385,15 +414,22 @@ int srv_pseg_kv_read(const void *key, size_t klen, int64_t now, int lease,
                                     .seg_desc = info.desc,
                                     .seg_desc_len = info.desc_len,
                                     .seg_gen = 0, /* not the pool's: rendered afresh */
-                                    .addr = (uint64_t)(uintptr_t)srv_obj_val(o),
-                                    .size = o->vlen};
+                                    .addr = kv->addr,
+                                    .size = kv->size};
+    struct srv_obj *o = kv->o;
     if (lease)
-        srv_pseg_lease_grant(o, now + srv_cfg.default_kv_lease_ttl);
-    struct srv_pseg_lease *l = srv_pseg_lease_find(o);
-    if (lease_until)
-        *lease_until = l && l->until > now ? l->until : 0;
-    srv_db_unlock(&r);
+        srv_pseg_lease_grant(kv, now + srv_cfg.default_kv_lease_ttl);
+    if (lease_until) {
+        int64_t until = srv_pseg_lease_until(o);
+        *lease_until = until > now ? until : 0;
+    }
     return 1;
+}
+
+void srv_pseg_kv_unpin(struct srv_pseg_kv *kv) {
+    if (kv->o)
+        srv_obj_unref(kv->o);
+    kv->o = NULL;
 }
 
 int srv_pseg_kv_remove(const void *key, size_t klen, int force, int64_t now) {
@@ -404,8 +440,7 @@ int srv_pseg_kv_remove(const void *key, size_t klen, int force, int64_t now) {
     struct srv_obj *o = srv_pseg_kv_find(&r, 0);
     int rc = POOL_EOBJECT_NOT_FOUND;
     if (o) {
-        struct srv_pseg_lease *l = srv_pseg_lease_find(o);
-        if (!force && l && l->until > now) {
+        if (!force && srv_pseg_lease_until(o) > now) {
             rc = POOL_EOBJECT_HAS_LEASE;
         } else {
             srv_db_unlink(&r, o);
