@@ -42,6 +42,7 @@ bench_setup store-cost
 
 mport=$(free_port)
 "$BIN/crescent-master" --port "$mport" --bind 127.0.0.1 --metrics_port 0 --memory 1mb \
+    --embedded_segment_in_pool no \
     >"$TMP/master.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do
@@ -123,7 +124,8 @@ if [[ " ${MODES[*]} " == *" master "* ]]; then
     echo "master instructions per object (callgrind, 5 s run minus 2 s run):"
     vport=$(free_port)
     valgrind --tool=callgrind --callgrind-out-file="$TMP/master.cg" "$BIN/crescent-master" \
-        --port "$vport" --bind 127.0.0.1 --metrics_port 0 --memory 1mb >"$TMP/vmaster.log" 2>&1 &
+        --port "$vport" --bind 127.0.0.1 --metrics_port 0 --memory 1mb \
+        --embedded_segment_in_pool no >"$TMP/vmaster.log" 2>&1 &
     VM=$!
     PIDS+=("$VM")
     for _ in $(seq 300); do
