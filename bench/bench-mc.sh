@@ -55,6 +55,7 @@ start() {
 
 # A long client TTL: the fake client does not ping while the benchmark runs.
 start crescent "$BUILD/bin/crescent-master" --threads "$THREADS" --memory 64mb --metrics_port 0 \
+    --embedded_segment_in_pool no \
     --bind 127.0.0.1 --client_live_ttl_sec 86400
 cport=$PORT
 cpid=$PID

@@ -94,6 +94,7 @@ declare -A TARGET MASTER
 for p in $PROTOS; do
     mport=$(free_port)
     "$BIN/crescent-master" --port "$mport" --bind 127.0.0.1 --metrics_port 0 --memory 1mb \
+        --embedded_segment_in_pool no \
         >"$TMP/master-$p.log" 2>&1 &
     PIDS+=($!)
     wait_pong "$mport" "crescent-master ($p)"

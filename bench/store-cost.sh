@@ -9,8 +9,14 @@
 #   instr     user-space instructions per object of the client (valgrind --tool=callgrind,
 #             difference between a 2 s and a 5 s run divided by the difference in objects, so
 #             start-up drops out)
+#   master    user-space instructions per object of crescent-master for the store put / get
+#             runs (a second master under callgrind, counters zeroed before and dumped after
+#             each client run with callgrind_control; 5 s run minus 2 s run as for instr)
 #
-#   bench/store-cost.sh [syscalls] [instr]      (both by default)
+#   bench/store-cost.sh [syscalls] [instr] [master]      (syscalls and instr by default)
+#
+# CRESCENT_STORE_REPLY_FORMAT=full in the environment runs the store clients on the full
+# (self-describing) reply form instead of the compact one (docs/store.md, "Compact replies").
 #
 # Environment: CRESCENT_BUILD (build), COST_DURATION (2, seconds of the strace runs).
 # One crescent-master, one `crescent-bench store --operation serve` and one
@@ -26,8 +32,8 @@ MODES=("$@")
 for m in "${MODES[@]}"; do
     case $m in
     syscalls) command -v strace >/dev/null || { echo "store-cost: strace not found" >&2; exit 1; } ;;
-    instr) command -v valgrind >/dev/null || { echo "store-cost: valgrind not found" >&2; exit 1; } ;;
-    *) echo "usage: bench/store-cost.sh [syscalls] [instr]" >&2; exit 2 ;;
+    instr | master) command -v valgrind >/dev/null || { echo "store-cost: valgrind not found" >&2; exit 1; } ;;
+    *) echo "usage: bench/store-cost.sh [syscalls] [instr] [master]" >&2; exit 2 ;;
     esac
 done
 
@@ -36,6 +42,7 @@ bench_setup store-cost
 
 mport=$(free_port)
 "$BIN/crescent-master" --port "$mport" --bind 127.0.0.1 --metrics_port 0 --memory 1mb \
+    --embedded_segment_in_pool no \
     >"$TMP/master.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 100); do
@@ -108,6 +115,39 @@ if [[ " ${MODES[*]} " == *" instr "* ]]; then
             OB[$d]=$(objects "$TMP/$n.$d.json")
         done
         awk -v n="$n" -v i2="${IR[2]}" -v i5="${IR[5]}" -v o2="${OB[2]}" -v o5="${OB[5]}" 'BEGIN {
+            printf "  %-10s %7d / %7d objects  %8.0f instructions/object\n", n, o2, o5, (i5 - i2) / (o5 - o2) }'
+    done
+fi
+
+if [[ " ${MODES[*]} " == *" master "* ]]; then
+    command -v callgrind_control >/dev/null || { echo "store-cost: callgrind_control not found" >&2; exit 1; }
+    echo "master instructions per object (callgrind, 5 s run minus 2 s run):"
+    vport=$(free_port)
+    valgrind --tool=callgrind --callgrind-out-file="$TMP/master.cg" "$BIN/crescent-master" \
+        --port "$vport" --bind 127.0.0.1 --metrics_port 0 --memory 1mb \
+        --embedded_segment_in_pool no >"$TMP/vmaster.log" 2>&1 &
+    VM=$!
+    PIDS+=("$VM")
+    for _ in $(seq 300); do
+        [ "$(redis-cli -p "$vport" ping 2>/dev/null)" = PONG ] && break
+        sleep 0.1
+    done
+    "$BIN/crescent-bench" store --master "127.0.0.1:$vport" --operation serve --protocol tcp \
+        --segment_size 256m --duration 86400 >"$TMP/vserve.out" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 300); do [ -s "$TMP/vserve.out" ] && break; sleep 0.1; done
+    for op in put get; do
+        declare -A MI MO
+        for d in 2 5; do
+            callgrind_control -z "$VM" >/dev/null 2>&1
+            "$BIN/crescent-bench" store --master "127.0.0.1:$vport" --protocol tcp --operation $op \
+                --object_size 4k --batch_size 128 --keys 128 --json --duration $d >"$TMP/m.$op.$d.json"
+            callgrind_control -d "m.$op.$d" "$VM" >/dev/null 2>&1
+            f=$(grep -l "dump m.$op.$d" "$TMP"/master.cg.*)
+            MI[$d]=$(sed -n 's/^summary: \([0-9]*\).*/\1/p' "$f" | head -1)
+            MO[$d]=$(objects "$TMP/m.$op.$d.json")
+        done
+        awk -v n="store_$op" -v i2="${MI[2]}" -v i5="${MI[5]}" -v o2="${MO[2]}" -v o5="${MO[5]}" 'BEGIN {
             printf "  %-10s %7d / %7d objects  %8.0f instructions/object\n", n, o2, o5, (i5 - i2) / (o5 - o2) }'
     done
 fi

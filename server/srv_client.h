@@ -35,6 +35,7 @@ struct srv_defer;
 #define SRV_CLIENT_UNIX              0x20u /* connected over the Unix socket */
 #define SRV_CLIENT_INPUT_EOF         0x40u /* the peer ended its input while suspended */
 #define SRV_CLIENT_HELD              0x80u /* HA: output waits for the op-log (worker's held list) */
+#define SRV_CLIENT_MC_COMPACT        0x100u /* MC.REPLYFORMAT COMPACT (srv_cmd_mc_compact.c) */
 
 /* One argument of the command being run (points into the query buffer or MULTI storage). */
 struct srv_arg {

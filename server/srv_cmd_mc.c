@@ -294,8 +294,15 @@ static void srv_mc_write_start(struct srv_client *c, srv_mc_start_fn *fn) {
     size_t n = 0;
     srv_mc_lock();
     int rc = fn(srv_mc_pool, &id, c->argv[2].p, c->argv[2].len, size, &cfg, srv_mc_now(), d, &n);
-    if (rc == 0)
+    if (rc == 0 && srv_mc_compact(c)) { /* [element, segment table] */
+        struct srv_mc_segtab t;
+        srv_mc_segtab_init(&t);
+        resp_add_array_hdr(&c->out, 2);
+        srv_mc_compact_put(c, &t, d, n);
+        srv_mc_segtab_write(c, &t);
+    } else if (rc == 0) {
         srv_mc_add_replicas(c, d, n);
+    }
     if (fn == pool_upsert_start) /* the old value is no longer readable */
         srv_oplog_log_key(srv_mc_pool, c->argv[2].p, c->argv[2].len);
     srv_mc_unlock();
@@ -325,6 +332,10 @@ static void srv_mc_batch_start(struct srv_client *c, srv_mc_start_fn *fn) {
         return;
     }
     struct pool_replica_desc d[POOL_MAX_REPLICAS];
+    struct srv_mc_segtab t, *tp = srv_mc_compact(c) ? &t : NULL;
+    srv_mc_segtab_init(&t);
+    if (tp != NULL) /* compact: [elements, segment table] */
+        resp_add_array_hdr(&c->out, 2);
     resp_add_array_hdr(&c->out, (long)nkeys);
     srv_mc_lock();
     int64_t now = srv_mc_now();
@@ -332,13 +343,17 @@ static void srv_mc_batch_start(struct srv_client *c, srv_mc_start_fn *fn) {
         const struct srv_arg *key = &c->argv[3 + 2 * k];
         size_t n = 0;
         int rc = fn(srv_mc_pool, &id, key->p, key->len, sizes[k], &cfg, now, d, &n);
-        if (rc == 0)
+        if (rc == 0 && tp != NULL)
+            srv_mc_compact_put(c, tp, d, n);
+        else if (rc == 0)
             srv_mc_add_replicas(c, d, n);
         else
             srv_mc_add_err(c, rc);
         if (fn == pool_upsert_start)
             srv_oplog_log_key(srv_mc_pool, key->p, key->len);
     }
+    if (tp != NULL)
+        srv_mc_segtab_write(c, tp);
     srv_mc_unlock();
     srv_mc_put_config_free(&cfg);
     cm_free(sizes);

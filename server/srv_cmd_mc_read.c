@@ -3,7 +3,10 @@
  * MC.* commands of the distributed store, part 2: reads (exist, get replicas with a lease, by
  * regex, batch forms), the admin reads (MC.QUERYKEY, MC.STATS), removal, batch replica clear
  * and the start of copies and moves. Thin adapters over server/pool/; wire protocol in
- * docs/store.md.
+ * docs/store.md. A key the pool lacks may be a string of the Redis keyspace held in the
+ * embedded segment: the exist, get-replicas, query and remove commands answer it as a pool
+ * object: the value is pinned first, without the pool mutex (srv_pseg_kv_pin), then answered
+ * under it when the pool lacks the key (srv_pseg_kv_answer); see srv_pool_seg.h.
  */
 #include "common/fmacros.h"
 
@@ -11,7 +14,9 @@
 #include "server/srv_cmd.h"
 #include "server/srv_mc.h"
 #include "server/srv_oplog.h"
+#include "server/srv_pool_seg.h"
 #include "server/srv_reply.h"
+#include "server/srv_server.h"
 
 #include "common/cm_mem.h"
 #include "redis-compat/resp_write.h"
@@ -22,10 +27,44 @@
 
 /* ---- reads ------------------------------------------------------------------------------- */
 
+/* Keyspace pins for argv[from..argc): local when they fit, else a cm_malloc array. */
+#define SRV_MC_KV_LOCAL 16
+
+static struct srv_pseg_kv *srv_mc_kv_pin_args(struct srv_client *c, int from, int touch,
+                                              struct srv_pseg_kv *local) {
+    size_t n = (size_t)(c->argc - from);
+    struct srv_pseg_kv *kv = n <= SRV_MC_KV_LOCAL ? local : cm_malloc(n * sizeof(*kv));
+    for (size_t i = 0; i < n; i++)
+        srv_pseg_kv_pin(c->argv[from + (int)i].p, c->argv[from + (int)i].len, touch, &kv[i]);
+    return kv;
+}
+
+/* Drops the pins of srv_mc_kv_pin_args (pool mutex released). */
+static void srv_mc_kv_unpin_args(struct srv_client *c, int from, struct srv_pseg_kv *kv,
+                                 struct srv_pseg_kv *local) {
+    for (int i = 0; i < c->argc - from; i++)
+        srv_pseg_kv_unpin(&kv[i]);
+    if (kv != local)
+        cm_free(kv);
+}
+
+/* pool_exist, then the keyspace's string pinned in kv (a lease either way). Pool mutex held. */
+static int srv_mc_exist_one(const char *key, size_t klen, struct srv_pseg_kv *kv, int64_t now) {
+    int rc = pool_exist(srv_mc_pool, key, klen, now);
+    if (rc == 0) {
+        struct pool_replica_desc d;
+        rc = srv_pseg_kv_answer(kv, now, 1, &d, NULL);
+    }
+    return rc;
+}
+
 void srv_mc_exist_command(struct srv_client *c) {
+    struct srv_pseg_kv kv;
+    srv_pseg_kv_pin(c->argv[1].p, c->argv[1].len, 1, &kv);
     srv_mc_lock();
-    int rc = pool_exist(srv_mc_pool, c->argv[1].p, c->argv[1].len, srv_mc_now());
+    int rc = srv_mc_exist_one(c->argv[1].p, c->argv[1].len, &kv, srv_mc_now());
     srv_mc_unlock();
+    srv_pseg_kv_unpin(&kv);
     if (rc < 0)
         srv_mc_reply_err(c, rc);
     else
@@ -33,53 +72,88 @@ void srv_mc_exist_command(struct srv_client *c) {
 }
 
 void srv_mc_batchexist_command(struct srv_client *c) {
+    struct srv_pseg_kv local[SRV_MC_KV_LOCAL];
+    struct srv_pseg_kv *kv = srv_mc_kv_pin_args(c, 1, 1, local);
     resp_add_array_hdr(&c->out, c->argc - 1);
     srv_mc_lock();
     int64_t now = srv_mc_now();
     for (int i = 1; i < c->argc; i++) {
-        int rc = pool_exist(srv_mc_pool, c->argv[i].p, c->argv[i].len, now);
+        int rc = srv_mc_exist_one(c->argv[i].p, c->argv[i].len, &kv[i - 1], now);
         if (rc < 0)
             srv_mc_add_err(c, rc);
         else
             resp_add_int(&c->out, rc);
     }
     srv_mc_unlock();
+    srv_mc_kv_unpin_args(c, 1, kv, local);
 }
 
-/* Appends the MC.GETREPLICAS result (or error element) of key; pool mutex held. */
-static int srv_mc_get_one(struct srv_client *c, const char *key, size_t klen, int64_t now) {
+/* Appends the MC.GETREPLICAS result of key (compact into t when t is not NULL), the pool's
+ * object or else the keyspace string pinned in kv; returns 0 or the pool error (nothing
+ * appended). Pool mutex held. */
+static int srv_mc_get_one(struct srv_client *c, struct srv_mc_segtab *t, const char *key,
+                          size_t klen, struct srv_pseg_kv *kv, int64_t now) {
     struct pool_replica_desc d[POOL_MAX_REPLICAS];
     size_t n = 0;
     int64_t ttl = 0;
     int rc = pool_get_replicas(srv_mc_pool, key, klen, now, d, &n, &ttl);
+    if (rc == POOL_EOBJECT_NOT_FOUND && srv_pseg_kv_answer(kv, now, 1, d, NULL)) {
+        n = 1; /* a keyspace string in the embedded segment */
+        ttl = srv_cfg.default_kv_lease_ttl;
+        rc = 0;
+    }
     if (rc < 0)
         return rc;
     int disk_only = n > 0;
     for (size_t i = 0; i < n && disk_only; i++)
         disk_only = d[i].type == POOL_REPLICA_LOCAL_DISK;
     int promote = disk_only && pool_offload_read_hit(srv_mc_pool, key, klen);
-    srv_mc_add_get_reply(c, ttl, d, n, promote);
+    if (t != NULL)
+        srv_mc_compact_get(c, t, ttl, d, n, promote);
+    else
+        srv_mc_add_get_reply(c, ttl, d, n, promote);
     return rc;
 }
 
 void srv_mc_getreplicas_command(struct srv_client *c) {
+    struct srv_mc_segtab t, *tp = srv_mc_compact(c) ? &t : NULL;
+    srv_mc_segtab_init(&t);
+    struct srv_pseg_kv kv;
+    srv_pseg_kv_pin(c->argv[1].p, c->argv[1].len, 1, &kv);
+    size_t at = c->out.len;
+    if (tp != NULL) /* compact: [element, segment table] */
+        resp_add_array_hdr(&c->out, 2);
     srv_mc_lock();
-    int rc = srv_mc_get_one(c, c->argv[1].p, c->argv[1].len, srv_mc_now());
+    int rc = srv_mc_get_one(c, tp, c->argv[1].p, c->argv[1].len, &kv, srv_mc_now());
+    if (rc >= 0 && tp != NULL)
+        srv_mc_segtab_write(c, tp);
     srv_mc_unlock();
-    if (rc < 0)
+    srv_pseg_kv_unpin(&kv);
+    if (rc < 0) {
+        c->out.len = at;
         srv_mc_reply_err(c, rc);
+    }
 }
 
 void srv_mc_batchgetreplicas_command(struct srv_client *c) {
+    struct srv_mc_segtab t, *tp = srv_mc_compact(c) ? &t : NULL;
+    srv_mc_segtab_init(&t);
+    if (tp != NULL) /* compact: [elements, segment table] */
+        resp_add_array_hdr(&c->out, 2);
+    struct srv_pseg_kv local[SRV_MC_KV_LOCAL];
+    struct srv_pseg_kv *kv = srv_mc_kv_pin_args(c, 1, 1, local);
     resp_add_array_hdr(&c->out, c->argc - 1);
     srv_mc_lock();
     int64_t now = srv_mc_now();
     for (int i = 1; i < c->argc; i++) {
-        int rc = srv_mc_get_one(c, c->argv[i].p, c->argv[i].len, now);
+        int rc = srv_mc_get_one(c, tp, c->argv[i].p, c->argv[i].len, &kv[i - 1], now);
         if (rc < 0)
             srv_mc_add_err(c, rc);
     }
+    if (tp != NULL)
+        srv_mc_segtab_write(c, tp);
     srv_mc_unlock();
+    srv_mc_kv_unpin_args(c, 1, kv, local);
 }
 
 /* Keys matched by a regex, copied out of the pool (length-prefixed in one buffer). */
@@ -133,9 +207,19 @@ void srv_mc_getreplicasbyregex_command(struct srv_client *c) {
 
 void srv_mc_querykey_command(struct srv_client *c) {
     struct pool_object_info info;
+    struct srv_pseg_kv kv;
+    srv_pseg_kv_pin(c->argv[1].p, c->argv[1].len, 0, &kv);
     srv_mc_lock();
     int64_t now = srv_mc_now();
     int rc = pool_object_query(srv_mc_pool, c->argv[1].p, c->argv[1].len, &info);
+    if (rc == POOL_EOBJECT_NOT_FOUND) { /* a keyspace string in the embedded segment? */
+        memset(&info, 0, sizeof(info));
+        if (srv_pseg_kv_answer(&kv, now, 0, &info.replicas[0], &info.lease_until)) {
+            info.nreplicas = 1;
+            info.size = info.replicas[0].size;
+            rc = 0;
+        }
+    }
     if (rc == 0) {
         struct cm_buf *b = &c->out;
         resp_add_map_hdr(b, c->proto, 7);
@@ -155,6 +239,7 @@ void srv_mc_querykey_command(struct srv_client *c) {
         srv_mc_add_field(c, info.task == 2 ? "move" : info.task == 1 ? "copy" : "none");
     }
     srv_mc_unlock();
+    srv_pseg_kv_unpin(&kv);
     if (rc < 0)
         srv_mc_reply_err(c, rc);
 }
@@ -193,15 +278,24 @@ static int srv_mc_force(struct srv_client *c, int i) {
     return -1;
 }
 
+/* pool_remove, logged to the op-log. Pool mutex held. */
+static int srv_mc_remove_pool(const char *key, size_t klen, int force, int64_t now) {
+    int rc = pool_remove(srv_mc_pool, key, klen, force, now);
+    if (rc == 0)
+        srv_oplog_log_key(srv_mc_pool, key, klen);
+    return rc;
+}
+
 void srv_mc_remove_command(struct srv_client *c) {
     int force = srv_mc_force(c, 2);
     if (force < 0)
         return;
     srv_mc_lock();
-    int rc = pool_remove(srv_mc_pool, c->argv[1].p, c->argv[1].len, force, srv_mc_now());
-    if (rc == 0)
-        srv_oplog_log_key(srv_mc_pool, c->argv[1].p, c->argv[1].len);
+    int64_t now = srv_mc_now();
+    int rc = srv_mc_remove_pool(c->argv[1].p, c->argv[1].len, force, now);
     srv_mc_unlock();
+    if (rc == POOL_EOBJECT_NOT_FOUND) /* a keyspace string (its shard lock: no pool mutex) */
+        rc = srv_pseg_kv_remove(c->argv[1].p, c->argv[1].len, force, now);
     srv_mc_reply_status(c, rc);
 }
 
@@ -212,16 +306,19 @@ void srv_mc_batchremove_command(struct srv_client *c) {
     int force = srv_mc_force(c, 2 + (int)n);
     if (force < 0)
         return;
-    resp_add_array_hdr(&c->out, (long)n);
+    int *rcs = cm_malloc(n * sizeof(*rcs));
     srv_mc_lock();
     int64_t now = srv_mc_now();
-    for (int i = 2; i < 2 + (int)n; i++) {
-        int rc = pool_remove(srv_mc_pool, c->argv[i].p, c->argv[i].len, force, now);
-        srv_mc_add_status(c, rc);
-        if (rc == 0)
-            srv_oplog_log_key(srv_mc_pool, c->argv[i].p, c->argv[i].len);
-    }
+    for (size_t i = 0; i < n; i++)
+        rcs[i] = srv_mc_remove_pool(c->argv[2 + i].p, c->argv[2 + i].len, force, now);
     srv_mc_unlock();
+    resp_add_array_hdr(&c->out, (long)n);
+    for (size_t i = 0; i < n; i++) {
+        if (rcs[i] == POOL_EOBJECT_NOT_FOUND)
+            rcs[i] = srv_pseg_kv_remove(c->argv[2 + i].p, c->argv[2 + i].len, force, now);
+        srv_mc_add_status(c, rcs[i]);
+    }
+    cm_free(rcs);
 }
 
 void srv_mc_removebyregex_command(struct srv_client *c) {

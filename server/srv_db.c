@@ -445,6 +445,10 @@ struct srv_obj *srv_obj_create_agg(const char *key, size_t klen, enum srv_type t
     return o;
 }
 
+int srv_db_shard_empty(const char *key, size_t klen) {
+    return cm_atomic_load_relaxed(&srv_shard_of(srv_key_hash(key, klen))->nkeys) == 0;
+}
+
 int srv_db_exists(const char *key, size_t klen, int64_t now_ms) {
     struct srv_db_ref r;
     srv_db_lock(&r, key, klen);

@@ -204,6 +204,10 @@ void srv_obj_ref(struct srv_obj *o);
 /* Drops a reference; the last one frees the block and the record. Any thread, no lock needed. */
 void srv_obj_unref(struct srv_obj *o);
 
+/* 1 when the shard of key holds no key now: a lock-free hint (a racing insert may be missed),
+ * so a caller that tolerates that skips the shard lock for a quick miss. Any thread. */
+int srv_db_shard_empty(const char *key, size_t klen);
+
 /* 1 when key exists (deleting it first if it expired). Takes the shard lock. */
 int srv_db_exists(const char *key, size_t klen, int64_t now_ms);
 

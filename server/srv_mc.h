@@ -13,6 +13,7 @@
 
 #include "server/pool/pool.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -119,6 +120,47 @@ void srv_mc_add_replicas(struct srv_client *c, const struct pool_replica_desc *d
  * set: the reader of this disk-only object should promote it, docs/store.md). */
 void srv_mc_add_get_reply(struct srv_client *c, int64_t lease_ttl_ms,
                           const struct pool_replica_desc *d, size_t n, int promote);
+
+/* ---- compact replies (srv_cmd_mc_compact.c, docs/store.md "Compact replies") ----------- */
+
+/* Whether c asked for compact replies (MC.REPLYFORMAT COMPACT). */
+bool srv_mc_compact(const struct srv_client *c);
+
+/* One distinct segment of a compact reply; the strings point into the pool (valid while its
+ * mutex is held). */
+struct srv_mc_segref {
+    uint64_t gen; /* pool_replica_desc.seg_gen */
+    const char *segment, *endpoint, *protocol;
+    const void *desc;
+    size_t desc_len;
+};
+
+/* The segment table of one compact reply: filled while replicas are written, written at the
+ * end of the reply with srv_mc_segtab_write() before the pool mutex is released. */
+#define SRV_MC_SEGTAB_LOCAL 8
+struct srv_mc_segtab {
+    struct srv_mc_segref *e; /* local, or a heap array beyond SRV_MC_SEGTAB_LOCAL */
+    size_t n, cap, last;     /* last: index of the previous lookup */
+    struct srv_mc_segref local[SRV_MC_SEGTAB_LOCAL];
+};
+
+/* Empties t (call once before use). */
+void srv_mc_segtab_init(struct srv_mc_segtab *t);
+
+/* Appends the compact MC.GETREPLICAS element of one key: an array of 2 + 4n integers,
+ * lease_ttl_ms, promote (0/1), then segment index, type, addr, size per replica. Pool mutex
+ * held (segments enter t). */
+void srv_mc_compact_get(struct srv_client *c, struct srv_mc_segtab *t, int64_t lease_ttl_ms,
+                        const struct pool_replica_desc *d, size_t n, int promote);
+
+/* Appends the compact put-start element of one key: 4n integers (segment index, type, addr,
+ * size per replica). Pool mutex held. */
+void srv_mc_compact_put(struct srv_client *c, struct srv_mc_segtab *t,
+                        const struct pool_replica_desc *d, size_t n);
+
+/* Appends t's segment table (an array of [name, endpoint, protocol, desc] bulk arrays, in index
+ * order) and empties t. Pool mutex held. */
+void srv_mc_segtab_write(struct srv_client *c, struct srv_mc_segtab *t);
 
 /* Appends one segment description (9 fields). */
 void srv_mc_add_segment(struct srv_client *c, const struct pool_segment_info *s);

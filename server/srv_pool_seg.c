@@ -2,24 +2,30 @@
 /*
  * The embedded segment as a pool segment (srv_pool_seg.h): the shared allocator the pool core
  * calls, the master's listening transfer engine that serves the segment's memory, the mount and
- * its upkeep, and the local shortcut for the master's own transfers.
+ * its upkeep, the local shortcut for the master's own transfers, and the keyspace's strings
+ * answered as pool objects with their read leases.
  */
 #include "common/fmacros.h"
 
 #include "server/srv_pool_seg.h"
 
+#include "server/srv_db.h"
 #include "server/srv_mc.h"
 #include "server/srv_oplog.h"
 #include "server/srv_pool_kv.h"
+#include "server/srv_pubsub.h"
 #include "server/srv_seg.h"
 #include "server/srv_server.h"
 
 #include "common/cm_atomic.h"
 #include "common/cm_errno.h"
+#include "common/cm_hash.h"
+#include "common/cm_ht.h"
 #include "common/cm_log.h"
 #include "common/cm_mem.h"
 #include "transfer/xfer.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +206,7 @@ int srv_pseg_start(void) {
 }
 
 void srv_pseg_stop(void) {
+    srv_pseg_kv_release_all();
     cm_atomic_store_release(&srv_pseg_on, 0);
     xfer_engine_destroy(srv_pseg_eng);
     srv_pseg_eng = NULL;
@@ -207,7 +214,10 @@ void srv_pseg_stop(void) {
     srv_pseg_desc = NULL;
 }
 
+static void srv_pseg_lease_sweep(int64_t now);
+
 void srv_pseg_tick(int64_t now) {
+    srv_pseg_lease_sweep(now);
     if (!cm_atomic_load_acquire(&srv_pseg_on) || !srv_mc_pool)
         return;
     struct pool_segment_info info;
@@ -251,4 +261,194 @@ uint64_t srv_pseg_evict(uint64_t need) {
         srv_mc_pool ? pool_evict_segment(srv_mc_pool, srv_pseg_segname, srv_mc_now(), need) : 0;
     srv_mc_unlock();
     return n;
+}
+
+/* ---------------------------------------------------------------- keyspace strings */
+
+/* One read lease on a keyspace object: holds a pin (srv_obj_ref) until `until`. */
+struct srv_pseg_lease {
+    struct cm_ht_node node; /* node.hash: hash of the object's address */
+    struct srv_obj *o;
+    int64_t until;               /* pool clock */
+    struct srv_pseg_lease *dead; /* sweep list */
+};
+
+/* Leases by object, under srv_pseg_lease_mu (a leaf lock: taken under the pool mutex or a
+ * shard lock, nothing taken under it). */
+static pthread_mutex_t srv_pseg_lease_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct cm_ht srv_pseg_leases;
+static int srv_pseg_leases_on;
+
+static uint64_t srv_pseg_lease_hash(const struct srv_obj *o) {
+    return cm_hash64(&o, sizeof(o), 0x5bd1e995u);
+}
+
+static int srv_pseg_lease_eq(const struct cm_ht_node *n, const void *key, size_t klen) {
+    (void)klen;
+    return ((const struct srv_pseg_lease *)n)->o == key;
+}
+
+/* o's lease, or NULL. srv_pseg_lease_mu held. */
+static struct srv_pseg_lease *srv_pseg_lease_find(const struct srv_obj *o) {
+    if (!srv_pseg_leases_on)
+        return NULL;
+    return (struct srv_pseg_lease *)cm_ht_find(&srv_pseg_leases, srv_pseg_lease_hash(o), o,
+                                               sizeof(o), srv_pseg_lease_eq);
+}
+
+/* The lease deadline of o (0 when none). Takes srv_pseg_lease_mu. */
+static int64_t srv_pseg_lease_until(const struct srv_obj *o) {
+    pthread_mutex_lock(&srv_pseg_lease_mu);
+    struct srv_pseg_lease *l = srv_pseg_lease_find(o);
+    int64_t until = l ? l->until : 0;
+    pthread_mutex_unlock(&srv_pseg_lease_mu);
+    return until;
+}
+
+/*
+ * Grants or extends kv's object's lease to until. A new lease takes over kv's pin (kv->o is
+ * then NULL); an existing one is extended and kv keeps its pin. Takes srv_pseg_lease_mu.
+ */
+static void srv_pseg_lease_grant(struct srv_pseg_kv *kv, int64_t until) {
+    pthread_mutex_lock(&srv_pseg_lease_mu);
+    struct srv_pseg_lease *l = srv_pseg_lease_find(kv->o);
+    if (l) {
+        if (until > l->until)
+            l->until = until;
+    } else {
+        if (!srv_pseg_leases_on) {
+            cm_ht_init(&srv_pseg_leases, 16);
+            srv_pseg_leases_on = 1;
+        }
+        l = cm_malloc(sizeof(*l));
+        memset(l, 0, sizeof(*l));
+        l->node.hash = srv_pseg_lease_hash(kv->o);
+        l->o = kv->o;
+        l->until = until;
+        cm_ht_insert(&srv_pseg_leases, &l->node);
+        kv->o = NULL; /* the lease holds the pin now */
+    }
+    pthread_mutex_unlock(&srv_pseg_lease_mu);
+}
+
+struct srv_pseg_sweep {
+    int64_t now; /* INT64_MAX: every lease */
+    struct srv_pseg_lease *dead;
+};
+
+static void srv_pseg_sweep_visit(struct cm_ht_node *n, void *arg) {
+    struct srv_pseg_sweep *sw = arg;
+    struct srv_pseg_lease *l = (struct srv_pseg_lease *)n;
+    if (l->until <= sw->now) {
+        l->dead = sw->dead;
+        sw->dead = l;
+    }
+}
+
+/* Ends the leases due at now: unpins their objects (a block unlinked meanwhile is freed). */
+static void srv_pseg_lease_sweep(int64_t now) {
+    struct srv_pseg_sweep sw = {now, NULL};
+    pthread_mutex_lock(&srv_pseg_lease_mu);
+    if (srv_pseg_leases_on && cm_ht_count(&srv_pseg_leases) > 0) {
+        cm_ht_foreach(&srv_pseg_leases, srv_pseg_sweep_visit, &sw);
+        for (struct srv_pseg_lease *l = sw.dead; l; l = l->dead)
+            cm_ht_remove(&srv_pseg_leases, &l->node);
+    }
+    pthread_mutex_unlock(&srv_pseg_lease_mu);
+    while (sw.dead) {
+        struct srv_pseg_lease *l = sw.dead;
+        sw.dead = l->dead;
+        srv_obj_unref(l->o);
+        cm_free(l);
+    }
+}
+
+void srv_pseg_kv_release_all(void) {
+    srv_pseg_lease_sweep(INT64_MAX);
+    pthread_mutex_lock(&srv_pseg_lease_mu);
+    if (srv_pseg_leases_on) {
+        cm_ht_fini(&srv_pseg_leases);
+        srv_pseg_leases_on = 0;
+    }
+    pthread_mutex_unlock(&srv_pseg_lease_mu);
+}
+
+/* The object a keyspace read of key answers as a pool object, or NULL. Shard lock r held. */
+static struct srv_obj *srv_pseg_kv_find(struct srv_db_ref *r, int touch) {
+    struct srv_obj *o = touch ? srv_db_find(r, srv_now_ms()) : srv_db_peek(r, srv_now_ms());
+    if (!o || o->type != SRV_TYPE_STRING || srv_obj_offloaded(o) || o->vlen == 0)
+        return NULL;
+    return o;
+}
+
+int srv_pseg_kv_pin(const void *key, size_t klen, int touch, struct srv_pseg_kv *kv) {
+    kv->o = NULL;
+    if (!cm_atomic_load_acquire(&srv_pseg_on) || klen == 0 || srv_db_shard_empty(key, klen))
+        return 0;
+    struct srv_db_ref r;
+    srv_db_lock(&r, key, klen);
+    struct srv_obj *o = srv_pseg_kv_find(&r, touch);
+    if (o) {
+        srv_obj_ref(o);
+        kv->o = o;
+        kv->addr = (uint64_t)(uintptr_t)srv_obj_val(o);
+        kv->size = o->vlen;
+    }
+    srv_db_unlock(&r);
+    return o != NULL;
+}
+
+int srv_pseg_kv_answer(struct srv_pseg_kv *kv, int64_t now, int lease, struct pool_replica_desc *d,
+                       int64_t *lease_until) {
+    if (!kv->o || !srv_mc_pool)
+        return 0;
+    struct pool_segment_info info;
+    if (pool_segment_query(srv_mc_pool, srv_pseg_segname, &info) != POOL_OK ||
+        info.status != POOL_SEG_OK || info.base != (uint64_t)(uintptr_t)srv_seg_base(srv_segment))
+        return 0; /* not (or no longer) ours in this pool */
+    *d = (struct pool_replica_desc){.type = POOL_REPLICA_MEMORY,
+                                    .status = POOL_REPLICA_COMPLETE,
+                                    .segment = info.name,
+                                    .endpoint = info.endpoint,
+                                    .protocol = info.protocol,
+                                    .seg_desc = info.desc,
+                                    .seg_desc_len = info.desc_len,
+                                    .seg_gen = 0, /* not the pool's: rendered afresh */
+                                    .addr = kv->addr,
+                                    .size = kv->size};
+    struct srv_obj *o = kv->o;
+    if (lease)
+        srv_pseg_lease_grant(kv, now + srv_cfg.default_kv_lease_ttl);
+    if (lease_until) {
+        int64_t until = srv_pseg_lease_until(o);
+        *lease_until = until > now ? until : 0;
+    }
+    return 1;
+}
+
+void srv_pseg_kv_unpin(struct srv_pseg_kv *kv) {
+    if (kv->o)
+        srv_obj_unref(kv->o);
+    kv->o = NULL;
+}
+
+int srv_pseg_kv_remove(const void *key, size_t klen, int force, int64_t now) {
+    if (!cm_atomic_load_acquire(&srv_pseg_on) || klen == 0)
+        return POOL_EOBJECT_NOT_FOUND;
+    struct srv_db_ref r;
+    srv_db_lock(&r, key, klen);
+    struct srv_obj *o = srv_pseg_kv_find(&r, 0);
+    int rc = POOL_EOBJECT_NOT_FOUND;
+    if (o) {
+        if (!force && srv_pseg_lease_until(o) > now) {
+            rc = POOL_EOBJECT_HAS_LEASE;
+        } else {
+            srv_db_unlink(&r, o);
+            rc = POOL_OK;
+        }
+    }
+    srv_db_unlock(&r);
+    if (rc == POOL_OK)
+        srv_notify(SRV_NOTIFY_GENERIC, "del", key, klen);
+    return rc;
 }

@@ -16,6 +16,18 @@
  * memcpy (srv_pseg_local). Not mounted without an embedded segment (--memory 0) or with HA or
  * an op-log (its bytes do not outlive the process, a new leader could not serve them).
  *
+ * KEYSPACE STRINGS AS POOL OBJECTS. A non-empty string value of the Redis keyspace lives in a
+ * block of this segment (unless the SSD tier holds it), so the MC read commands answer a key
+ * the pool lacks with that block: one COMPLETE MEMORY replica at the value's absolute address
+ * (srv_pseg_kv_pin, srv_pseg_kv_answer). A read lease pins the object (srv_obj_ref, the pin of a
+ * zero-copy GET) until default_kv_lease_ttl ends: an overwrite, DEL, expiry or eviction meanwhile
+ * unlinks the key at once, but its block is freed (and reused) only when the lease table drops the
+ * pin (swept by srv_pseg_tick). The lease table has its own leaf mutex. Lock order: the keyspace
+ * commands take the pool mutex under a shard lock (EXPIRE, INCR...), so an MC command pins the
+ * keyspace value first (srv_pseg_kv_pin: a shard lock, no pool mutex) and answers with it under
+ * the pool mutex (srv_pseg_kv_answer); it never takes the keyspace lock itself (the MC
+ * commands run without it, or under EXEC's exclusive hold, which is not re-entrant).
+ *
  * Threads: srv_pseg_start/stop on the main thread; srv_pseg_tick under the pool mutex on the
  * housekeeping thread; the others from any thread.
  */
@@ -25,6 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct pool_replica_desc;
+struct srv_obj;
 struct xfer_engine;
 
 /*
@@ -64,5 +78,48 @@ char *srv_pseg_local(const char *segment, uint64_t addr, uint64_t len);
  * mutex held (a keyspace shard lock may be held).
  */
 uint64_t srv_pseg_evict(uint64_t need);
+
+/* A keyspace string pinned for an MC command (srv_pseg_kv_pin). */
+struct srv_pseg_kv {
+    struct srv_obj *o; /* pinned object, NULL when none (or the pin went to a lease) */
+    uint64_t addr;     /* absolute address of the value's bytes */
+    uint64_t size;     /* value length */
+};
+
+/*
+ * First step of answering key from the keyspace: when the segment is mounted and key holds a
+ * live, non-empty string resident in the segment, pins it into *kv (touching its LRU clock when
+ * touch is set) and returns 1; else returns 0 (kv->o NULL). An expired key is deleted on the
+ * way, as a GET would. No pool mutex held (the keyspace commands take the pool mutex under a
+ * shard lock); takes one shard lock. Release with srv_pseg_kv_unpin. Any thread.
+ */
+int srv_pseg_kv_pin(const void *key, size_t klen, int touch, struct srv_pseg_kv *kv);
+
+/*
+ * Second step, for a key the pool lacks: when kv holds a pin and the segment is mounted with
+ * status OK in the current pool, fills *d (one COMPLETE MEMORY replica on this segment at
+ * kv->addr, kv->size bytes; d's strings point into the pool: valid while the pool mutex is
+ * held), grants or extends a read lease to now + default_kv_lease_ttl when lease is set (the
+ * lease may take over kv's pin), stores the lease deadline (0 when none) in *lease_until (may
+ * be NULL) and returns 1; else returns 0. Pool mutex held (now: the pool clock).
+ */
+int srv_pseg_kv_answer(struct srv_pseg_kv *kv, int64_t now, int lease, struct pool_replica_desc *d,
+                       int64_t *lease_until);
+
+/* Drops kv's pin if it still holds one. No lock needed (after the pool mutex is released, as
+ * the last pin frees a block). */
+void srv_pseg_kv_unpin(struct srv_pseg_kv *kv);
+
+/*
+ * MC.REMOVE of a keyspace string that srv_pseg_kv_pin would pin: deletes the key (a "del"
+ * keyspace event; WATCH sees it) and returns POOL_OK; POOL_EOBJECT_HAS_LEASE when a read lease
+ * is active and force is 0; POOL_EOBJECT_NOT_FOUND when no such string exists. A leased block
+ * stays pinned until its lease ends, force or not. No pool mutex held; takes one shard lock.
+ */
+int srv_pseg_kv_remove(const void *key, size_t klen, int force, int64_t now);
+
+/* Drops every keyspace lease now (their blocks go back to the allocator). Called by
+ * srv_pseg_stop. */
+void srv_pseg_kv_release_all(void);
 
 #endif

@@ -197,3 +197,174 @@ int cli__batch_write_fast(struct crescent_store *st, const redisReply *r, size_t
     free(owner);
     return 0;
 }
+
+/* Runs reqs[0..m) as one transfer batch and sets ok[j] for those that completed. Returns the
+ * microseconds it took. */
+static uint64_t cli_batch_run(struct crescent_store *st, const struct crescent_xfer_request *reqs,
+                              size_t m, bool *ok) {
+    struct crescent_xfer_batch *b = NULL;
+    uint64_t us0 = cm_mono_us();
+    int rc = m > 0 ? crescent_xfer_batch_alloc(st->eng, m, &b) : 0;
+    if (rc == 0 && m > 0 && (rc = crescent_xfer_batch_submit(b, reqs, m, NULL)) == 0) {
+        size_t nf = 0;
+        crescent_xfer_batch_wait(b, -1, NULL, 0, &nf);
+    }
+    uint64_t us = cm_mono_us() - us0;
+    for (size_t j = 0; j < m; j++) {
+        struct crescent_xfer_task_status ts = {.status = CRESCENT_XFER_FAILED};
+        if (rc == 0) {
+            crescent_xfer_batch_status(b, j, &ts);
+        }
+        ok[j] = ts.status == CRESCENT_XFER_COMPLETED;
+    }
+    crescent_xfer_batch_free(b);
+    return us;
+}
+
+/* The compact form of one batch-get key i: an error or a size in *result (own segment: copied
+ * now), or a remote read queued in *req (returns 1, *seg its segment index). */
+static int cli_compact_prepare(struct crescent_store *st, struct cli_creply *c, size_t i, void *buf,
+                               size_t cap, struct crescent_xfer_request *req, size_t *seg,
+                               int64_t *ttl, int64_t *result) {
+    const redisReply *e = c->elems->element[i];
+    int n = cli__creply_count(c, e, 2);
+    if (n <= 0) {
+        *result = n < 0 ? n : CLI_FALLBACK; /* an error, or no replica: the per-key path */
+        return 0;
+    }
+    redisReply *const *v = e->element + 2; /* segment, type, addr, size per replica */
+    *ttl = e->element[0]->integer;
+    uint64_t size = (uint64_t)v[3]->integer;
+    if (size > cap) {
+        *result = cli_fail(CRESCENT_STORE_EBUFFER_OVERFLOW, "batch_get_into: buffer too small");
+        return 0;
+    }
+    for (int j = 0; j < n; j++, v += 4) {
+        if (v[1]->integer == 0 && cli__cseg_own(st, c, (size_t)v[0]->integer)) {
+            uint64_t t0 = cm_mono_us();
+            memcpy(buf, (const void *)(uintptr_t)v[2]->integer, size);
+            cli__count(st, false, 0, size, cm_mono_us() - t0);
+            *result = (int64_t)size;
+            return 0;
+        }
+    }
+    v = e->element + 2;
+    for (int j = 0; j < n; j++, v += 4) {
+        struct cli_peer *p;
+        if (v[1]->integer == 0 && (p = cli__cseg_peer(st, c, (size_t)v[0]->integer)) != NULL) {
+            *req = (struct crescent_xfer_request){CRESCENT_XFER_READ, buf, p->seg,
+                                                  (uint64_t)v[2]->integer, size};
+            *seg = (size_t)v[0]->integer;
+            return 1;
+        }
+    }
+    *result = CLI_FALLBACK;
+    return 0;
+}
+
+/* cli__batch_read_fast for a compact reply c of n keys: the segment table's peers are opened
+ * once per segment (c holds them; the caller drops them with cli__creply_drop_peers before
+ * reading the CLI_FALLBACK keys one by one). Returns 0 or -ENOMEM. */
+int cli__batch_read_compact(struct crescent_store *st, struct cli_creply *c, size_t n,
+                            void *const *bufs, const size_t *caps, int64_t *results,
+                            uint64_t t0_ms) {
+    struct crescent_xfer_request *reqs = calloc(n, sizeof(*reqs));
+    size_t *idx = malloc(n * sizeof(*idx)), *seg = malloc(n * sizeof(*seg));
+    int64_t *ttl = calloc(n, sizeof(*ttl));
+    bool *ok = malloc(n * sizeof(*ok));
+    int rc = reqs == NULL || idx == NULL || seg == NULL || ttl == NULL || ok == NULL ? -ENOMEM : 0;
+    size_t m = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (cli_compact_prepare(st, c, i, bufs[i], caps[i], &reqs[m], &seg[m], &ttl[i],
+                                &results[i])) {
+            idx[m++] = i;
+        }
+    }
+    uint64_t us = rc == 0 ? cli_batch_run(st, reqs, m, ok) : 0;
+    for (size_t j = 0; j < m; j++) {
+        struct cli_cseg *s = &c->segs[seg[j]];
+        if (ok[j]) {
+            cli__count(st, false, s->iface, reqs[j].length, us);
+        } else {
+            s->failed = true;
+        }
+        results[idx[j]] = ok[j] ? (int64_t)reqs[j].length : CLI_FALLBACK;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (results[i] >= 0 && cm_mono_ms() > t0_ms + (uint64_t)ttl[i]) {
+            results[i] =
+                cli_fail(CRESCENT_STORE_ELEASE_EXPIRED, "batch get: the read outlived its lease");
+        }
+    }
+    free(reqs);
+    free(idx);
+    free(seg);
+    free(ttl);
+    free(ok);
+    return rc;
+}
+
+/* Queues the writes of compact key i (own segments by memcpy at once) at reqs / segs. Returns
+ * the number of requests added, or a negative code (then nothing is queued). */
+static int cli_compact_write_key(struct crescent_store *st, struct cli_creply *c, size_t i,
+                                 const void *buf, size_t size, struct crescent_xfer_request *reqs,
+                                 size_t *segs) {
+    const redisReply *e = c->elems->element[i];
+    int n = cli__creply_count(c, e, 0);
+    int m = 0;
+    redisReply *const *v = e->element;
+    for (int j = 0; j < n; j++, v += 4) {
+        size_t s = (size_t)v[0]->integer;
+        struct cli_peer *p;
+        if ((uint64_t)v[3]->integer < size) {
+            return cli_fail(CRESCENT_STORE_EINVALID_PARAMS, "replica smaller than the value");
+        } else if (cli__cseg_own(st, c, s)) {
+            uint64_t t0 = cm_mono_us();
+            memcpy((void *)(uintptr_t)v[2]->integer, buf, size);
+            cli__count(st, true, 0, size, cm_mono_us() - t0);
+        } else if ((p = cli__cseg_peer(st, c, s)) != NULL) {
+            reqs[m] = (struct crescent_xfer_request){CRESCENT_XFER_WRITE, (void *)buf, p->seg,
+                                                     (uint64_t)v[2]->integer, size};
+            segs[m++] = s;
+        } else {
+            return cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "batch put: %s",
+                            crescent_store_last_error());
+        }
+    }
+    return n < 0 ? n : m;
+}
+
+/* cli__batch_write_fast for a compact MC.BATCHPUTSTART reply c of n keys (c holds the peers;
+ * the caller closes it). Returns 0 or -ENOMEM. */
+int cli__batch_write_compact(struct crescent_store *st, struct cli_creply *c, size_t n,
+                             const void *const *bufs, const size_t *sizes, int *results) {
+    size_t cap = n * CLI_MAX_REPL; /* entries [0, m) are written before they are read */
+    struct crescent_xfer_request *reqs = calloc(cap, sizeof(*reqs));
+    size_t *seg = malloc(cap * sizeof(*seg)), *owner = malloc(cap * sizeof(*owner));
+    bool *ok = malloc(cap * sizeof(*ok));
+    int rc = reqs == NULL || seg == NULL || owner == NULL || ok == NULL ? -ENOMEM : 0;
+    size_t m = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int k = cli_compact_write_key(st, c, i, bufs[i], sizes[i], reqs + m, seg + m);
+        results[i] = k < 0 ? k : 0;
+        for (int j = 0; j < k; j++) {
+            owner[m++] = i;
+        }
+    }
+    uint64_t us = rc == 0 ? cli_batch_run(st, reqs, m, ok) : 0;
+    for (size_t j = 0; j < m; j++) {
+        struct cli_cseg *s = &c->segs[seg[j]];
+        if (ok[j]) {
+            cli__count(st, true, s->iface, reqs[j].length, us);
+        } else {
+            s->failed = true;
+            results[owner[j]] =
+                cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "batch put: transfer to a replica failed");
+        }
+    }
+    free(reqs);
+    free(seg);
+    free(owner);
+    free(ok);
+    return rc;
+}

@@ -16,20 +16,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Reads the object described by a GETREPLICAS map (requested at t0_ms) into buf (cap bytes),
- * or into a new malloc'ed buffer when alloc is not NULL. Returns the size or a negative code. */
-static int64_t cli_read_map(struct crescent_store *st, const char *key, const redisReply *map,
-                            uint64_t t0_ms, void *buf, size_t cap, void **alloc, bool zero_copy) {
+/* What a get reply says of one key: its readable replicas, lease and promotion hint. */
+struct cli_got {
+    struct cli_replica reps[CLI_MAX_REPL];
+    int n;       /* replicas */
+    int64_t ttl; /* lease_ttl_ms */
+    bool promote;
+};
+
+/* Fills *g from a full MC.GETREPLICAS map. Returns 0 or a negative code (the key's error). */
+static int cli_got_map(const redisReply *map, struct cli_got *g) {
     int err = cli__reply_err(map);
     if (err < 0) {
         return err;
     }
     const redisReply *ttl = cli__field(map, "lease_ttl_ms");
-    struct cli_replica reps[CLI_MAX_REPL];
-    int n = cli__parse_replicas(cli__field(map, "replicas"), reps, CLI_MAX_REPL);
-    if (n < 0 || ttl == NULL || ttl->type != REDIS_REPLY_INTEGER) {
-        return n < 0 ? n : cli_fail(CRESCENT_STORE_ERPC_FAIL, "get: malformed reply");
+    const redisReply *promote = cli__field(map, "promote"); /* the master's admission count */
+    g->n = cli__parse_replicas(cli__field(map, "replicas"), g->reps, CLI_MAX_REPL);
+    if (g->n < 0 || ttl == NULL || ttl->type != REDIS_REPLY_INTEGER) {
+        return g->n < 0 ? g->n : cli_fail(CRESCENT_STORE_ERPC_FAIL, "get: malformed reply");
     }
+    g->ttl = ttl->integer;
+    g->promote = promote != NULL && promote->type == REDIS_REPLY_INTEGER && promote->integer == 1;
+    return 0;
+}
+
+/* Fills *g from element e of compact reply c (lease_ttl_ms, promote, then 4 integers per
+ * replica). Returns 0 or a negative code. */
+static int cli_got_compact(const struct cli_creply *c, const redisReply *e, struct cli_got *g) {
+    g->n = cli__creply_replicas(c, e, 2, true, g->reps, CLI_MAX_REPL);
+    if (g->n < 0) {
+        return g->n;
+    }
+    g->ttl = e->element[0]->integer;
+    g->promote = e->element[1]->integer == 1;
+    return 0;
+}
+
+/* Reads the object described by g (requested at t0_ms) into buf (cap bytes), or into a new
+ * malloc'ed buffer when alloc is not NULL. Returns the size or a negative code. */
+static int64_t cli_read_got(struct crescent_store *st, const char *key, struct cli_got *g,
+                            uint64_t t0_ms, void *buf, size_t cap, void **alloc, bool zero_copy) {
+    struct cli_replica *reps = g->reps;
+    int n = g->n, err;
     if (n == 0) {
         return cli_fail(CRESCENT_STORE_EOBJECT_NOT_FOUND, "get: no readable replica");
     }
@@ -79,14 +108,12 @@ static int64_t cli_read_map(struct crescent_store *st, const char *key, const re
     if (err == 0 && st->checksum) {
         err = cli__trailer_check(trailer, buf, size);
     }
-    const redisReply *promote = cli__field(map, "promote"); /* the master's admission count */
-    if (err == 0 && from_disk && promote != NULL && promote->type == REDIS_REPLY_INTEGER &&
-        promote->integer == 1) {
+    if (err == 0 && from_disk && g->promote) {
         cli__ssd_promote(st, key, buf, size, st->checksum ? trailer : NULL);
     }
-    if (err == 0 && cm_mono_ms() > t0_ms + (uint64_t)ttl->integer) {
+    if (err == 0 && cm_mono_ms() > t0_ms + (uint64_t)g->ttl) {
         err = cli_fail(CRESCENT_STORE_ELEASE_EXPIRED, "get: the read outlived its %lld ms lease",
-                       ttl->integer);
+                       (long long)g->ttl);
     }
     if (err < 0 && alloc != NULL) {
         free(*alloc);
@@ -109,10 +136,19 @@ static int64_t cli_get_one(struct crescent_store *st, const char *key, void *buf
     for (int attempt = 0; attempt < 2 && n == -CRESCENT_STORE_ELEASE_EXPIRED; attempt++) {
         uint64_t t0 = cm_mono_ms();
         redisReply *r;
-        if ((err = cli__cmd_fast(st, 2, argv, NULL, &r)) < 0) {
+        bool compact;
+        if ((err = cli__cmd_hot(st, 2, argv, NULL, &r, &compact)) < 0) {
             return err;
         }
-        n = cli_read_map(st, key, r, t0, buf, cap, alloc, zero_copy);
+        struct cli_got g;
+        struct cli_creply c = {0};
+        if (!compact) {
+            err = cli_got_map(r, &g);
+        } else if ((err = cli__reply_err(r)) == 0 && (err = cli__creply_open(r, &c)) == 0) {
+            err = cli_got_compact(&c, c.elems, &g);
+        }
+        n = err < 0 ? err : cli_read_got(st, key, &g, t0, buf, cap, alloc, zero_copy);
+        cli__creply_close(st, &c);
         cli__reply_free(r);
     }
     return n;
@@ -168,35 +204,51 @@ static int cli_batch_get(struct crescent_store *st, const char *const *keys, siz
     }
     uint64_t t0 = cm_mono_ms();
     redisReply *r;
-    int err = cli__cmd_fast(st, (int)n + 1, argv, NULL, &r);
+    bool compact;
+    int err = cli__cmd_hot(st, (int)n + 1, argv, NULL, &r, &compact);
     free(argv);
     if (err < 0) {
         return err;
     }
-    if ((err = cli__reply_err(r)) < 0 || r->type != REDIS_REPLY_ARRAY || r->elements != n) {
+    struct cli_creply c = {0};
+    const redisReply *elems = r;
+    if ((err = cli__reply_err(r)) == 0 && compact && (err = cli__creply_open(r, &c)) == 0) {
+        elems = c.elems;
+    }
+    if (err < 0 || elems->type != REDIS_REPLY_ARRAY || elems->elements != n) {
+        cli__creply_close(st, &c);
         cli__reply_free(r);
         return err < 0 ? err : cli_fail(CRESCENT_STORE_ERPC_FAIL, "batch get: bad reply");
     }
     int first = 0;
     bool fast = values == NULL && !st->checksum;
-    if (fast && (err = cli__batch_read_fast(st, r, n, bufs, caps, results, t0)) < 0) {
-        cli__reply_free(r);
-        return err;
+    if (fast) {
+        err = compact ? cli__batch_read_compact(st, &c, n, bufs, caps, results, t0)
+                      : cli__batch_read_fast(st, r, n, bufs, caps, results, t0);
+        cli__creply_drop_peers(st, &c); /* failed peers are forgotten before the retries */
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && err == 0; i++) {
         if (fast && results[i] != CLI_FALLBACK) {
             /* done by the fast path */
-        } else if (values != NULL) {
-            results[i] = cli_read_map(st, keys[i], r->element[i], t0, NULL, 0, &values[i], false);
         } else {
-            results[i] = cli_read_map(st, keys[i], r->element[i], t0, bufs[i], caps[i], NULL, true);
+            struct cli_got g;
+            int k = compact ? cli_got_compact(&c, elems->element[i], &g)
+                            : cli_got_map(elems->element[i], &g);
+            if (k < 0) {
+                results[i] = k;
+            } else if (values != NULL) {
+                results[i] = cli_read_got(st, keys[i], &g, t0, NULL, 0, &values[i], false);
+            } else {
+                results[i] = cli_read_got(st, keys[i], &g, t0, bufs[i], caps[i], NULL, true);
+            }
         }
         if (results[i] < 0 && first == 0) {
             first = (int)results[i];
         }
     }
+    cli__creply_close(st, &c);
     cli__reply_free(r);
-    return first;
+    return err < 0 ? err : first;
 }
 
 static int cli_check_keys(const char *const *keys, size_t n) {

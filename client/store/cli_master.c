@@ -13,6 +13,7 @@
 #include "common/cm_time.h"
 
 #include <errno.h>
+#include <hiredis/sds.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,60 @@ static int cli_no_master(struct crescent_store *st, const char *why, uint32_t wi
                     cli__leader_desc(st), window_ms, host, port, why);
 }
 
+#define CLI_RP_MAX (256u << 10) /* an arena reply still incomplete past this goes to hiredis */
+
+/* Whether hiredis's reader of c holds no partly read reply (idle, or waiting for a new one). */
+static bool cli_reader_idle(const redisReader *rd) {
+    return rd->reply == NULL && (rd->ridx == -1 || (rd->ridx == 0 && rd->rstack[0].type == -1));
+}
+
+/* Writes the pending request of c and reads one reply with cli__resp_parse straight out of
+ * hiredis's input buffer (hiredis's reader, with the arena functions c's reader holds, takes
+ * over for a reply that parser leaves alone or that grows past CLI_RP_MAX). Returns the reply,
+ * or NULL with c->err set. */
+static void *cli_read_arena(redisContext *c) {
+    int done = 0;
+    do {
+        if (redisBufferWrite(c, &done) != REDIS_OK) {
+            return NULL;
+        }
+    } while (!done);
+    redisReader *rd = c->reader;
+    struct cli_rscan sc;
+    cli__resp_scan_init(&sc);
+    bool tried = false; /* parsed once: later reads only scan until the reply is complete */
+    while (cli_reader_idle(rd)) {
+        if (rd->len > rd->pos) {
+            redisReply *r;
+            ssize_t k;
+            if (!tried) {
+                k = cli__resp_parse(rd->buf + rd->pos, rd->len - rd->pos, &r);
+                tried = true;
+            } else {
+                int got = cli__resp_scan(&sc, rd->buf + rd->pos, rd->len - rd->pos);
+                k = got < 0 ? -1 : got == 0 ? 0 : cli__resp_parse(rd->buf + rd->pos, sc.off, &r);
+            }
+            if (k > 0) {
+                rd->pos += (size_t)k;
+                if (rd->pos >= 1024) { /* as hiredis's reader does */
+                    sdsrange(rd->buf, (ssize_t)rd->pos, -1);
+                    rd->pos = 0;
+                    rd->len = sdslen(rd->buf);
+                }
+                return r;
+            }
+            if (k < 0 || rd->len - rd->pos > CLI_RP_MAX) {
+                break;
+            }
+        }
+        if (redisBufferRead(c) != REDIS_OK) {
+            return NULL;
+        }
+    }
+    void *r = NULL;
+    return redisGetReply(c, &r) == REDIS_OK ? r : NULL;
+}
+
 /* Sends the formatted request on *slot and reads one reply (built with fns when not NULL).
  * Returns the reply, or NULL on an I/O error (then *slot is freed and NULL). */
 static void *cli_roundtrip(redisContext **slot, const char *req, size_t flen,
@@ -215,8 +270,12 @@ static void *cli_roundtrip(redisContext **slot, const char *req, size_t flen,
     void *r = NULL;
     struct cli_nopipe np;
     cli_nopipe_begin(&np);
-    int ok = redisAppendFormattedCommand(*slot, req, flen) == REDIS_OK &&
-             redisGetReply(*slot, &r) == REDIS_OK && r != NULL;
+    int ok = redisAppendFormattedCommand(*slot, req, flen) == REDIS_OK;
+    if (ok && fns == &cli__arena_fns) {
+        ok = (r = cli_read_arena(*slot)) != NULL;
+    } else if (ok) {
+        ok = redisGetReply(*slot, &r) == REDIS_OK && r != NULL;
+    }
     cli_nopipe_end(&np);
     if (!ok) {
         cli_fail(CRESCENT_STORE_ERPC_FAIL, "%s", (*slot)->errstr);
@@ -226,6 +285,25 @@ static void *cli_roundtrip(redisContext **slot, const char *req, size_t flen,
     }
     (*slot)->reader->fn = saved;
     return r;
+}
+
+/* Asks a new main connection for compact replies (MC.REPLYFORMAT COMPACT, docs/store.md)
+ * unless CRESCENT_STORE_REPLY_FORMAT=full; st->rc_compact records whether the master agreed (a
+ * master without the command, a standby or a loading leader answer an error: full replies).
+ * Returns false on an I/O error (then *slot is freed and NULL). Under st->mu (or in create). */
+bool cli__negotiate(struct crescent_store *st, redisContext **slot) {
+    static const char req[] = "*2\r\n$14\r\nMC.REPLYFORMAT\r\n$7\r\nCOMPACT\r\n";
+    st->rc_compact = false;
+    if (!st->want_compact) {
+        return true;
+    }
+    redisReply *r = cli_roundtrip(slot, req, sizeof(req) - 1, NULL);
+    if (r == NULL) {
+        return false;
+    }
+    st->rc_compact = r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0;
+    freeReplyObject(r);
+    return true;
 }
 
 /*
@@ -249,6 +327,7 @@ static int cli_command_fns(struct crescent_store *st, redisContext **slot, int a
     uint64_t deadline = 0; /* end of the fail-over window, from the first trouble */
     for (;;) {
         cli_drop_stale(st, slot);
+        bool fresh = false;
         if (*slot == NULL) {
             *slot = cli__connect(st);
             if (*slot == NULL) {
@@ -261,8 +340,9 @@ static int cli_command_fns(struct crescent_store *st, redisContext **slot, int a
             if (io_errors > 0 || redirects > 0 || slot == &st->rc) {
                 __atomic_fetch_add(&st->m.master_reconnects, 1, __ATOMIC_RELAXED);
             }
+            fresh = slot == &st->rc;
         }
-        void *r = cli_roundtrip(slot, req, flen, fns);
+        void *r = fresh && !cli__negotiate(st, slot) ? NULL : cli_roundtrip(slot, req, flen, fns);
         if (r == NULL) {
             io_errors++;
             /* Once at once (an idle connection the master closed), then as a fail-over. */
@@ -322,6 +402,18 @@ int cli__cmd_fast(struct crescent_store *st, int argc, const char **argv, const 
     return rc;
 }
 
+/* cli__cmd_fast for the commands with a compact reply form (MC.(BATCH)GETREPLICAS,
+ * MC.(BATCH)PUTSTART, MC.(BATCH)UPSERTSTART): *compact tells whether the connection that
+ * answered returns that form (cli_compact.c parses it). Thread-safe. */
+int cli__cmd_hot(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
+                 redisReply **out, bool *compact) {
+    pthread_mutex_lock(&st->mu);
+    int rc = cli_command_fns(st, &st->rc, argc, argv, lens, out, &cli__arena_fns, st->failover_ms);
+    *compact = rc == 0 && st->rc_compact;
+    pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
 /* Value of field name in a RESP2 flat map (field, value, ...) or RESP3 map; NULL if absent. */
 const redisReply *cli__field(const redisReply *map, const char *name) {
     if (map == NULL || map->type != REDIS_REPLY_ARRAY) {
@@ -352,27 +444,49 @@ static bool cli_str_is(const redisReply *v, const char *s) {
            v->len == strlen(s) && memcmp(v->str, s, v->len) == 0;
 }
 
-/* Parses one replica descriptor map into *out (desc points into r, valid while r lives).
- * Returns 0 or -CRESCENT_STORE_ERPC_FAIL for a malformed descriptor. */
+/* Parses one replica descriptor map into *out (desc points into r, valid while r lives): one
+ * pass over its fields, each told apart by its length and first letter. Returns 0 or
+ * -CRESCENT_STORE_ERPC_FAIL for a malformed descriptor. */
 int cli__parse_replica(const redisReply *r, struct cli_replica *out) {
-    const redisReply *addr = cli__field(r, "addr"), *size = cli__field(r, "size");
-    const redisReply *desc = cli__field(r, "desc");
-    if (addr == NULL || addr->type != REDIS_REPLY_INTEGER || size == NULL ||
-        size->type != REDIS_REPLY_INTEGER) {
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
         return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master: malformed replica descriptor");
     }
-    memset(out, 0, sizeof(*out));
-    cli_copy_str(out->segment, sizeof(out->segment), cli__field(r, "segment"));
-    cli_copy_str(out->endpoint, sizeof(out->endpoint), cli__field(r, "endpoint"));
-    cli_copy_str(out->protocol, sizeof(out->protocol), cli__field(r, "protocol"));
-    if (desc != NULL && desc->type == REDIS_REPLY_STRING) {
-        out->desc = desc->str;
-        out->desc_len = desc->len;
+    out->segment[0] = out->endpoint[0] = out->protocol[0] = '\0';
+    out->desc = NULL;
+    out->desc_len = 0;
+    out->complete = out->memory = false;
+    bool have_addr = false, have_size = false;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *k = r->element[i], *v = r->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING && k->type != REDIS_REPLY_STATUS) {
+            continue;
+        }
+        const char *n = k->str;
+        bool is_int = v->type == REDIS_REPLY_INTEGER;
+        if (k->len == 4 && memcmp(n, "addr", 4) == 0 && is_int) {
+            out->addr = (uint64_t)v->integer;
+            have_addr = true;
+        } else if (k->len == 4 && memcmp(n, "size", 4) == 0 && is_int) {
+            out->size = (uint64_t)v->integer;
+            have_size = true;
+        } else if (k->len == 4 && memcmp(n, "type", 4) == 0) {
+            out->memory = cli_str_is(v, "MEMORY");
+        } else if (k->len == 4 && memcmp(n, "desc", 4) == 0 && v->type == REDIS_REPLY_STRING) {
+            out->desc = v->str;
+            out->desc_len = v->len;
+        } else if (k->len == 6 && memcmp(n, "status", 6) == 0) {
+            out->complete = cli_str_is(v, "COMPLETE");
+        } else if (k->len == 7 && memcmp(n, "segment", 7) == 0) {
+            cli_copy_str(out->segment, sizeof(out->segment), v);
+        } else if (k->len == 8 && memcmp(n, "endpoint", 8) == 0) {
+            cli_copy_str(out->endpoint, sizeof(out->endpoint), v);
+        } else if (k->len == 8 && memcmp(n, "protocol", 8) == 0) {
+            cli_copy_str(out->protocol, sizeof(out->protocol), v);
+        }
     }
-    out->addr = (uint64_t)addr->integer;
-    out->size = (uint64_t)size->integer;
-    out->complete = cli_str_is(cli__field(r, "status"), "COMPLETE");
-    out->memory = cli_str_is(cli__field(r, "type"), "MEMORY");
+    if (!have_addr || !have_size) {
+        return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master: malformed replica descriptor");
+    }
     return 0;
 }
 

@@ -76,17 +76,26 @@ static int cli_put_attempt(struct crescent_store *st, const struct cli_verbs *v,
     }
     size_t argc = 4 + cli__opts_argv(rc, argv + 4, lens + 4, nums, sizeof(nums));
     redisReply *r;
-    if ((err = cli__cmd_fast(st, (int)argc, argv, lens, &r)) < 0) {
+    bool compact;
+    if ((err = cli__cmd_hot(st, (int)argc, argv, lens, &r, &compact)) < 0) {
         return err;
     }
     struct cli_replica reps[CLI_MAX_REPL];
+    struct cli_creply c = {0};
     err = cli__reply_err(r);
-    int n = err < 0 ? err : cli__parse_replicas(r, reps, CLI_MAX_REPL);
+    int n = err;
+    if (err == 0 && !compact) {
+        n = cli__parse_replicas(r, reps, CLI_MAX_REPL);
+    } else if (err == 0 && (n = cli__creply_open(r, &c)) == 0) {
+        n = cli__creply_replicas(&c, c.elems, 0, false, reps, CLI_MAX_REPL);
+    }
     if (n < 0) {
+        cli__creply_close(st, &c);
         cli__reply_free(r);
         return n;
     }
     err = cli__write_replicas(st, reps, (size_t)n, src);
+    cli__creply_close(st, &c);
     cli__reply_free(r);
     if (err < 0) {
         char keep[512];
@@ -313,19 +322,28 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
     argc = 3 + 2 * n;
     argc += cli__opts_argv(rc, argv + argc, lens + argc, nums, sizeof(nums));
     redisReply *r;
-    err = cli__cmd_fast(st, (int)argc, argv, lens, &r);
+    bool compact;
+    err = cli__cmd_hot(st, (int)argc, argv, lens, &r, &compact);
     free(argv);
     free(lens);
     free(num);
     if (err < 0) {
         return err;
     }
-    if ((err = cli__reply_err(r)) < 0 || r->type != REDIS_REPLY_ARRAY || r->elements != n) {
+    struct cli_creply c = {0};
+    const redisReply *elems = r;
+    if ((err = cli__reply_err(r)) == 0 && compact && (err = cli__creply_open(r, &c)) == 0) {
+        elems = c.elems;
+    }
+    if (err < 0 || elems->type != REDIS_REPLY_ARRAY || elems->elements != n) {
+        cli__creply_close(st, &c);
         cli__reply_free(r);
         return err < 0 ? err : cli_fail(CRESCENT_STORE_ERPC_FAIL, "batch put: bad reply");
     }
     if (zero_copy && !st->checksum) {
-        err = cli__batch_write_fast(st, r, n, bufs, sizes, results);
+        err = compact ? cli__batch_write_compact(st, &c, n, bufs, sizes, results)
+                      : cli__batch_write_fast(st, r, n, bufs, sizes, results);
+        cli__creply_close(st, &c);
         cli__reply_free(r);
         if (err < 0) {
             return err;
@@ -339,9 +357,10 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
     }
     for (size_t i = 0; r != NULL && i < n; i++) {
         struct cli_replica reps[CLI_MAX_REPL];
-        int k = cli__reply_err(r->element[i]);
+        int k = cli__reply_err(elems->element[i]);
         if (k == 0) {
-            k = cli__parse_replicas(r->element[i], reps, CLI_MAX_REPL);
+            k = compact ? cli__creply_replicas(&c, elems->element[i], 0, false, reps, CLI_MAX_REPL)
+                        : cli__parse_replicas(elems->element[i], reps, CLI_MAX_REPL);
         }
         if (k >= 0) {
             struct cli_src src = {&bufs[i], &sizes[i], 1, sizes[i], zero_copy, NULL};
@@ -360,6 +379,7 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
             results[i] = k;
         }
     }
+    cli__creply_close(st, &c);
     cli__reply_free(r);
     cli_batch_finish(st, "MC.BATCHPUTEND", keys, n, results, true, results);
     for (size_t i = 0; i < n; i++) {

@@ -154,3 +154,245 @@ void cli__reply_free(redisReply *r) {
     }
     cli_blk_chain_free(cli_blk_of(r));
 }
+
+/* ---- a direct RESP2 reader for arena replies --------------------------------------------- */
+
+/*
+ * hiredis's reader spends a few hundred instructions per value (task stack, callbacks); a
+ * compact 128-key reply has about 900 values. cli__resp_parse reads one complete RESP2 reply
+ * straight out of a buffer into the arena instead. It handles the five RESP2 types and nothing
+ * else: anything it does not take (a RESP3 type, nesting deeper than CLI_RP_DEPTH, a malformed
+ * length) is left to hiredis's reader, which then reports the error as before.
+ */
+struct cli_rp {
+    const char *p, *end;
+    struct cli_blk *first; /* the arena, NULL until the root value */
+};
+
+/* A zeroed value with extra trailing bytes at *more; the first one is the root. */
+static redisReply *cli_rp_new(struct cli_rp *s, int type, size_t extra, void **more) {
+    if (s->first == NULL && (s->first = cli_blk_new(sizeof(redisReply) + extra + 32, 0)) == NULL) {
+        return NULL;
+    }
+    struct cli_blk *c = s->first->cur;
+    size_t need = sizeof(redisReply) + ((extra + 15) & ~(size_t)15);
+    redisReply *r;
+    if (c->cap - c->used >= need) { /* the common case: one bump of the current block */
+        r = (redisReply *)(void *)(c->data + c->used);
+        c->used += need;
+        *more = extra > 0 ? (char *)r + sizeof(redisReply) : NULL;
+    } else {
+        r = cli_blk_alloc(s->first, sizeof(*r));
+        *more = extra > 0 && r != NULL ? cli_blk_alloc(s->first, extra) : NULL;
+        if (r == NULL || (extra > 0 && *more == NULL)) {
+            return NULL;
+        }
+    }
+    *r = (redisReply){.type = type};
+    return r;
+}
+
+/* Parses the decimal at p (n bytes, optional '-'). Returns false when it is not one. */
+static bool cli_rp_ll(const char *p, size_t n, long long *v) {
+    bool neg = n > 0 && p[0] == '-';
+    size_t i = neg ? 1 : 0;
+    if (i == n || n - i > 18) {
+        return false;
+    }
+    long long x = 0;
+    for (; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') {
+            return false;
+        }
+        x = x * 10 + (p[i] - '0');
+    }
+    *v = neg ? -x : x;
+    return true;
+}
+
+/* Reads the number and CRLF after a type byte at *pp (in one pass). Returns 0 (*pp past the
+ * CRLF), 1 when the buffer ends first, -1 when it is not a number of up to 18 digits. */
+static int cli_rp_num(const char **pp, const char *end, long long *v) {
+    const char *p = *pp;
+    bool neg = p < end && *p == '-';
+    p += neg;
+    const char *d0 = p;
+    long long x = 0;
+    while (p < end && (unsigned char)(*p - '0') < 10) {
+        x = x * 10 + (*p - '0');
+        p++;
+    }
+    if (p + 1 >= end) {
+        return 1;
+    }
+    if (p == d0 || p - d0 > 18 || p[0] != '\r' || p[1] != '\n') {
+        return -1;
+    }
+    *v = neg ? -x : x;
+    *pp = p + 2;
+    return 0;
+}
+
+/* Reads one value into *out. Returns 0, 1 when the buffer ends first, -1 for what it leaves to
+ * hiredis (or out of memory). */
+static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
+    const char *p = s->p, *end = s->end;
+    if (end - p < 3) {
+        return 1;
+    }
+    char t = *p++;
+    void *more;
+    long long v = 0;
+    redisReply *r;
+    if (t == '+' || t == '-') {
+        const char *cr = p;
+        while (cr < end && *cr != '\r') {
+            cr++;
+        }
+        if (cr + 1 >= end) {
+            return 1;
+        }
+        size_t n = (size_t)(cr - p);
+        r = cli_rp_new(s, t == '+' ? REDIS_REPLY_STATUS : REDIS_REPLY_ERROR, n + 1, &more);
+        if (r == NULL) {
+            return -1;
+        }
+        memcpy(more, p, n);
+        ((char *)more)[n] = '\0';
+        r->str = more;
+        r->len = n;
+        s->p = cr + 2;
+        *out = r;
+        return 0;
+    }
+    if (t != ':' && t != '$' && t != '*') {
+        return -1;
+    }
+    int rc = cli_rp_num(&p, end, &v);
+    if (rc != 0) {
+        return rc;
+    }
+    if (t == ':') {
+        if ((r = cli_rp_new(s, REDIS_REPLY_INTEGER, 0, &more)) == NULL) {
+            return -1;
+        }
+        r->integer = v;
+        s->p = p;
+    } else if (v == -1) {
+        if ((r = cli_rp_new(s, REDIS_REPLY_NIL, 0, &more)) == NULL) {
+            return -1;
+        }
+        s->p = p;
+    } else if (v < -1 || v > INT32_MAX || (t == '*' && depth >= CLI_RP_DEPTH)) {
+        return -1;
+    } else if (t == '$') {
+        if (end - p < v + 2) {
+            return 1;
+        }
+        if (p[v] != '\r' || p[v + 1] != '\n' ||
+            (r = cli_rp_new(s, REDIS_REPLY_STRING, (size_t)v + 1, &more)) == NULL) {
+            return -1;
+        }
+        memcpy(more, p, (size_t)v);
+        ((char *)more)[v] = '\0';
+        r->str = more;
+        r->len = (size_t)v;
+        s->p = p + v + 2;
+    } else {
+        if ((r = cli_rp_new(s, REDIS_REPLY_ARRAY, (size_t)v * sizeof(redisReply *), &more)) ==
+            NULL) {
+            return -1;
+        }
+        r->element = more;
+        r->elements = (size_t)v;
+        s->p = p;
+        for (long long i = 0; i < v; i++) {
+            if ((rc = cli_rp_value(s, &r->element[i], depth + 1)) != 0) {
+                return rc;
+            }
+        }
+    }
+    *out = r;
+    return 0;
+}
+
+/* Parses one complete RESP2 reply at p (n bytes) into a new arena (*out, freed with
+ * cli__reply_free). Returns the bytes it took, 0 when the reply is not complete yet, or -1 when
+ * hiredis's reader should read it (a type or shape this reader leaves alone; out of memory).
+ * Thread-safe. */
+ssize_t cli__resp_parse(const char *p, size_t n, redisReply **out) {
+    struct cli_rp s = {p, p + n, NULL};
+    redisReply *r = NULL;
+    int rc = cli_rp_value(&s, &r, 0);
+    if (rc != 0) {
+        cli_blk_chain_free(s.first);
+        return rc > 0 ? 0 : -1;
+    }
+    *out = r;
+    return s.p - p;
+}
+
+/* Starts a scan of a new reply. */
+void cli__resp_scan_init(struct cli_rscan *sc) {
+    memset(sc, 0, sizeof(*sc));
+    sc->left[0] = 1;
+}
+
+/*
+ * Finds where the reply that starts at buf ends, resuming where the previous call on the same
+ * bytes (now n of them) stopped, so a reply that arrives in several reads is scanned once.
+ * Returns 1 when it is complete (its length in sc->off), 0 when more bytes are needed, -1 for
+ * what cli__resp_parse leaves to hiredis.
+ */
+int cli__resp_scan(struct cli_rscan *sc, const char *buf, size_t n) {
+    for (;;) {
+        while (sc->left[sc->depth] == 0) {
+            if (sc->depth == 0) {
+                return 1;
+            }
+            sc->depth--;
+        }
+        const char *p = buf + sc->off, *end = buf + n, *cr = p + 1;
+        if (end - p < 3) {
+            return 0;
+        }
+        while (cr < end && *cr != '\r') {
+            cr++;
+        }
+        if (cr + 1 >= end) {
+            return 0;
+        }
+        long long v = 0;
+        size_t hdr = (size_t)(cr + 2 - p);
+        switch (*p) {
+        case '+':
+        case '-':
+        case ':':
+            break;
+        case '$':
+            if (!cli_rp_ll(p + 1, (size_t)(cr - p - 1), &v) || v < -1) {
+                return -1;
+            }
+            if (v >= 0 && (size_t)(end - p) < hdr + (size_t)v + 2) {
+                return 0;
+            }
+            hdr += v >= 0 ? (size_t)v + 2 : 0;
+            break;
+        case '*':
+            if (!cli_rp_ll(p + 1, (size_t)(cr - p - 1), &v) || v < -1 || v > INT32_MAX) {
+                return -1;
+            }
+            break;
+        default:
+            return -1;
+        }
+        sc->off += hdr;
+        sc->left[sc->depth]--;
+        if (*p == '*' && v > 0) {
+            if (sc->depth + 1 >= CLI_RP_DEPTH) {
+                return -1;
+            }
+            sc->left[++sc->depth] = v;
+        }
+    }
+}

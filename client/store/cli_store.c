@@ -141,7 +141,12 @@ static int cli_init(struct crescent_store *st, const char *master,
         (rc = cli_engine(st, cfg)) < 0 || (rc = cli_stage_init(st, cfg->local_buffer_size)) < 0) {
         return rc;
     }
+    const char *fmt = getenv("CRESCENT_STORE_REPLY_FORMAT"); /* "full": no compact replies */
+    st->want_compact = fmt == NULL || strcasecmp(fmt, "full") != 0;
     st->rc = cli__connect(st);
+    if (st->rc != NULL) {
+        cli__negotiate(st, &st->rc); /* an I/O error leaves rc NULL: reconnected on first use */
+    }
     if (st->rc == NULL && st->leader == NULL) { /* HA forms: MC.REGISTER waits for a leader */
         return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master %s unreachable", master);
     }

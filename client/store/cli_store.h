@@ -3,7 +3,7 @@
  * Internals of the libcrescent store client (client/include/crescent/store.h): the store
  * object, the master connection (cli_master.c), segments, staging buffer and peers
  * (cli_store.c), data paths (cli_put.c, cli_get.c), metrics and error names (cli_err.c),
- * arena-built replies of the hot commands (cli_reply.c).
+ * arena-built replies of the hot commands (cli_reply.c) and their compact form (cli_compact.c).
  * Locking: mu guards the main master connection; seg_mu the segment list and the registered
  * buffers; peer_mu the opened peer segments; stage_mu the staging chunks. The ping thread has
  * its own connection. Counters are atomics.
@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define CLI_MAX_SEGS  64         /* segments one store may mount */
 #define CLI_MAX_REPL  8          /* replicas per object (the master's limit) */
@@ -84,6 +85,8 @@ struct crescent_store {
 
     pthread_mutex_t mu; /* main master connection */
     redisContext *rc;   /* main connection, NULL when broken */
+    bool want_compact;  /* ask for compact replies (CRESCENT_STORE_REPLY_FORMAT is not "full") */
+    bool rc_compact;    /* rc returns compact replies (MC.REPLYFORMAT COMPACT accepted; mu) */
 
     struct crescent_xfer_engine *eng;
 
@@ -142,6 +145,9 @@ int cli__cmd(struct crescent_store *st, int argc, const char **argv, const size_
              redisReply **out);
 int cli__cmd_fast(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
                   redisReply **out);
+int cli__cmd_hot(struct crescent_store *st, int argc, const char **argv, const size_t *lens,
+                 redisReply **out, bool *compact);
+bool cli__negotiate(struct crescent_store *st, redisContext **slot);
 int cli__reply_err(const redisReply *r);
 const redisReply *cli__field(const redisReply *map, const char *name);
 int cli__parse_replica(const redisReply *r, struct cli_replica *out);
@@ -162,6 +168,15 @@ const char *cli__leader_desc(const struct crescent_store *st);
 /* cli_reply.c: replies in one arena (cli__cmd_fast) */
 extern redisReplyObjectFunctions cli__arena_fns;
 void cli__reply_free(redisReply *r);
+ssize_t cli__resp_parse(const char *p, size_t n, redisReply **out);
+#define CLI_RP_DEPTH 8            /* deepest nesting cli__resp_parse / cli__resp_scan take */
+struct cli_rscan {                /* where a scan of a partly received reply stopped */
+    size_t off;                   /* bytes of the reply scanned */
+    int depth;                    /* open arrays */
+    long long left[CLI_RP_DEPTH]; /* values still to come at each depth */
+};
+void cli__resp_scan_init(struct cli_rscan *sc);
+int cli__resp_scan(struct cli_rscan *sc, const char *buf, size_t n);
 /* cli_ssd.c: the SSD tier of a real client */
 /* Opens the storage store at path (MOONCAKE_OFFLOAD_* settings from the environment), starts
  * the offload endpoint, mounts the local-disk segment, re-registers what the restart scan
@@ -241,11 +256,39 @@ int cli__write_replicas(struct crescent_store *st, const struct cli_replica *rep
 int cli__read_replica(struct crescent_store *st, const struct cli_replica *r, void *dst,
                       uint64_t size, bool zero_copy, unsigned char *trailer);
 
+/* cli_compact.c: compact replies of the hot commands (docs/store.md "Compact replies") */
+struct cli_cseg {           /* one segment of a compact reply's table */
+    const redisReply *f[4]; /* name, endpoint, protocol, desc (point into the reply) */
+    struct cli_peer *peer;  /* opened on first use (one reference), or NULL */
+    int own;                /* 1 one of the store's segments, 0 not, -1 not known yet */
+    int iface;              /* metrics interface of peer (-1 before it is opened) */
+    bool open_failed;       /* opening the peer failed */
+    bool failed;            /* a transfer through peer failed */
+};
+struct cli_creply {
+    const redisReply *elems; /* the key's element, or a batch form's array of elements */
+    struct cli_cseg *segs;   /* the segment table */
+    size_t nsegs;
+};
+int cli__creply_open(const redisReply *r, struct cli_creply *c);
+int cli__creply_count(const struct cli_creply *c, const redisReply *e, size_t off);
+int cli__creply_replicas(const struct cli_creply *c, const redisReply *e, size_t off, bool complete,
+                         struct cli_replica *reps, size_t max);
+bool cli__cseg_own(struct crescent_store *st, struct cli_creply *c, size_t i);
+struct cli_peer *cli__cseg_peer(struct crescent_store *st, struct cli_creply *c, size_t i);
+void cli__creply_drop_peers(struct crescent_store *st, struct cli_creply *c);
+void cli__creply_close(struct crescent_store *st, struct cli_creply *c);
+
 /* cli_batch.c: one transfer batch for the keys of a batch get */
 #define CLI_FALLBACK INT64_MIN /* result of a key left to the per-key path */
 int cli__batch_read_fast(struct crescent_store *st, const redisReply *r, size_t n,
                          void *const *bufs, const size_t *caps, int64_t *results, uint64_t t0_ms);
 int cli__batch_write_fast(struct crescent_store *st, const redisReply *r, size_t n,
                           const void *const *bufs, const size_t *sizes, int *results);
+int cli__batch_read_compact(struct crescent_store *st, struct cli_creply *c, size_t n,
+                            void *const *bufs, const size_t *caps, int64_t *results,
+                            uint64_t t0_ms);
+int cli__batch_write_compact(struct crescent_store *st, struct cli_creply *c, size_t n,
+                             const void *const *bufs, const size_t *sizes, int *results);
 
 #endif

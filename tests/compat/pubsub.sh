@@ -8,7 +8,9 @@
 set -u
 . "$(dirname "$0")/../lib/server.sh"
 
-start_server --memory 256mb --threads 2
+# The KV-event scenario fills its own 1 MiB segment to see evictions: the master's embedded
+# segment stays out of the pool so every put lands there.
+start_server --memory 256mb --threads 2 --embedded_segment_in_pool no
 test_port=$SERVER_PORT
 test_pid=$SERVER_PID
 test_log=$SERVER_LOG

@@ -566,6 +566,90 @@ Test(mc, resp3_maps) {
     close(fd);
 }
 
+/* Sends cmd on raw connection fd and checks the reply byte for byte. */
+static void mc_raw_is(int fd, const char *cmd, const char *want) {
+    size_t len;
+    it_raw_send(fd, cmd, strlen(cmd));
+    char *got = it_raw_read(fd, &len);
+    cr_assert_str_eq(got, want, "%s", cmd);
+    free(got);
+}
+
+/* MC.REPLYFORMAT COMPACT (docs/store.md "Compact replies"): the hot commands' replies byte for
+ * byte, the same under RESP2 and RESP3, per connection, and FULL switching back. */
+Test(mc, compact_replies) {
+    IT_CRESCENT_ONLY();
+    mc_client(CA, "host-a", "seg-a", 4096, MIB);
+    IT_OK(it_c, "MC.REGISTER %s host-b", CB);
+    IT_OK(it_c, "MC.MOUNT %s seg-b 8388608 %d", CB, MIB);
+    mc_put(CA, "k", 7, "SEGMENTS 1 seg-a");
+    mc_put(CA, "j", 9, "SEGMENTS 1 seg-b");
+    IT_ERR("ERR syntax error", it_c, "MC.REPLYFORMAT tiny");
+    IT_ERR("ERR wrong number of arguments for 'mc.replyformat' command", it_c, "MC.REPLYFORMAT");
+    for (int proto = 2; proto <= 3; proto++) {
+        int fd = it_raw_open(it_srv.port);
+        size_t len;
+        if (proto == 3) {
+            it_raw_send(fd, "HELLO 3\r\n", 9);
+            free(it_raw_read(fd, &len));
+        }
+        mc_raw_is(fd, "MC.REPLYFORMAT compact\r\n", "+OK\r\n");
+        const char *seg_a = "*4\r\n$5\r\nseg-a\r\n$14\r\n127.0.0.1:7000\r\n$3\r\ntcp\r\n$0\r\n\r\n";
+        const char *seg_b = "*4\r\n$5\r\nseg-b\r\n$0\r\n\r\n$3\r\ntcp\r\n$0\r\n\r\n";
+        char want[1024];
+        /* [lease_ttl_ms, promote, segment index, type, addr, size], then the segment table */
+        snprintf(want, sizeof(want),
+                 "*2\r\n*6\r\n:10000\r\n:0\r\n:0\r\n:0\r\n:4096\r\n:7\r\n*1\r\n%s", seg_a);
+        mc_raw_is(fd, "MC.GETREPLICAS k\r\n", want);
+        /* one table entry per distinct segment, in first-use order; an error element per key */
+        snprintf(want, sizeof(want),
+                 "*2\r\n*4\r\n*6\r\n:10000\r\n:0\r\n:0\r\n:0\r\n:8388608\r\n:9\r\n"
+                 "-OBJECT_NOT_FOUND object not found\r\n"
+                 "*6\r\n:10000\r\n:0\r\n:1\r\n:0\r\n:4096\r\n:7\r\n"
+                 "*6\r\n:10000\r\n:0\r\n:0\r\n:0\r\n:8388608\r\n:9\r\n*2\r\n%s%s",
+                 seg_b, seg_a);
+        mc_raw_is(fd, "MC.BATCHGETREPLICAS j nope k j\r\n", want);
+        mc_raw_is(fd, "MC.GETREPLICAS nope\r\n", "-OBJECT_NOT_FOUND object not found\r\n");
+        /* put start: [segment index, type, addr, size] per replica */
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd), "MC.PUTSTART %s p%d 5 SEGMENTS 1 seg-a\r\n", CA, proto);
+        snprintf(want, sizeof(want), "*2\r\n*4\r\n:0\r\n:0\r\n:%d\r\n:5\r\n*1\r\n%s",
+                 proto == 2 ? 4160 : 4224, seg_a);
+        mc_raw_is(fd, cmd, want);
+        snprintf(cmd, sizeof(cmd), "MC.BATCHPUTSTART %s 2 k 3 q%d 11 SEGMENTS 1 seg-b\r\n", CA,
+                 proto);
+        snprintf(want, sizeof(want),
+                 "*2\r\n*2\r\n-OBJECT_ALREADY_EXISTS object already exists\r\n"
+                 "*4\r\n:0\r\n:0\r\n:%d\r\n:11\r\n*1\r\n%s",
+                 proto == 2 ? 8388672 : 8388736, seg_b);
+        mc_raw_is(fd, cmd, want);
+        snprintf(cmd, sizeof(cmd), "MC.UPSERTSTART %s u%d 7\r\n", CA, proto);
+        it_raw_send(fd, cmd, strlen(cmd));
+        char *got = it_raw_read(fd, &len);
+        cr_assert(strncmp(got, "*2\r\n*4\r\n:0\r\n:0\r\n:", 17) == 0, "%s", got);
+        free(got);
+        snprintf(cmd, sizeof(cmd), "MC.UPSERTREVOKE %s u%d\r\n", CA, proto);
+        free((it_raw_send(fd, cmd, strlen(cmd)), it_raw_read(fd, &len)));
+        /* other commands keep their form; FULL switches back */
+        it_raw_send(fd, "MC.QUERYKEY k\r\n", 15);
+        got = it_raw_read(fd, &len);
+        cr_assert(strstr(got, "$4\r\ntype\r\n$6\r\nMEMORY\r\n") != NULL, "%s", got);
+        free(got);
+        mc_raw_is(fd, "MC.REPLYFORMAT FULL\r\n", "+OK\r\n");
+        it_raw_send(fd, "MC.GETREPLICAS k\r\n", 18);
+        got = it_raw_read(fd, &len);
+        cr_assert(strncmp(got,
+                          proto == 2 ? "*4\r\n$12\r\nlease_ttl_ms" : "%2\r\n$12\r\nlease_ttl_ms",
+                          21) == 0,
+                  "%s", got);
+        free(got);
+        close(fd);
+    }
+    /* The form is per connection: this one never asked. */
+    redisReply *r = it_cmd(it_c, "MC.GETREPLICAS k");
+    cr_assert_eq(it_field_int(r, "lease_ttl_ms"), 10000);
+}
+
 Test(mc, multi_exec_and_command_table) {
     IT_CRESCENT_ONLY();
     mc_client(CA, "host-a", "seg-a", 0x10000000, MIB);
@@ -602,7 +686,7 @@ Test(mc, multi_exec_and_command_table) {
     int n = 0;
     for (size_t i = 0; i < r->elements; i++)
         n += strncmp(r->element[i]->str, "mc.", 3) == 0;
-    cr_assert_eq(n, 49, "every MC.* command is in the table");
+    cr_assert_eq(n, 50, "every MC.* command is in the table");
 }
 
 Test(mc, auth_required) {

@@ -6,6 +6,9 @@
  * byte-exact through the library and GET; with a peer added, random and free_ratio_first placement
  * use both, replica_num 2 takes one of each; eviction under pressure (library puts, and keyspace
  * SETs) frees pool objects there; used bytes return to zero; a restarted master mounts it again.
+ * Keyspace strings (SET) answer MC.EXIST / MC.GETREPLICAS / MC.QUERYKEY / MC.REMOVE as objects
+ * there and library clients read them over tcp and shm; a read lease pins their block; MC.*
+ * inside MULTI/EXEC works.
  */
 #include "common/fmacros.h"
 
@@ -14,6 +17,7 @@
 #include "tests/store/store_test_util.h"
 
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,7 +149,15 @@ static void puts_land_in_the_master(const char *proto) {
     cr_assert_eq(r->type, REDIS_REPLY_STATUS);
     freeReplyObject(r);
     cr_assert_geq(seg_used(mseg), before + MIB, "a keyspace value is counted");
-    cr_assert_eq(st_replica_segments(rc, "plain", NULL, 0), -1, "SET keeps a new key local");
+    /* SET keeps a new key in the keyspace; MC.* sees it as an object there (no lease taken) */
+    r = st_cmd(rc, "MC.QUERYKEY plain");
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_str_eq(st_field(st_field(r, "replicas")->element[0], "segment")->str, mseg);
+    cr_assert_eq(st_field(r, "lease_ms")->integer, 0);
+    freeReplyObject(r);
+    r = st_cmd(rc, "MC.STATS");
+    cr_assert_eq(st_field(r, "objects")->integer, 5, "not a pool object");
+    freeReplyObject(r);
     /* removal gives every byte back */
     OK(crescent_store_remove_all(st, 1));
     r = st_cmd(rc, "DEL plain");
@@ -338,4 +350,316 @@ Test(embedded, opt_out_and_memory0) {
     r = st_cmd(rc, "MC.SEGMENTS");
     cr_assert_eq(r->elements, 0);
     freeReplyObject(r);
+}
+
+/* ---- keyspace strings as pool objects (docs/store.md "Keyspace strings through MC.*") ---- */
+
+/* An integer reply of cmd. */
+static long long int_of(const char *cmd, const char *key) {
+    redisReply *r = st_cmd(rc, "%s %s", cmd, key);
+    cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "%s %s: type %d %s", cmd, key, r->type,
+                 r->type == REDIS_REPLY_ERROR ? r->str : "");
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+static void set_bytes(const char *key, const void *val, size_t len) {
+    redisReply *r = st_cmd(rc, "SET %s %b", key, val, len);
+    cr_assert_eq(r->type, REDIS_REPLY_STATUS, "SET %s: %s", key, r->str);
+    freeReplyObject(r);
+}
+
+/* MC.QUERYKEY of a keyspace string: its size and one COMPLETE MEMORY replica on the master's
+ * segment; returns the replica's address and the lease left. */
+static long long querykey(const char *key, long long size, long long *lease_ms) {
+    redisReply *r = st_cmd(rc, "MC.QUERYKEY %s", key);
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "MC.QUERYKEY %s: %s", key,
+                 r->type == REDIS_REPLY_ERROR ? r->str : "");
+    cr_assert_eq(st_field(r, "size")->integer, size);
+    const redisReply *reps = st_field(r, "replicas");
+    cr_assert_eq(reps->elements, 1);
+    const redisReply *d = reps->element[0];
+    cr_assert_str_eq(st_field(d, "segment")->str, mseg);
+    cr_assert_str_eq(st_field(d, "status")->str, "COMPLETE");
+    cr_assert_str_eq(st_field(d, "type")->str, "MEMORY");
+    cr_assert_eq(st_field(d, "size")->integer, size);
+    long long addr = st_field(d, "addr")->integer;
+    if (lease_ms)
+        *lease_ms = st_field(r, "lease_ms")->integer;
+    cr_assert_eq(st_field(r, "hard_pin")->integer, 0);
+    freeReplyObject(r);
+    return addr;
+}
+
+/* Waits (at most 10 s) until the master's segment uses at most want bytes. */
+static long long wait_used_at_most(long long want) {
+    long long deadline = st_now_ms() + 10000, u;
+    while ((u = seg_used(mseg)) > want && st_now_ms() < deadline)
+        st_sleep_ms(20);
+    return u;
+}
+
+/* SET values read by library clients over proto, byte-exact, copying and zero-copy. */
+static void keyspace_read_by_library(const char *proto) {
+    start("--memory 64mb --embedded_segment_protocols tcp,shm");
+    struct crescent_store *st = st_store(&master, proto, 0);
+    static const size_t sizes[] = {1, 4096, MIB, 8 * MIB};
+    char *val = malloc(8 * MIB), *buf = malloc(8 * MIB);
+    cr_assert(val && buf);
+    OK(crescent_store_register_buffer(st, buf, 8 * MIB));
+    for (size_t i = 0; i < 4; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "ks-%zu", sizes[i]);
+        st_fill(val, sizes[i], (unsigned)i + 7);
+        set_bytes(key, val, sizes[i]);
+        cr_assert_eq(crescent_store_is_exist(st, key), 1, "%s", key);
+        cr_assert_eq(crescent_store_get_size(st, key), (int64_t)sizes[i], "%s", key);
+        check_lib_get(st, key, val, sizes[i]);
+        memset(buf, 0, sizes[i]);
+        cr_assert_eq(crescent_store_get_into(st, key, buf, 8 * MIB), (int64_t)sizes[i]);
+        cr_assert(memcmp(buf, val, sizes[i]) == 0, "%s: get_into bytes differ", key);
+        long long lease;
+        long long addr = querykey(key, (long long)sizes[i], &lease);
+        cr_assert_gt(addr, 0);
+        cr_assert_gt(lease, 0, "the library's reads took a lease");
+    }
+    /* batch forms count them too */
+    redisReply *r = st_cmd(rc, "MC.BATCHEXIST ks-1 nosuch ks-4096");
+    cr_assert_eq(r->elements, 3);
+    cr_assert_eq(r->element[0]->integer, 1);
+    cr_assert_eq(r->element[1]->integer, 0);
+    cr_assert_eq(r->element[2]->integer, 1);
+    freeReplyObject(r);
+    r = st_cmd(rc, "MC.BATCHGETREPLICAS ks-1 nosuch");
+    cr_assert_eq(r->elements, 2);
+    cr_assert_eq(r->element[0]->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(st_field(r->element[0], "replicas")->elements, 1);
+    cr_assert_eq(r->element[1]->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    /* one compact batch reply mixing a pool object and keyspace strings in the same segment */
+    OK(crescent_store_put(st, "lib", "pool-object", 11, NULL));
+    const char *keys[] = {"ks-1", "lib", "ks-4096", "nosuch"};
+    void *vals[4];
+    size_t lens[4];
+    int64_t res[4];
+    cr_assert_neq(crescent_store_batch_get(st, keys, 4, vals, lens, res), 0, "nosuch fails");
+    cr_assert_eq(res[0], 1);
+    cr_assert_eq(res[1], 11);
+    cr_assert_eq(res[2], 4096);
+    cr_assert_lt(res[3], 0);
+    cr_assert(memcmp(vals[1], "pool-object", 11) == 0);
+    st_fill(val, 4096, 8);
+    cr_assert(memcmp(vals[2], val, 4096) == 0, "batch: keyspace bytes differ");
+    for (int i = 0; i < 3; i++)
+        crescent_store_free(vals[i]);
+    OK(crescent_store_unregister_buffer(st, buf));
+    crescent_store_destroy(st);
+    free(val);
+    free(buf);
+}
+
+Test(embedded, keyspace_strings_read_by_library_tcp) {
+    keyspace_read_by_library("tcp");
+}
+
+Test(embedded, keyspace_strings_read_by_library_shm) {
+    keyspace_read_by_library("shm");
+}
+
+/* What is not visible: aggregates, empty strings, expired keys; what MC.REMOVE does. */
+Test(embedded, keyspace_visibility_and_remove) {
+    start("--memory 64mb");
+    redisReply *r = st_cmd(rc, "RPUSH list a b");
+    freeReplyObject(r);
+    r = st_cmd(rc, "SET empty %s", "");
+    freeReplyObject(r);
+    r = st_cmd(rc, "SET short v PX 100");
+    freeReplyObject(r);
+    r = st_cmd(rc, "SET counter 41");
+    freeReplyObject(r);
+    cr_assert_eq(int_of("INCR", "counter"), 42);
+    cr_assert_eq(int_of("MC.EXIST", "list"), 0);
+    cr_assert_eq(int_of("MC.EXIST", "empty"), 0);
+    cr_assert_eq(int_of("MC.EXIST", "counter"), 1, "an integer is a string in the segment");
+    querykey("counter", 2, NULL);
+    st_sleep_ms(200);
+    cr_assert_eq(int_of("MC.EXIST", "short"), 0, "an expired key is not an object");
+    r = st_cmd(rc, "MC.GETREPLICAS short");
+    cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+    cr_assert(strncmp(r->str, "OBJECT_NOT_FOUND", 16) == 0, "%s", r->str);
+    freeReplyObject(r);
+    r = st_cmd(rc, "MC.REMOVE list");
+    cr_assert_eq(r->type, REDIS_REPLY_ERROR, "MC.REMOVE leaves an aggregate alone");
+    freeReplyObject(r);
+    cr_assert_eq(int_of("EXISTS", "list"), 1);
+    /* MC.REMOVE deletes a keyspace string; a leased one only with FORCE */
+    r = st_cmd(rc, "SET gone v");
+    freeReplyObject(r);
+    r = st_cmd(rc, "MC.REMOVE gone");
+    cr_assert_eq(r->type, REDIS_REPLY_STATUS, "%s", r->str);
+    freeReplyObject(r);
+    cr_assert_eq(int_of("EXISTS", "gone"), 0);
+    cr_assert_eq(int_of("MC.EXIST", "counter"), 1); /* the lease of MC.EXIST */
+    r = st_cmd(rc, "MC.REMOVE counter");
+    cr_assert_eq(r->type, REDIS_REPLY_ERROR);
+    cr_assert(strncmp(r->str, "OBJECT_HAS_LEASE", 16) == 0, "%s", r->str);
+    freeReplyObject(r);
+    r = st_cmd(rc, "MC.BATCHREMOVE 1 counter FORCE");
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->element[0]->type, REDIS_REPLY_STATUS, "%s", r->element[0]->str);
+    freeReplyObject(r);
+    cr_assert_eq(int_of("EXISTS", "counter"), 0);
+    /* the compact form (the library's) carries the replica too */
+    char *val = malloc(MIB);
+    cr_assert_not_null(val);
+    st_fill(val, MIB, 3);
+    set_bytes("c", val, MIB);
+    r = st_cmd(rc, "MC.REPLYFORMAT COMPACT");
+    freeReplyObject(r);
+    r = st_cmd(rc, "MC.GETREPLICAS c");
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 2);
+    const redisReply *e = r->element[0], *tab = r->element[1];
+    cr_assert_eq(e->elements, 6);
+    cr_assert_gt(e->element[0]->integer, 0, "lease ttl");
+    cr_assert_eq(e->element[2]->integer, 0, "segment index");
+    cr_assert_eq(e->element[5]->integer, MIB);
+    cr_assert_eq(tab->elements, 1);
+    cr_assert_str_eq(tab->element[0]->element[0]->str, mseg);
+    freeReplyObject(r);
+    r = st_cmd(rc, "MC.REPLYFORMAT FULL");
+    freeReplyObject(r);
+    free(val);
+}
+
+/* A read lease pins the value's block: an overwrite or DEL unlinks the key at once, the block
+ * goes back only when the lease ends; MC.* inside MULTI/EXEC works; nothing leaks. */
+Test(embedded, keyspace_lease_pins_the_block) {
+    start("--memory 64mb --default_kv_lease_ttl 1000");
+    char *val = malloc(4 * MIB);
+    cr_assert_not_null(val);
+    st_fill(val, 4 * MIB, 9);
+    long long base = seg_used(mseg);
+    set_bytes("k", val, 4 * MIB);
+    long long one = seg_used(mseg);
+    cr_assert_geq(one, base + 4 * MIB);
+    redisReply *r = st_cmd(rc, "MC.GETREPLICAS k");
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "%s", r->type == REDIS_REPLY_ERROR ? r->str : "");
+    cr_assert_eq(st_field(r, "lease_ttl_ms")->integer, 1000);
+    freeReplyObject(r);
+    r = st_cmd(rc, "SET k other");
+    freeReplyObject(r);
+    check_redis_get("k", "other", 5);
+    cr_assert_geq(seg_used(mseg), one, "the overwritten block is pinned by the lease");
+    long long u = wait_used_at_most(one - 4 * MIB + 64 * 1024);
+    cr_assert_leq(u, one - 4 * MIB + 64 * 1024,
+                  "the block went back when the lease ended: %lld (base %lld, one %lld)", u, base,
+                  one);
+    /* DEL of a leased key: gone at once, its block later */
+    set_bytes("d", val, 4 * MIB);
+    long long two = seg_used(mseg);
+    cr_assert_eq(int_of("MC.EXIST", "d"), 1);
+    cr_assert_eq(int_of("DEL", "d"), 1);
+    cr_assert_eq(int_of("MC.EXIST", "d"), 0);
+    cr_assert_geq(seg_used(mseg), two, "the deleted block is pinned by the lease");
+    u = wait_used_at_most(two - 4 * MIB + 64 * 1024);
+    cr_assert_leq(u, two - 4 * MIB + 64 * 1024);
+    /* inside MULTI/EXEC (the exclusive keyspace lock held): no deadlock */
+    set_bytes("m", val, 4 * MIB);
+    r = st_cmd(rc, "MULTI");
+    freeReplyObject(r);
+    const char *queued[] = {"MC.GETREPLICAS m",        "MC.EXIST m", "MC.QUERYKEY m",
+                            "MC.BATCHGETREPLICAS m k", "SET m x",    "MC.REMOVE k FORCE"};
+    for (size_t i = 0; i < 6; i++) {
+        r = st_cmd(rc, queued[i]);
+        cr_assert_eq(r->type, REDIS_REPLY_STATUS, "%s", queued[i]);
+        freeReplyObject(r);
+    }
+    r = st_cmd(rc, "EXEC");
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 6);
+    cr_assert_eq(st_field(st_field(r->element[0], "replicas")->element[0], "size")->integer,
+                 4 * MIB);
+    cr_assert_eq(r->element[1]->integer, 1);
+    cr_assert_eq(st_field(r->element[2], "size")->integer, 4 * MIB);
+    cr_assert_eq(r->element[3]->elements, 2);
+    cr_assert_eq(r->element[5]->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    cr_assert_eq(int_of("EXISTS", "k"), 0);
+    check_redis_get("m", "x", 1);
+    /* no leak: with every key gone and every lease over, the segment is empty */
+    r = st_cmd(rc, "FLUSHALL SYNC");
+    freeReplyObject(r);
+    cr_assert_eq(wait_used_at_most(base), base);
+    free(val);
+}
+
+/* ---- concurrency: keyspace writers (whose commands take the pool mutex under a shard lock)
+ * against MC.* reads and removes of the same keys: nothing deadlocks, nothing leaks ---- */
+
+#define MIX_KEYS  4
+#define MIX_ITERS 600
+
+struct mix_arg {
+    int reader;
+    long errors; /* unexpected replies */
+};
+
+static void *mix_thread(void *p) {
+    struct mix_arg *a = p;
+    redisContext *c = st_redis(&master);
+    unsigned seed = (unsigned)a->reader * 7919u + 1;
+    for (int i = 0; i < MIX_ITERS; i++) {
+        int k = (int)(rand_r(&seed) % MIX_KEYS);
+        redisReply *r;
+        if (a->reader) {
+            r = redisCommand(c, "MC.BATCHGETREPLICAS c%d c%d c%d", k, (k + 1) % MIX_KEYS,
+                             (k + 2) % MIX_KEYS);
+            a->errors += !r || r->type != REDIS_REPLY_ARRAY || r->elements != 3;
+            freeReplyObject(r);
+            r = redisCommand(c, "MC.EXIST c%d", k);
+            a->errors += !r || r->type != REDIS_REPLY_INTEGER;
+            freeReplyObject(r);
+            r = redisCommand(c, i % 8 ? "MC.QUERYKEY c%d" : "MC.REMOVE c%d FORCE", k);
+            a->errors += !r;
+            freeReplyObject(r);
+        } else {
+            r = redisCommand(c, "DEL c%d", k);
+            freeReplyObject(r);
+            r = redisCommand(c, "EXPIRE c%d 100", k); /* missing: asks the pool under the shard */
+            a->errors += !r || r->type != REDIS_REPLY_INTEGER;
+            freeReplyObject(r);
+            r = redisCommand(c, "INCR c%d", k); /* an error when the other writer appended */
+            a->errors += !r;
+            freeReplyObject(r);
+            r = redisCommand(c, "APPEND c%d %s", k, "-appended-bytes");
+            a->errors += !r || r->type != REDIS_REPLY_INTEGER;
+            freeReplyObject(r);
+        }
+    }
+    redisFree(c);
+    return NULL;
+}
+
+Test(embedded, keyspace_mc_reads_race_keyspace_writes) {
+    start("--memory 64mb --threads 4 --default_kv_lease_ttl 200");
+    /* with a pool object present, EXPIRE / INCR of a missing key ask the pool (its mutex)
+     * while holding the key's shard lock */
+    struct crescent_store *st = st_store(&master, "tcp", 0);
+    OK(crescent_store_put(st, "pool-object", "v", 1, NULL));
+    pthread_t th[4];
+    struct mix_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (struct mix_arg){.reader = i % 2, .errors = 0};
+        cr_assert_eq(pthread_create(&th[i], NULL, mix_thread, &args[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(args[i].errors, 0, "thread %d: %ld unexpected replies", i, args[i].errors);
+    }
+    redisReply *r = st_cmd(rc, "FLUSHALL SYNC");
+    freeReplyObject(r);
+    cr_assert_eq(wait_used_at_most(0), 0, "every leased block came back");
+    crescent_store_destroy(st);
 }

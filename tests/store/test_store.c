@@ -840,3 +840,73 @@ Test(store, expired_client_remounts_on_need_remount) {
     }
     st_peer_kill(&p);
 }
+
+/* Batch-writes n keys "<prefix><i>" of len bytes (seed s) from st's registered buf into the
+ * segment named seg, reads them back into buf + n * len with a batch get and checks them. */
+static void batch_roundtrip(struct crescent_store *st, char *buf, const char *prefix, size_t n,
+                            size_t len, unsigned s, const char *seg) {
+    char names[16][32];
+    const char *keys[16];
+    const void *src[16];
+    void *dst[16];
+    size_t sizes[16];
+    int res[16];
+    int64_t got[16];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof(names[i]), "%s%zu", prefix, i);
+        keys[i] = names[i];
+        src[i] = buf + i * len;
+        dst[i] = buf + (n + i) * len;
+        sizes[i] = len;
+        st_fill(buf + i * len, len, s + (unsigned)i);
+        memset(dst[i], 0, len);
+    }
+    const char *pref[] = {seg};
+    struct crescent_store_replicate_config on = {.preferred_segments = pref,
+                                                 .n_preferred_segments = 1};
+    OK(crescent_store_batch_put_from(st, keys, src, sizes, n, &on, res));
+    OK(crescent_store_batch_get_into(st, keys, dst, sizes, n, got));
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(res[i], 0);
+        cr_assert_eq(got[i], (int64_t)len, "%s: %lld", keys[i], (long long)got[i]);
+        cr_assert(memcmp(dst[i], src[i], len) == 0, "%s: bytes differ", keys[i]);
+    }
+}
+
+/* A reader keeps a segment it opened from a replica's descriptor; when the segment's owner goes
+ * away and another client mounts a segment of the same name (a new transfer descriptor), the
+ * reader's next batch opens the new one instead of writing to the old owner. Both reply forms:
+ * compact (the library's default: the descriptor once per segment per reply) and full. */
+Test(store, segment_remounted_with_a_new_descriptor) {
+    for (int full = 0; full < 2; full++) {
+        if (full) {
+            setenv("CRESCENT_STORE_REPLY_FORMAT", "full", 1);
+        }
+        struct crescent_store *rd = st_store(&master, "tcp", 0);
+        unsetenv("CRESCENT_STORE_REPLY_FORMAT");
+        size_t n = 8, len = 4096;
+        char *buf = aligned_alloc(4096, 2 * n * len);
+        OK(crescent_store_register_buffer(rd, buf, 2 * n * len));
+        char *mem1 = aligned_alloc(4096, MIB), *mem2 = aligned_alloc(4096, MIB);
+        struct crescent_store *own1 = st_store(&master, "tcp", 0);
+        OK(crescent_store_mount_segment(own1, mem1, MIB, "moving-seg"));
+        batch_roundtrip(rd, buf, "old", n, len, 10, "moving-seg");
+        OK(crescent_store_unmount_segment(own1, "moving-seg"));
+        crescent_store_destroy(own1);
+        struct crescent_store *own2 = st_store(&master, "tcp", 0);
+        OK(crescent_store_mount_segment(own2, mem2, MIB, "moving-seg"));
+        batch_roundtrip(rd, buf, "new", n, len, 20, "moving-seg");
+        struct crescent_store_replica d[2];
+        cr_assert_eq(crescent_store_get_replica_desc(rd, "new0", d, 2), 1);
+        cr_assert(d[0].addr >= (uintptr_t)mem2 && d[0].addr < (uintptr_t)mem2 + MIB);
+        cr_assert(memcmp((void *)(uintptr_t)d[0].addr, buf, len) == 0, "not in the new segment");
+        check_get(rd, "new1", buf + len, len);
+        cr_assert_geq(crescent_store_remove_all(rd, 1), 0);
+        crescent_store_destroy(rd);
+        OK(crescent_store_unmount_segment(own2, "moving-seg"));
+        crescent_store_destroy(own2);
+        free(buf);
+        free(mem1);
+        free(mem2);
+    }
+}

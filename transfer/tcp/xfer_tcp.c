@@ -407,8 +407,8 @@ static void tcp_run_group(struct tcp_ctx *c, struct xfer_task **g, int n,
 static void *tcp_worker(void *arg) {
     struct tcp_ctx *c = arg;
     struct xfer_task *g[TCP_GROUP_MAX];
-    struct tcp_worker_buf *w = cm_try_calloc(1, sizeof(*w));
-    char *rbuf = cm_try_malloc(TCP_RBUF_CAP);
+    struct tcp_worker_buf *w = NULL; /* scratch space, allocated at the worker's first group: */
+    char *rbuf = NULL;               /* an engine that only serves never pays for it */
     for (;;) {
         pthread_mutex_lock(&c->lock);
         int n = 0;
@@ -422,6 +422,8 @@ static void *tcp_worker(void *arg) {
             pthread_cond_signal(&c->cond); /* more queued: hand it to the next worker */
         pthread_mutex_unlock(&c->lock);
         struct tcp_peer *p = g[0]->tp_seg;
+        if (!w && (w = cm_try_calloc(1, sizeof(*w))) != NULL)
+            rbuf = cm_try_malloc(TCP_RBUF_CAP);
         if (w) {
             w->rb = (struct xfer_rbuf){.buf = rbuf, .cap = rbuf ? TCP_RBUF_CAP : 0};
             tcp_run_group(c, g, n, w); /* completes the tasks; p lives while the segment is open */
