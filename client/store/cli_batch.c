@@ -146,58 +146,6 @@ static int cli_fast_write_key(struct crescent_store *st, const redisReply *e, co
     return m;
 }
 
-/* Writes the zero-copy values of a MC.BATCHPUTSTART reply r (n per-key elements) with one
- * transfer batch. results[i]: 0, the key's put-start error, or -TRANSFER_FAIL (the caller
- * revokes those). Returns 0 or -ENOMEM. */
-int cli__batch_write_fast(struct crescent_store *st, const redisReply *r, size_t n,
-                          const void *const *bufs, const size_t *sizes, int *results) {
-    size_t cap = n * CLI_MAX_REPL; /* entries [0, m) are written before they are read */
-    struct crescent_xfer_request *reqs = malloc(cap * sizeof(*reqs));
-    struct cli_peer **peers = malloc(cap * sizeof(*peers));
-    size_t *owner = malloc(cap * sizeof(*owner));
-    if (reqs == NULL || peers == NULL || owner == NULL) {
-        free(reqs);
-        free(peers);
-        free(owner);
-        return -ENOMEM;
-    }
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        int k = cli_fast_write_key(st, r->element[i], bufs[i], sizes[i], reqs + m, peers + m);
-        results[i] = k < 0 ? k : 0;
-        for (int j = 0; j < k; j++) {
-            owner[m++] = i;
-        }
-    }
-    struct crescent_xfer_batch *b = NULL;
-    uint64_t us0 = cm_mono_us();
-    int rc = m > 0 ? crescent_xfer_batch_alloc(st->eng, m, &b) : 0;
-    if (rc == 0 && m > 0 && (rc = crescent_xfer_batch_submit(b, reqs, m, NULL)) == 0) {
-        size_t nf = 0;
-        crescent_xfer_batch_wait(b, -1, NULL, 0, &nf);
-    }
-    uint64_t us = cm_mono_us() - us0;
-    for (size_t j = 0; j < m; j++) {
-        struct crescent_xfer_task_status ts = {.status = CRESCENT_XFER_FAILED};
-        if (rc == 0) {
-            crescent_xfer_batch_status(b, j, &ts);
-        }
-        bool ok = ts.status == CRESCENT_XFER_COMPLETED;
-        if (ok) {
-            cli__count(st, true, cli__iface(peers[j]->seg), reqs[j].length, us);
-        } else {
-            results[owner[j]] =
-                cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "batch put: transfer to a replica failed");
-        }
-        cli__peer_put(st, peers[j], !ok);
-    }
-    crescent_xfer_batch_free(b);
-    free(reqs);
-    free(peers);
-    free(owner);
-    return 0;
-}
-
 /* Runs reqs[0..m) as one transfer batch and sets ok[j] for those that completed. Returns the
  * microseconds it took. */
 static uint64_t cli_batch_run(struct crescent_store *st, const struct crescent_xfer_request *reqs,
@@ -219,6 +167,48 @@ static uint64_t cli_batch_run(struct crescent_store *st, const struct crescent_x
     }
     crescent_xfer_batch_free(b);
     return us;
+}
+
+/* Writes the zero-copy values of a MC.BATCHPUTSTART reply r (n per-key elements) with one
+ * transfer batch. results[i]: 0, the key's put-start error, or -TRANSFER_FAIL (the caller
+ * revokes those). Returns 0 or -ENOMEM. */
+int cli__batch_write_fast(struct crescent_store *st, const redisReply *r, size_t n,
+                          const void *const *bufs, const size_t *sizes, int *results) {
+    size_t cap = n * CLI_MAX_REPL;
+    struct crescent_xfer_request *reqs = calloc(cap, sizeof(*reqs));
+    struct cli_peer **peers = malloc(cap * sizeof(*peers));
+    size_t *owner = malloc(cap * sizeof(*owner));
+    bool *ok = malloc(cap * sizeof(*ok));
+    if (reqs == NULL || peers == NULL || owner == NULL || ok == NULL) {
+        free(reqs);
+        free(peers);
+        free(owner);
+        free(ok);
+        return -ENOMEM;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        int k = cli_fast_write_key(st, r->element[i], bufs[i], sizes[i], reqs + m, peers + m);
+        results[i] = k < 0 ? k : 0;
+        for (int j = 0; j < k; j++) {
+            owner[m++] = i;
+        }
+    }
+    uint64_t us = cli_batch_run(st, reqs, m, ok);
+    for (size_t j = 0; j < m; j++) {
+        if (ok[j]) {
+            cli__count(st, true, cli__iface(peers[j]->seg), reqs[j].length, us);
+        } else {
+            results[owner[j]] =
+                cli_fail(CRESCENT_STORE_ETRANSFER_FAIL, "batch put: transfer to a replica failed");
+        }
+        cli__peer_put(st, peers[j], !ok[j]);
+    }
+    free(reqs);
+    free(peers);
+    free(owner);
+    free(ok);
+    return 0;
 }
 
 /* The compact form of one batch-get key i: an error or a size in *result (own segment: copied
@@ -338,7 +328,7 @@ static int cli_compact_write_key(struct crescent_store *st, struct cli_creply *c
  * the caller closes it). Returns 0 or -ENOMEM. */
 int cli__batch_write_compact(struct crescent_store *st, struct cli_creply *c, size_t n,
                              const void *const *bufs, const size_t *sizes, int *results) {
-    size_t cap = n * CLI_MAX_REPL; /* entries [0, m) are written before they are read */
+    size_t cap = n * CLI_MAX_REPL;
     struct crescent_xfer_request *reqs = calloc(cap, sizeof(*reqs));
     size_t *seg = malloc(cap * sizeof(*seg)), *owner = malloc(cap * sizeof(*owner));
     bool *ok = malloc(cap * sizeof(*ok));

@@ -392,18 +392,31 @@ static int pool_has_disk_of(const struct pool_obj *o, uint32_t slot) {
     return 0;
 }
 
-/* Fetches offload tasks; see pool.h. */
-long pool_offload_fetch(struct pool *p, const struct pool_uuid *client, size_t max, int64_t now,
-                        struct pool_offload_task *out) {
+/* The prologue of a heartbeat call on a client's disk: finds the client (CLIENT_NOT_FOUND), checks
+ * it has a disk segment (SEGMENT_NOT_FOUND) and the arguments (bad_args: INVALID_PARAMS), and
+ * counts the call as a sign of life. Sets *cp and returns POOL_OK, or returns the error. */
+static long pool_disk_caller(struct pool *p, const struct pool_uuid *client, int bad_args,
+                             int64_t now, struct pool_client **cp) {
     struct pool_client *c = pool__client_find(p, client);
     if (!c)
         return POOL_ECLIENT_NOT_FOUND;
     if (!c->disk)
         return POOL_ESEGMENT_NOT_FOUND;
-    if (max && !out)
+    if (bad_args)
         return POOL_EINVALID_PARAMS;
     if (now > c->last_ping)
         c->last_ping = now;
+    *cp = c;
+    return POOL_OK;
+}
+
+/* Fetches offload tasks; see pool.h. */
+long pool_offload_fetch(struct pool *p, const struct pool_uuid *client, size_t max, int64_t now,
+                        struct pool_offload_task *out) {
+    struct pool_client *c;
+    long err = pool_disk_caller(p, client, max && !out, now, &c);
+    if (err != POOL_OK)
+        return err;
     struct pool_disk *d = c->disk;
     long n = 0;
     while ((size_t)n < max && d->qlen > 0) {
@@ -527,15 +540,10 @@ int pool_offload_evicted(struct pool *p, const struct pool_uuid *client, const v
 /* Pops queued record removals; see pool.h. */
 long pool_disk_remove_fetch(struct pool *p, const struct pool_uuid *client, size_t max, int64_t now,
                             struct pool_disk_remove *out) {
-    struct pool_client *c = pool__client_find(p, client);
-    if (!c)
-        return POOL_ECLIENT_NOT_FOUND;
-    if (!c->disk)
-        return POOL_ESEGMENT_NOT_FOUND;
-    if (max && !out)
-        return POOL_EINVALID_PARAMS;
-    if (now > c->last_ping)
-        c->last_ping = now;
+    struct pool_client *c;
+    long err = pool_disk_caller(p, client, max && !out, now, &c);
+    if (err != POOL_OK)
+        return err;
     struct cm_ht *t = &c->disk->removes;
     size_t n = 0, i;
     struct cm_ht_node *hn, *tmp;
