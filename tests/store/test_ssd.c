@@ -96,6 +96,21 @@ static int put_retry(struct crescent_store *st, int i, long long deadline_ms) {
     return rc;
 }
 
+/* Starts daemon d with the SSD tier in dir_b (segment 4 MiB), and a writer that puts keys
+ * [0, n) into its segment, retrying while the pool is full. Returns the writer. */
+static struct crescent_store *daemon_with_ssd_filled(struct st_daemon *d, int n) {
+    const char *extra[] = {"--ssd_offload_path", dir_b, NULL};
+    st_daemon_extra = extra;
+    st_daemon_start(d, &M, 0, "tcp", "4mb", "10", "100");
+    st_daemon_extra = NULL;
+    struct crescent_store *w = st_store(&M, "tcp", 0); /* writes into the daemon's segment */
+    long long deadline = st_now_ms() + 120000;
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(put_retry(w, i, deadline), 0, "put %d: %s", i, crescent_store_last_error());
+    }
+    return w;
+}
+
 /* Gets key i and compares it with its pattern. Returns the get's code (0 when exact). */
 static int get_exact(struct crescent_store *st, int i) {
     char k[32];
@@ -273,16 +288,8 @@ Test(ssd, master_restart_clients_re_register_their_disk_objects) {
 Test(ssd, owner_dies_and_its_disk_replicas_vanish) {
     st_master_start(&M, "--memory 0 --enable_offload yes --offload_on_evict yes "
                         "--default_kv_lease_ttl 300 --client_live_ttl_sec 2");
-    const char *extra[] = {"--ssd_offload_path", dir_b, NULL};
-    st_daemon_extra = extra;
     struct st_daemon d;
-    st_daemon_start(&d, &M, 0, "tcp", "4mb", "10", "100");
-    st_daemon_extra = NULL;
-    struct crescent_store *w = st_store(&M, "tcp", 0); /* writes into the daemon's segment */
-    long long deadline = st_now_ms() + 120000;
-    for (int i = 0; i < NKEYS; i++) {
-        cr_assert_eq(put_retry(w, i, deadline), 0, "put %d: %s", i, crescent_store_last_error());
-    }
+    struct crescent_store *w = daemon_with_ssd_filled(&d, NKEYS);
     redisContext *c = st_redis(&M);
     int victim = -1;
     for (int i = 0; i < NKEYS && victim < 0; i++) {
@@ -297,7 +304,7 @@ Test(ssd, owner_dies_and_its_disk_replicas_vanish) {
     char k[32];
     key_of(k, victim);
     int gone = 0;
-    deadline = st_now_ms() + 30000;
+    long long deadline = st_now_ms() + 30000;
     while (!gone && st_now_ms() < deadline) {
         redisReply *r = st_cmd(c, "MC.GETREPLICAS %s", k);
         gone = r->type == REDIS_REPLY_ERROR;
@@ -772,22 +779,14 @@ Test(ssd, disk_evictions_are_reported_and_their_replicas_dropped) {
     setenv("MOONCAKE_OFFLOAD_BUCKET_EVICTION_POLICY", "fifo", 1);
     st_master_start(&M, "--memory 0 --enable_offload yes --offload_on_evict yes "
                         "--default_kv_lease_ttl 300");
-    const char *extra[] = {"--ssd_offload_path", dir_b, NULL};
-    st_daemon_extra = extra;
     struct st_daemon d;
-    st_daemon_start(&d, &M, 0, "tcp", "4mb", "10", "100");
-    st_daemon_extra = NULL;
-    struct crescent_store *w = st_store(&M, "tcp", 0); /* writes into the daemon's segment */
-    long long deadline = st_now_ms() + 120000;
-    for (int i = 0; i < NKEYS; i++) {
-        cr_assert_eq(put_retry(w, i, deadline), 0, "put %d: %s", i, crescent_store_last_error());
-    }
+    struct crescent_store *w = daemon_with_ssd_filled(&d, NKEYS);
     redisContext *c = st_redis(&M);
     char ep[128];
     disk_endpoint(c, d.client_id, ep, sizeof(ep));
     /* Wait until the owner has reported what it lost and the queue is drained. */
     struct stage_stats s;
-    deadline = st_now_ms() + 60000;
+    long long deadline = st_now_ms() + 60000;
     for (;;) {
         s = raw_stats(ep);
         long long reps = offload_stat(c, "disk_replicas");
@@ -829,15 +828,8 @@ Test(ssd, deleted_keys_leave_the_owners_disk_and_free_its_quota) {
     setenv("MOONCAKE_OFFLOAD_ENABLE_EVICTION", "false", 1);
     setenv("MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES", "1048576", 1); /* 8 values */
     st_master_start(&M, "--memory 0 --enable_offload yes --default_kv_lease_ttl 300");
-    const char *extra[] = {"--ssd_offload_path", dir_b, NULL};
-    st_daemon_extra = extra;
     struct st_daemon d;
-    st_daemon_start(&d, &M, 0, "tcp", "4mb", "10", "100");
-    st_daemon_extra = NULL;
-    struct crescent_store *w = st_store(&M, "tcp", 0);
-    for (int i = 0; i < 8; i++) {
-        cr_assert_eq(put_retry(w, i, st_now_ms() + 60000), 0, "put %d", i);
-    }
+    struct crescent_store *w = daemon_with_ssd_filled(&d, 8);
     redisContext *c = st_redis(&M);
     wait_done(c, 8);
     char ep[128], fdir[300];
