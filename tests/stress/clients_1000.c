@@ -343,6 +343,9 @@ static void churn(int count) {
     uint64_t t1 = st_now_ms();
     long long cc = wait_clients(ctl, 1, 30);
     if (cc != 1) {
+        redisReply *cl = st_command(ctl, "CLIENT LIST");
+        fprintf(stderr, "CLIENT LIST:\n%s\n", cl->type == REDIS_REPLY_STRING ? cl->str : "?");
+        freeReplyObject(cl);
         st_die("connected_clients after %d short connections: expected 1, got %lld", count, cc);
     }
     redisReply *r = st_command(ctl, "EXISTS churn:k1 churn:k2");
