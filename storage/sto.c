@@ -11,6 +11,7 @@
 #include "common/cm_mem.h"
 #include "storage/sto_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #define STO_HASH_SEED 0x5354304b45595321ull
@@ -438,17 +440,98 @@ static void evict_one(struct sto *s) {
     }
 }
 
+/* Physical bytes of the regular files directly in s's directory (du: st_blocks * 512). */
+static int phys_scan(struct sto *s, uint64_t *out) {
+    int fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    uint64_t sum = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (fstatat(s->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            sum += (uint64_t)st.st_blocks * 512;
+    }
+    closedir(d);
+    *out = sum;
+    return 0;
+}
+
 /*
- * Makes room for one more object of len bytes: above the high watermark (or the quota, or the
- * key limit) evicts in policy order down to the low watermark. Under s->mu.
+ * The physical size estimate: the last scan plus the record bytes reserved since, scanning
+ * again when the last scan is older than MOONCAKE_OFFLOAD_DISK_SCAN_CACHE_MS (or force). A
+ * failed scan keeps the previous figure. Under s->mu.
  */
-static int make_room(struct sto *s, uint64_t len) {
+static uint64_t phys_now(struct sto *s, bool force) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (force || s->phys_scan_ns == 0 ||
+        (now - s->phys_scan_ns) / 1000000ull >= s->cfg.disk_scan_cache_ms) {
+        uint64_t v = 0;
+        if (phys_scan(s, &v) == 0) {
+            s->phys_scanned = v;
+            s->phys_since = 0;
+        }
+        s->phys_scan_ns = now ? now : 1;
+    }
+    return s->phys_scanned + s->phys_since;
+}
+
+/*
+ * The bucket layout's physical limit, checked like the byte quota: above its high watermark
+ * evicts in policy order (a batch whose record bytes cover the excess, then a flush, which
+ * deletes emptied buckets, and a fresh scan) down to its low watermark; -EDQUOT when the
+ * record still does not fit, -EFBIG when it never can. Under s->mu.
+ */
+static int phys_room(struct sto *s, uint64_t rec_len) {
+    uint64_t lim = s->cfg.bucket_max_physical;
+    if (lim == 0 || s->cfg.backend != STO_BACKEND_BUCKET)
+        return 0;
+    if (rec_len > lim)
+        return -EFBIG;
+    uint64_t phys = phys_now(s, false);
+    uint64_t high =
+        s->cfg.watermark_eviction ? (uint64_t)((double)lim * s->cfg.high_watermark) : lim;
+    if (phys + rec_len <= high)
+        return 0;
+    if (s->policy != STO_EVICT_NONE) {
+        uint64_t target =
+            s->cfg.watermark_eviction ? (uint64_t)((double)lim * s->cfg.low_watermark) : lim;
+        if (target < rec_len)
+            target = rec_len;
+        while (lru_first(s) && phys + rec_len > target) {
+            uint64_t need = phys + rec_len - target, freed = 0;
+            struct sto_ent *e;
+            while ((e = lru_first(s)) != NULL && freed < need) {
+                freed += e->rec_len;
+                evict_one(s);
+            }
+            s->ops->flush(s);
+            phys = phys_now(s, true);
+        }
+    }
+    return phys + rec_len > lim ? -EDQUOT : 0;
+}
+
+/*
+ * Makes room for one more object of len bytes (rec_len on disk): above the high watermark (or
+ * the quota, or the key limit) evicts in policy order down to the low watermark; then the
+ * physical limit (phys_room). Under s->mu.
+ */
+static int make_room(struct sto *s, uint64_t len, uint64_t rec_len) {
     uint64_t q = s->quota_bytes, kq = s->cfg.total_keys_limit;
     if (len > q)
         return -EFBIG;
     uint64_t high = s->cfg.watermark_eviction ? (uint64_t)((double)q * s->cfg.high_watermark) : q;
     if (s->bytes + len <= high && s->keys + 1 <= kq)
-        return 0;
+        return phys_room(s, rec_len);
     if (s->policy != STO_EVICT_NONE) {
         uint64_t target =
             s->cfg.watermark_eviction ? (uint64_t)((double)q * s->cfg.low_watermark) : q;
@@ -464,7 +547,7 @@ static int make_room(struct sto *s, uint64_t len) {
     }
     if (s->bytes + len > q || s->keys + 1 > kq)
         return -EDQUOT;
-    return 0;
+    return phys_room(s, rec_len);
 }
 
 /* Installs the eviction hook; see sto.h. */
@@ -477,6 +560,8 @@ void sto_set_evict_cb(struct sto *s, sto_evict_cb *cb, void *arg) {
 static int alloc_evicting(struct sto *s, struct sto_wr *w) {
     for (;;) {
         int rc = s->ops->alloc(s, w);
+        if (rc == 0)
+            s->phys_since += w->rec.rec_len;
         if (rc != -ENOSPC || s->policy == STO_EVICT_NONE || !lru_first(s))
             return rc;
         unsigned n = 0;
@@ -604,7 +689,7 @@ int sto_put(struct sto *s, const void *key, size_t klen, const struct iovec *iov
     pthread_mutex_lock(&s->mu);
     w.rec.seq = s->next_seq++;
     size_t hlen = sto_rec_encode(&w.rec, hdr);
-    rc = make_room(s, w.rec.value_len);
+    rc = make_room(s, w.rec.value_len, w.rec.rec_len);
     if (rc == 0)
         rc = alloc_evicting(s, &w);
     pthread_mutex_unlock(&s->mu);
@@ -659,7 +744,7 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
         int rc = sto_rec_layout(&w[i].rec, s->align);
         if (rc == 0) {
             w[i].rec.seq = s->next_seq++;
-            rc = make_room(s, w[i].rec.value_len);
+            rc = make_room(s, w[i].rec.value_len, w[i].rec.rec_len);
         }
         if (rc == 0)
             rc = alloc_evicting(s, &w[i]);

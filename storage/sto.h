@@ -63,8 +63,8 @@ struct sto_config {
     uint64_t bucket_size_limit;         /* MOONCAKE_OFFLOAD_BUCKET_SIZE_LIMIT_BYTES */
     uint64_t bucket_keys_limit;         /* MOONCAKE_OFFLOAD_BUCKET_KEYS_LIMIT */
     uint64_t bucket_max_total_size;     /* MOONCAKE_OFFLOAD_BUCKET_MAX_TOTAL_SIZE (0: 90% disk) */
-    uint64_t bucket_max_physical;       /* MOONCAKE_OFFLOAD_BUCKET_MAX_PHYSICAL_BYTES (planned) */
-    uint64_t disk_scan_cache_ms;        /* MOONCAKE_OFFLOAD_DISK_SCAN_CACHE_MS (planned) */
+    uint64_t bucket_max_physical;       /* MOONCAKE_OFFLOAD_BUCKET_MAX_PHYSICAL_BYTES, 0 = off */
+    uint64_t disk_scan_cache_ms;        /* MOONCAKE_OFFLOAD_DISK_SCAN_CACHE_MS */
     enum sto_evict_policy bucket_evict; /* MOONCAKE_OFFLOAD_BUCKET_EVICTION_POLICY */
     int fpk_eviction;                   /* MOONCAKE_OFFLOAD_ENABLE_EVICTION (file-per-key: fifo) */
     char fsdir[256];                    /* MOONCAKE_OFFLOAD_FSDIR */

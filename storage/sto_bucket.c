@@ -376,6 +376,8 @@ static int bk_alloc(struct sto *s, struct sto_wr *w) {
      */
     if (b->size + w->rec.rec_len > b->alloc_end) {
         uint64_t step = 32u << 20;
+        if (s->cfg.bucket_max_physical) /* a physical limit counts preallocated blocks */
+            step = w->rec.rec_len;
         if (step < w->rec.rec_len)
             step = w->rec.rec_len;
         if (b->alloc_end + step > s->cfg.bucket_size_limit &&

@@ -133,6 +133,9 @@ struct sto {
     struct sto_ent *lhead, *ltail;
     uint64_t next_seq;
     uint64_t bytes, keys, disk_bytes;
+    /* physical limit (bucket layout, MOONCAKE_OFFLOAD_BUCKET_MAX_PHYSICAL_BYTES): the last du-style
+     * scan of dir, when it ran (CLOCK_MONOTONIC ns, 0 = never), record bytes reserved since */
+    uint64_t phys_scanned, phys_scan_ns, phys_since;
     sto_evict_cb *evict_cb; /* sto_set_evict_cb() */
     void *evict_arg;
 

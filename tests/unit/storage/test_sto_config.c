@@ -126,6 +126,12 @@ Test(sto_config, bad_values_name_the_variable) {
         "from 1048576 to 9223372036854775807)");
     bad("MOONCAKE_OFFLOAD_FSDIR", "a/b",
         "MOONCAKE_OFFLOAD_FSDIR: invalid value \"a/b\" (expected a single directory name)");
+    bad("MOONCAKE_OFFLOAD_BUCKET_MAX_PHYSICAL_BYTES", "2M",
+        "MOONCAKE_OFFLOAD_BUCKET_MAX_PHYSICAL_BYTES: invalid value \"2M\" (expected an integer "
+        "from 0 to 9223372036854775807)");
+    bad("MOONCAKE_OFFLOAD_DISK_SCAN_CACHE_MS", "-1",
+        "MOONCAKE_OFFLOAD_DISK_SCAN_CACHE_MS: invalid value \"-1\" (expected an integer from 0 "
+        "to 9223372036854775807)");
     bad("MOONCAKE_OFFLOAD_DISK_EVICTION_LOW_WATERMARK_RATIO", "0.95",
         "MOONCAKE_OFFLOAD_DISK_EVICTION_LOW_WATERMARK_RATIO: 0.95 is above the high watermark "
         "0.9");

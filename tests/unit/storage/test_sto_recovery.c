@@ -2,8 +2,8 @@
 /*
  * storage/ recovery and limits, for each backend: a child writing in a loop is killed with
  * SIGKILL and every put it completed is found again; hand-made torn records are skipped and
- * counted; flipped bytes are caught by the CRCs; quotas, key limits and the fifo and lru
- * eviction policies.
+ * counted; flipped bytes are caught by the CRCs; quotas, key limits, the bucket layout's
+ * physical (du-style) limit and the fifo and lru eviction policies.
  */
 #include "common/fmacros.h"
 
@@ -12,6 +12,7 @@
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -300,6 +301,131 @@ Test(sto_limits, bucket_quota_defaults_to_90_percent_of_disk) {
     sto_stats(s, &st);
     cr_assert_eq(st.quota_bytes, 5000000);
     sto_close(s);
+    sto_test_rmdir(dir);
+}
+
+/* Physical bytes of the files in dir (du: st_blocks * 512). */
+static uint64_t du(const char *dir) {
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    uint64_t sum = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char p[4096];
+        struct stat st;
+        snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
+            sum += (uint64_t)st.st_blocks * 512;
+    }
+    closedir(d);
+    return sum;
+}
+
+#define PHYS_LIMIT (2 * MIB)
+#define PHYS_VAL   (64 * KIB)
+#define PHYS_REC   (72 * KIB) /* a 64 KiB value's record, header and alignment included */
+#define PHYS_SLACK (64 * KIB) /* meta files written since the last scan */
+
+/* A bucket store with a 1 GiB byte quota, 256 KiB buckets and the given physical limit. */
+static struct sto *phys_open(struct sto_config *cfg, const char *dir, uint64_t limit,
+                             enum sto_evict_policy pol, uint64_t cache_ms) {
+    sto_test_config(cfg, dir, STO_BACKEND_BUCKET, 0);
+    cfg->total_size_limit = 1024 * MIB;
+    cfg->bucket_max_total_size = 1024 * MIB;
+    cfg->bucket_size_limit = 256 * KIB;
+    cfg->bucket_max_physical = limit;
+    cfg->bucket_evict = pol;
+    cfg->disk_scan_cache_ms = cache_ms;
+    return sto_test_open(cfg);
+}
+
+/* 100 puts of 64 KiB against a 2 MiB physical limit under fifo: all succeed, the oldest are
+ * evicted, the newest read back, and the directory never holds more than limit + one record
+ * + slack. */
+Test(sto_limits, physical_limit_evicts_fifo, .timeout = 60) {
+    char *dir = sto_test_mkdir();
+    struct sto_config cfg;
+    struct sto *s = phys_open(&cfg, dir, PHYS_LIMIT, STO_EVICT_FIFO, 500);
+    uint8_t *v = malloc(PHYS_VAL), *b = malloc(PHYS_VAL);
+    char key[16];
+    uint64_t peak = 0;
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof(key), "p%d", i);
+        sto_test_fill(v, PHYS_VAL, (uint64_t)i);
+        cr_assert_eq(sto_put_buf(s, key, strlen(key), v, PHYS_VAL), 0, "put %d", i);
+        uint64_t d = du(dir);
+        if (d > peak)
+            peak = d;
+    }
+    cr_assert_leq(peak, PHYS_LIMIT + PHYS_REC + PHYS_SLACK, "peak %llu", (unsigned long long)peak);
+    struct sto_stats st;
+    sto_stats(s, &st);
+    cr_assert_gt(st.evictions, 60);
+    cr_assert_eq(st.evictions + st.keys, 100);
+    cr_assert_eq(sto_exists(s, "p0", 2), 0);
+    cr_assert_eq(sto_get(s, "p99", 3, b, PHYS_VAL), (ssize_t)PHYS_VAL);
+    sto_test_fill(v, PHYS_VAL, 99);
+    cr_assert_eq(memcmp(v, b, PHYS_VAL), 0);
+    sto_close(s);
+    free(v);
+    free(b);
+    sto_test_rmdir(dir);
+}
+
+/* Eviction off: puts fill the physical limit, then fail with the byte quota's -EDQUOT; a
+ * record larger than the limit is -EFBIG. Scan cache 0: every put scans. */
+Test(sto_limits, physical_limit_refuses_without_eviction, .timeout = 60) {
+    char *dir = sto_test_mkdir();
+    struct sto_config cfg;
+    struct sto *s = phys_open(&cfg, dir, PHYS_LIMIT, STO_EVICT_NONE, 0);
+    uint8_t *v = calloc(1, 3 * MIB);
+    char key[16];
+    int ok = 0, rc = 0;
+    for (int i = 0; i < 100 && rc == 0; i++) {
+        snprintf(key, sizeof(key), "n%d", i);
+        rc = sto_put_buf(s, key, strlen(key), v, PHYS_VAL);
+        ok += rc == 0;
+    }
+    cr_assert_eq(rc, -EDQUOT);
+    cr_assert_geq(ok, 20);
+    cr_assert_lt(ok, 32);
+    cr_assert_leq(du(dir), PHYS_LIMIT + PHYS_SLACK, "du %llu", (unsigned long long)du(dir));
+    cr_assert_eq(sto_put_buf(s, "again", 5, v, PHYS_VAL), -EDQUOT);
+    cr_assert_eq(sto_put_buf(s, "huge", 4, v, 3 * MIB), -EFBIG);
+    struct sto_stats st;
+    sto_stats(s, &st);
+    cr_assert_eq(st.evictions, 0);
+    cr_assert_eq(st.keys, (uint64_t)ok);
+    cr_assert_eq(sto_exists(s, "n0", 2), 1);
+    /* removing a whole bucket's objects gives its space back */
+    for (int i = 0; i < 8; i++) {
+        snprintf(key, sizeof(key), "n%d", i);
+        cr_assert_eq(sto_remove(s, key, strlen(key)), 0);
+    }
+    cr_assert_eq(sto_put_buf(s, "after", 5, v, PHYS_VAL), 0);
+    sto_close(s);
+    free(v);
+    sto_test_rmdir(dir);
+}
+
+/* Limit 0 (the default): the same 100 puts keep everything, beyond 2 MiB on disk. */
+Test(sto_limits, physical_limit_zero_is_off, .timeout = 60) {
+    char *dir = sto_test_mkdir();
+    struct sto_config cfg;
+    struct sto *s = phys_open(&cfg, dir, 0, STO_EVICT_NONE, 500);
+    uint8_t *v = calloc(1, PHYS_VAL);
+    char key[16];
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof(key), "z%d", i);
+        cr_assert_eq(sto_put_buf(s, key, strlen(key), v, PHYS_VAL), 0, "put %d", i);
+    }
+    struct sto_stats st;
+    sto_stats(s, &st);
+    cr_assert_eq(st.keys, 100);
+    cr_assert_eq(st.evictions, 0);
+    cr_assert_gt(du(dir), 100 * PHYS_VAL);
+    sto_close(s);
+    free(v);
     sto_test_rmdir(dir);
 }
 
