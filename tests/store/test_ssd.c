@@ -156,6 +156,15 @@ static long long offload_stat(redisContext *c, const char *name) {
     return v;
 }
 
+/* Waits up to 60 s until the master counts n offloads done (MC.OFFLOADSTATS done). */
+static void wait_done(redisContext *c, long long n) {
+    long long deadline = st_now_ms() + 60000;
+    while (offload_stat(c, "done") < n && st_now_ms() < deadline) {
+        st_sleep_ms(100);
+    }
+    cr_assert_geq(offload_stat(c, "done"), n, "every put reached the owner's disk");
+}
+
 Test(ssd, offload_on_evict_reads_back_from_ssd_and_from_a_peer) {
     st_master_start(&M, "--memory 0 --enable_offload yes --offload_on_evict yes "
                         "--default_kv_lease_ttl 300");
@@ -220,10 +229,7 @@ Test(ssd, restart_re_registers_what_the_scan_found_and_reads_promote) {
         cr_assert_eq(put_retry(a, i, st_now_ms() + 60000), 0);
     }
     redisContext *c = st_redis(&M);
-    long long deadline = st_now_ms() + 30000;
-    while (offload_stat(c, "done") < 8 && st_now_ms() < deadline) {
-        st_sleep_ms(100); /* eager offload: every put is queued at put end */
-    }
+    wait_done(c, 8); /* eager offload: every put is queued at put end */
     cr_assert_eq(offload_stat(c, "done"), 8);
     crescent_store_destroy(a); /* unmounts the disk: its replicas go, memory too */
     cr_assert_eq(offload_stat(c, "disk_replicas"), 0);
@@ -258,10 +264,7 @@ Test(ssd, master_restart_clients_re_register_their_disk_objects) {
         cr_assert_eq(put_retry(a, i, st_now_ms() + 60000), 0);
     }
     redisContext *c = st_redis(&M);
-    long long deadline = st_now_ms() + 30000;
-    while (offload_stat(c, "done") < 8 && st_now_ms() < deadline) {
-        st_sleep_ms(100); /* eager offload: every put is queued at put end */
-    }
+    wait_done(c, 8); /* eager offload: every put is queued at put end */
     cr_assert_eq(offload_stat(c, "done"), 8);
     cr_assert_eq(offload_stat(c, "disk_replicas"), 8);
     redisFree(c);
@@ -269,7 +272,7 @@ Test(ssd, master_restart_clients_re_register_their_disk_objects) {
     st_master_restart(&M);
     c = st_redis(&M);
     cr_assert_eq(offload_stat(c, "disk_replicas"), 0, "a restarted master knows nothing");
-    deadline = st_now_ms() + 30000;
+    long long deadline = st_now_ms() + 30000;
     while (offload_stat(c, "disk_replicas") < 8 && st_now_ms() < deadline) {
         st_sleep_ms(100); /* ping: NEED_REMOUNT, remount; heartbeat: mount the disk again */
     }
@@ -418,14 +421,6 @@ static struct stage_stats raw_stats(const char *ep) {
     }
     return (struct stage_stats){v[0], v[1], v[2], v[3], v[4],  v[5],
                                 v[6], v[7], v[8], v[9], v[10], v[11]};
-}
-
-static void wait_done(redisContext *c, long long n) {
-    long long deadline = st_now_ms() + 60000;
-    while (offload_stat(c, "done") < n && st_now_ms() < deadline) {
-        st_sleep_ms(100);
-    }
-    cr_assert_geq(offload_stat(c, "done"), n, "every put reached the owner's disk");
 }
 
 /* The daemon's /metrics value of the unlabelled metric name, or -1 when absent. */
