@@ -8,32 +8,23 @@
 #   bench/bench-offload-ab.sh /tmp/master-before build/bin/crescent-master
 # Environment: ROUNDS (5), MB (32), REQS (50000), CLIENTS (16). Never a test: timing only.
 set -euo pipefail
-A=$1 B=$2 ROUNDS=${ROUNDS:-5} MB=${MB:-32} REQS=${REQS:-50000} CLIENTS=${CLIENTS:-16}
+A=$(realpath "$1") B=$(realpath "$2") ROUNDS=${ROUNDS:-5} MB=${MB:-32} REQS=${REQS:-50000} CLIENTS=${CLIENTS:-16}
 VAL=4096; KEYS=$((MB * 4 * 1024 * 1024 / VAL))
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+bench_setup bench-offload-ab
 DIR=/var/tmp/ssd-bench-getex.$$; mkdir -p $DIR/a $DIR/b
+trap 'bench_cleanup; rm -rf "$DIR"' EXIT
 export MOONCAKE_OFFLOAD_USE_URING=true MOONCAKE_OFFLOAD_LOCAL_BUFFER_SIZE_BYTES=268435456
-PIDS=()
-trap 'kill ${PIDS[@]} 2>/dev/null; wait 2>/dev/null || true; rm -rf $DIR' EXIT
-fp() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 cli() { redis-cli -h 127.0.0.1 -p "$@"; }
 info() { cli "$1" INFO everything | tr -d '\r' | awk -F: -v f="$2" '$1 == f { print $2 }'; }
 # start VAR BINARY DIR: a master with the tier in DIR; its port goes to VAR (no subshell, so
 # PIDS keeps the pid for the cleanup).
-start() { local port=$(fp); "$2" --port $port --bind 127.0.0.1 --metrics_port 0 --memory ${MB}mb --enable_offload --ssd_offload_path $3 >$3.log 2>&1 & PIDS+=($!);
+start() { local port=$(free_port); "$2" --port $port --bind 127.0.0.1 --metrics_port 0 --memory ${MB}mb --enable_offload --ssd_offload_path $3 >$3.log 2>&1 & PIDS+=($!);
   for _ in $(seq 100); do cli $port PING >/dev/null 2>&1 && break; sleep 0.1; done; printf -v "$1" '%s' $port; }
-load() { python3 - $KEYS $VAL <<'EOF' | cli "$1" --pipe >/dev/null
-import sys
-n, size = int(sys.argv[1]), int(sys.argv[2])
-out = sys.stdout.buffer
-for i in range(n):
-    k = b"key:%012d" % i
-    v = (b"%012d" % i) * (size // 12) + b"v" * (size % 12)
-    out.write(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v))
-EOF
-}
 run() { redis-benchmark -h 127.0.0.1 -p $1 -n $2 -r $KEYS -c $CLIENTS --csv $3 key:__rand_int__ 2>/dev/null | awk -F'"' 'NR==2 { print $4, $14 }'; }
 start PA $A $DIR/a; start PB $B $DIR/b
-load $PA; load $PB
+bench_load_strings $PA $KEYS $VAL; bench_load_strings $PB $KEYS $VAL
 echo "keys $KEYS; offloaded: before $(info $PA offloaded_keys) after $(info $PB offloaded_keys); load $(cut -d' ' -f1-3 /proc/loadavg)"
 for cmd in GETEX GET; do
   run $PA $((REQS/4)) $cmd >/dev/null; run $PB $((REQS/4)) $cmd >/dev/null

@@ -49,19 +49,6 @@ start() {
     printf -v "PORT_$name" '%s' "$port"
 }
 
-# load PORT: SETs key:%012d (redis-benchmark's key:__rand_int__) for every key, 4 KiB each.
-load() {
-    python3 - "$KEYS" "$VAL" <<'EOF' | cli "$1" --pipe >/dev/null
-import sys
-n, size = int(sys.argv[1]), int(sys.argv[2])
-out = sys.stdout.buffer
-for i in range(n):
-    k = b"key:%012d" % i
-    v = (b"%012d" % i) * (size // 12) + b"v" * (size % 12)
-    out.write(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v))
-EOF
-}
-
 # get PORT N: one redis-benchmark GET run; prints "ops/s p99_ms".
 get() {
     redis-benchmark -h 127.0.0.1 -p "$1" -t get -n "$2" -r "$KEYS" -c "$CLIENTS" --csv 2>/dev/null |
@@ -70,8 +57,8 @@ get() {
 
 start off --memory "${MB}mb" --enable_offload --ssd_offload_path "$DIR/offload"
 start mem --memory "$((MB * 6))mb"
-load "$PORT_off"
-load "$PORT_mem"
+bench_load_strings "$PORT_off" "$KEYS" "$VAL"
+bench_load_strings "$PORT_mem" "$KEYS" "$VAL"
 for p in "$PORT_off" "$PORT_mem"; do
     [ "$(cli "$p" DBSIZE)" = "$KEYS" ] || { echo "bench-offload: load failed" >&2; exit 1; }
 done
