@@ -4,9 +4,11 @@
  * regex, batch forms), the admin reads (MC.QUERYKEY, MC.STATS), removal, batch replica clear
  * and the start of copies and moves. Thin adapters over server/pool/; wire protocol in
  * docs/store.md. A key the pool lacks may be a string of the Redis keyspace held in the
- * embedded segment: the exist, get-replicas, query and remove commands answer it as a pool
- * object: the value is pinned first, without the pool mutex (srv_pseg_kv_pin), then answered
- * under it when the pool lacks the key (srv_pseg_kv_answer); see srv_pool_seg.h.
+ * embedded segment: every command here but MC.BATCHREPLICACLEAR and the copy/move starts
+ * answers it as a pool object: the value is pinned first, without the pool mutex
+ * (srv_pseg_kv_pin; the bulk commands pin every match with srv_pseg_kv_pin_match), then
+ * answered under it when the pool lacks the key (srv_pseg_kv_answer), and removed after it
+ * (srv_pseg_kv_remove*); see srv_pool_seg.h.
  */
 #include "common/fmacros.h"
 
@@ -176,29 +178,77 @@ static void srv_mc_keylist_add(void *arg, const char *key, size_t klen) {
     l->n++;
 }
 
+/* argv[i] as a NUL-terminated string; caller frees with cm_free. */
+static char *srv_mc_pattern(struct srv_client *c, int i) {
+    char *pattern = cm_malloc(c->argv[i].len + 1);
+    memcpy(pattern, c->argv[i].p, c->argv[i].len);
+    pattern[c->argv[i].len] = '\0';
+    return pattern;
+}
+
+/*
+ * Moves the pinned keyspace strings of ks whose keys the pool lacks (visible as objects) to the
+ * front of ks->v and returns their number; the others (the pool holds the key: its object
+ * answers instead) follow, still pinned. Pool mutex held.
+ */
+static size_t srv_mc_kv_unshadowed(struct srv_pseg_kv_set *ks) {
+    size_t n = 0;
+    struct pool_object_info info;
+    for (size_t i = 0; i < ks->n; i++) {
+        const struct srv_pseg_kv *kv = &ks->v[i];
+        if (pool_object_query(srv_mc_pool, kv->key, kv->klen, &info) != POOL_EOBJECT_NOT_FOUND)
+            continue;
+        struct srv_pseg_kv t = ks->v[n];
+        ks->v[n++] = ks->v[i];
+        ks->v[i] = t;
+    }
+    return n;
+}
+
+/* The pool part of MC.GETREPLICASBYREGEX: key, replicas (a lease each) for the keys of l. Pool
+ * mutex held. */
+static void srv_mc_regex_pool(struct srv_client *c, const struct srv_mc_keylist *l, int64_t now) {
+    struct pool_replica_desc d[POOL_MAX_REPLICAS];
+    for (size_t off = 0; off < l->len;) {
+        size_t klen;
+        memcpy(&klen, l->buf + off, sizeof(size_t));
+        const char *key = l->buf + off + sizeof(size_t);
+        off += sizeof(size_t) + klen;
+        size_t n = 0;
+        resp_add_bulk(&c->out, key, klen);
+        pool_get_replicas(srv_mc_pool, key, klen, now, d, &n, NULL); /* grants the lease */
+        srv_mc_add_replicas(c, d, n);
+    }
+}
+
+/* The keyspace part: key, its one replica (a lease each) for ks->v[0..n). Pool mutex held. */
+static void srv_mc_regex_kv(struct srv_client *c, struct srv_pseg_kv_set *ks, size_t n,
+                            int64_t now) {
+    struct pool_replica_desc d;
+    for (size_t i = 0; i < n; i++) {
+        resp_add_bulk(&c->out, ks->v[i].key, ks->v[i].klen);
+        size_t nd = (size_t)srv_pseg_kv_answer(&ks->v[i], now, 1, &d, NULL);
+        srv_mc_add_replicas(c, &d, nd);
+    }
+}
+
 void srv_mc_getreplicasbyregex_command(struct srv_client *c) {
-    char *pattern = cm_malloc(c->argv[1].len + 1);
-    memcpy(pattern, c->argv[1].p, c->argv[1].len);
-    pattern[c->argv[1].len] = '\0';
+    char *pattern = srv_mc_pattern(c, 1);
+    struct srv_pseg_kv_set ks = {0};
+    long rc = srv_pseg_kv_pin_match(pattern, 1, &ks); /* before the pool mutex */
     struct srv_mc_keylist l = {0};
     srv_mc_lock();
-    long rc = pool_keys_regex(srv_mc_pool, pattern, srv_mc_keylist_add, &l);
+    if (rc >= 0)
+        rc = pool_keys_regex(srv_mc_pool, pattern, srv_mc_keylist_add, &l);
     if (rc >= 0) {
         int64_t now = srv_mc_now();
-        resp_add_map_hdr(&c->out, c->proto, l.n);
-        struct pool_replica_desc d[POOL_MAX_REPLICAS];
-        for (size_t off = 0; off < l.len;) {
-            size_t klen;
-            memcpy(&klen, l.buf + off, sizeof(size_t));
-            const char *key = l.buf + off + sizeof(size_t);
-            off += sizeof(size_t) + klen;
-            size_t n = 0;
-            resp_add_bulk(&c->out, key, klen);
-            pool_get_replicas(srv_mc_pool, key, klen, now, d, &n, NULL); /* grants the lease */
-            srv_mc_add_replicas(c, d, n);
-        }
+        size_t nkv = srv_pseg_kv_ready() ? srv_mc_kv_unshadowed(&ks) : 0;
+        resp_add_map_hdr(&c->out, c->proto, l.n + (long)nkv);
+        srv_mc_regex_pool(c, &l, now);
+        srv_mc_regex_kv(c, &ks, nkv, now);
     }
     srv_mc_unlock();
+    srv_pseg_kv_set_unpin(&ks);
     if (rc < 0)
         srv_mc_reply_err(c, (int)rc);
     cm_free(l.buf);
@@ -246,18 +296,23 @@ void srv_mc_querykey_command(struct srv_client *c) {
 
 void srv_mc_stats_command(struct srv_client *c) {
     struct pool_stats st;
+    uint64_t kv_n, kv_bytes;
+    srv_pseg_kv_count(&kv_n, &kv_bytes); /* shard locks: before the pool mutex */
     srv_mc_lock();
     pool_get_stats(srv_mc_pool, &st);
+    if (!srv_pseg_kv_ready())
+        kv_n = kv_bytes = 0;
     srv_mc_unlock();
     const struct {
         const char *name;
         uint64_t v;
-    } f[] = {{"objects", st.objects},      {"inflight", st.inflight},
-             {"segments", st.segments},    {"clients", st.clients},
-             {"capacity", st.capacity},    {"used", st.used},
-             {"allocated", st.allocated},  {"discarded", st.discarded},
-             {"evicted", st.evicted},      {"evict_skipped", st.evict_skipped},
-             {"meta_bytes", st.meta_bytes}};
+    } f[] = {{"objects", st.objects},       {"inflight", st.inflight},
+             {"segments", st.segments},     {"clients", st.clients},
+             {"capacity", st.capacity},     {"used", st.used},
+             {"allocated", st.allocated},   {"discarded", st.discarded},
+             {"evicted", st.evicted},       {"evict_skipped", st.evict_skipped},
+             {"meta_bytes", st.meta_bytes}, {"keyspace_strings", kv_n},
+             {"keyspace_bytes", kv_bytes}};
     size_t n = sizeof(f) / sizeof(f[0]);
     resp_add_map_hdr(&c->out, c->proto, (long)n);
     for (size_t i = 0; i < n; i++) {
@@ -321,18 +376,38 @@ void srv_mc_batchremove_command(struct srv_client *c) {
     cm_free(rcs);
 }
 
+/*
+ * MC.REMOVEBYREGEX (pattern) and MC.REMOVEALL (pattern NULL): pins the matching keyspace
+ * strings, removes the pool's matches (logged to the op-log) under the pool mutex, keeps the
+ * pinned strings whose keys the pool no longer holds, then deletes those under their shard
+ * locks with MC.REMOVE's rules. Returns the number removed (pool objects and keyspace strings)
+ * or POOL_EINVALID_PARAMS for a bad pattern (nothing removed).
+ */
+static long srv_mc_remove_matching(const char *pattern, int force) {
+    struct srv_pseg_kv_set kvs = {0};
+    long rc = srv_pseg_kv_pin_match(pattern, 0, &kvs);
+    if (rc < 0)
+        return rc;
+    srv_mc_lock();
+    int64_t now = srv_mc_now();
+    struct srv_oplog_keys *ks = srv_oplog_collect(srv_mc_pool, pattern);
+    rc = pattern ? pool_remove_regex(srv_mc_pool, pattern, force, now)
+                 : pool_remove_all(srv_mc_pool, force, now);
+    srv_oplog_log_keys(srv_mc_pool, ks);
+    size_t nkv = rc >= 0 ? srv_mc_kv_unshadowed(&kvs) : 0;
+    srv_mc_unlock();
+    for (size_t i = 0; i < nkv; i++) /* shard locks: after the pool mutex */
+        rc += srv_pseg_kv_remove_pinned(&kvs.v[i], force, now) == POOL_OK;
+    srv_pseg_kv_set_unpin(&kvs);
+    return rc;
+}
+
 void srv_mc_removebyregex_command(struct srv_client *c) {
     int force = srv_mc_force(c, 2);
     if (force < 0)
         return;
-    char *pattern = cm_malloc(c->argv[1].len + 1);
-    memcpy(pattern, c->argv[1].p, c->argv[1].len);
-    pattern[c->argv[1].len] = '\0';
-    srv_mc_lock();
-    struct srv_oplog_keys *ks = srv_oplog_collect(srv_mc_pool, pattern);
-    long rc = pool_remove_regex(srv_mc_pool, pattern, force, srv_mc_now());
-    srv_oplog_log_keys(srv_mc_pool, ks);
-    srv_mc_unlock();
+    char *pattern = srv_mc_pattern(c, 1);
+    long rc = srv_mc_remove_matching(pattern, force);
     cm_free(pattern);
     if (rc < 0)
         srv_mc_reply_err(c, (int)rc);
@@ -344,12 +419,7 @@ void srv_mc_removeall_command(struct srv_client *c) {
     int force = srv_mc_force(c, 1);
     if (force < 0)
         return;
-    srv_mc_lock();
-    struct srv_oplog_keys *ks = srv_oplog_collect(srv_mc_pool, NULL);
-    long rc = pool_remove_all(srv_mc_pool, force, srv_mc_now());
-    srv_oplog_log_keys(srv_mc_pool, ks);
-    srv_mc_unlock();
-    resp_add_int(&c->out, rc);
+    resp_add_int(&c->out, srv_mc_remove_matching(NULL, force));
 }
 
 void srv_mc_batchreplicaclear_command(struct srv_client *c) {

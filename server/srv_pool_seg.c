@@ -26,6 +26,7 @@
 #include "transfer/xfer.h"
 
 #include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,10 +307,11 @@ static int64_t srv_pseg_lease_until(const struct srv_obj *o) {
 }
 
 /*
- * Grants or extends kv's object's lease to until. A new lease takes over kv's pin (kv->o is
- * then NULL); an existing one is extended and kv keeps its pin. Takes srv_pseg_lease_mu.
+ * Grants or extends kv's object's lease to until. A new lease takes a pin of its own (kv's pin
+ * keeps the object alive meanwhile, so no shard lock is needed); kv keeps its pin. Takes
+ * srv_pseg_lease_mu.
  */
-static void srv_pseg_lease_grant(struct srv_pseg_kv *kv, int64_t until) {
+static void srv_pseg_lease_grant(const struct srv_pseg_kv *kv, int64_t until) {
     pthread_mutex_lock(&srv_pseg_lease_mu);
     struct srv_pseg_lease *l = srv_pseg_lease_find(kv->o);
     if (l) {
@@ -325,8 +327,8 @@ static void srv_pseg_lease_grant(struct srv_pseg_kv *kv, int64_t until) {
         l->node.hash = srv_pseg_lease_hash(kv->o);
         l->o = kv->o;
         l->until = until;
+        srv_obj_ref(kv->o);
         cm_ht_insert(&srv_pseg_leases, &l->node);
-        kv->o = NULL; /* the lease holds the pin now */
     }
     pthread_mutex_unlock(&srv_pseg_lease_mu);
 }
@@ -373,12 +375,26 @@ void srv_pseg_kv_release_all(void) {
     pthread_mutex_unlock(&srv_pseg_lease_mu);
 }
 
+/* 1 when o (a live key, its shard lock held) is answered as a pool object: a non-empty string
+ * resident in the segment. */
+static int srv_pseg_kv_visible(const struct srv_obj *o) {
+    return o->type == SRV_TYPE_STRING && !srv_obj_offloaded(o) && o->vlen > 0;
+}
+
 /* The object a keyspace read of key answers as a pool object, or NULL. Shard lock r held. */
 static struct srv_obj *srv_pseg_kv_find(struct srv_db_ref *r, int touch) {
     struct srv_obj *o = touch ? srv_db_find(r, srv_now_ms()) : srv_db_peek(r, srv_now_ms());
-    if (!o || o->type != SRV_TYPE_STRING || srv_obj_offloaded(o) || o->vlen == 0)
-        return NULL;
-    return o;
+    return o && srv_pseg_kv_visible(o) ? o : NULL;
+}
+
+/* Pins o (a visible string; its shard lock held) into kv. */
+static void srv_pseg_kv_take(struct srv_obj *o, struct srv_pseg_kv *kv) {
+    srv_obj_ref(o);
+    kv->o = o;
+    kv->key = o->key;
+    kv->klen = o->klen;
+    kv->addr = (uint64_t)(uintptr_t)srv_obj_val(o);
+    kv->size = o->vlen;
 }
 
 int srv_pseg_kv_pin(const void *key, size_t klen, int touch, struct srv_pseg_kv *kv) {
@@ -388,24 +404,31 @@ int srv_pseg_kv_pin(const void *key, size_t klen, int touch, struct srv_pseg_kv 
     struct srv_db_ref r;
     srv_db_lock(&r, key, klen);
     struct srv_obj *o = srv_pseg_kv_find(&r, touch);
-    if (o) {
-        srv_obj_ref(o);
-        kv->o = o;
-        kv->addr = (uint64_t)(uintptr_t)srv_obj_val(o);
-        kv->size = o->vlen;
-    }
+    if (o)
+        srv_pseg_kv_take(o, kv);
     srv_db_unlock(&r);
     return o != NULL;
 }
 
+/* 1 when the segment is mounted with status OK in the current pool (its record in *info).
+ * Pool mutex held. */
+static int srv_pseg_seg_ok(struct pool_segment_info *info) {
+    return cm_atomic_load_acquire(&srv_pseg_on) && srv_mc_pool &&
+           pool_segment_query(srv_mc_pool, srv_pseg_segname, info) == POOL_OK &&
+           info->status == POOL_SEG_OK &&
+           info->base == (uint64_t)(uintptr_t)srv_seg_base(srv_segment);
+}
+
+int srv_pseg_kv_ready(void) {
+    struct pool_segment_info info;
+    return srv_pseg_seg_ok(&info);
+}
+
 int srv_pseg_kv_answer(struct srv_pseg_kv *kv, int64_t now, int lease, struct pool_replica_desc *d,
                        int64_t *lease_until) {
-    if (!kv->o || !srv_mc_pool)
-        return 0;
     struct pool_segment_info info;
-    if (pool_segment_query(srv_mc_pool, srv_pseg_segname, &info) != POOL_OK ||
-        info.status != POOL_SEG_OK || info.base != (uint64_t)(uintptr_t)srv_seg_base(srv_segment))
-        return 0; /* not (or no longer) ours in this pool */
+    if (!kv->o || !srv_pseg_seg_ok(&info))
+        return 0; /* nothing pinned, or the segment is not (or no longer) ours in this pool */
     *d = (struct pool_replica_desc){.type = POOL_REPLICA_MEMORY,
                                     .status = POOL_REPLICA_COMPLETE,
                                     .segment = info.name,
@@ -416,11 +439,10 @@ int srv_pseg_kv_answer(struct srv_pseg_kv *kv, int64_t now, int lease, struct po
                                     .seg_gen = 0, /* not the pool's: rendered afresh */
                                     .addr = kv->addr,
                                     .size = kv->size};
-    struct srv_obj *o = kv->o;
     if (lease)
         srv_pseg_lease_grant(kv, now + srv_cfg.default_kv_lease_ttl);
     if (lease_until) {
-        int64_t until = srv_pseg_lease_until(o);
+        int64_t until = srv_pseg_lease_until(kv->o);
         *lease_until = until > now ? until : 0;
     }
     return 1;
@@ -432,14 +454,17 @@ void srv_pseg_kv_unpin(struct srv_pseg_kv *kv) {
     kv->o = NULL;
 }
 
-int srv_pseg_kv_remove(const void *key, size_t klen, int force, int64_t now) {
+/* Deletes the visible string of key (only when it is want, unless want is NULL) as DEL does:
+ * the shard's unlink (WATCH) and a "del" event. Takes one shard lock. */
+static int srv_pseg_kv_remove_key(const void *key, size_t klen, const struct srv_obj *want,
+                                  int force, int64_t now) {
     if (!cm_atomic_load_acquire(&srv_pseg_on) || klen == 0)
         return POOL_EOBJECT_NOT_FOUND;
     struct srv_db_ref r;
     srv_db_lock(&r, key, klen);
     struct srv_obj *o = srv_pseg_kv_find(&r, 0);
     int rc = POOL_EOBJECT_NOT_FOUND;
-    if (o) {
+    if (o && (!want || o == want)) {
         if (!force && srv_pseg_lease_until(o) > now) {
             rc = POOL_EOBJECT_HAS_LEASE;
         } else {
@@ -451,4 +476,80 @@ int srv_pseg_kv_remove(const void *key, size_t klen, int force, int64_t now) {
     if (rc == POOL_OK)
         srv_notify(SRV_NOTIFY_GENERIC, "del", key, klen);
     return rc;
+}
+
+int srv_pseg_kv_remove(const void *key, size_t klen, int force, int64_t now) {
+    return srv_pseg_kv_remove_key(key, klen, NULL, force, now);
+}
+
+int srv_pseg_kv_remove_pinned(const struct srv_pseg_kv *kv, int force, int64_t now) {
+    if (!kv->o)
+        return POOL_EOBJECT_NOT_FOUND;
+    return srv_pseg_kv_remove_key(kv->key, kv->klen, kv->o, force, now);
+}
+
+/* ---------------------------------------------------------------- keyspace walks */
+
+struct srv_pseg_match {
+    regex_t *re; /* NULL: every key */
+    int touch;
+    struct srv_pseg_kv_set *set;
+};
+
+static void srv_pseg_match_visit(struct srv_obj *o, void *arg) {
+    struct srv_pseg_match *m = arg;
+    if (!srv_pseg_kv_visible(o))
+        return;
+    if (m->re) {
+        regmatch_t rm = {.rm_so = 0, .rm_eo = (regoff_t)o->klen};
+        if (regexec(m->re, o->key, 1, &rm, REG_STARTEND) != 0)
+            return;
+    }
+    struct srv_pseg_kv_set *set = m->set;
+    if (set->n == set->cap) {
+        set->cap = set->cap ? set->cap * 2 : 64;
+        set->v = cm_realloc(set->v, set->cap * sizeof(*set->v));
+    }
+    if (m->touch)
+        cm_atomic_store_relaxed(&o->lru, srv_lru_clock());
+    srv_pseg_kv_take(o, &set->v[set->n++]);
+}
+
+long srv_pseg_kv_pin_match(const char *pattern, int touch, struct srv_pseg_kv_set *set) {
+    regex_t re;
+    if (pattern && regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+        return POOL_EINVALID_PARAMS;
+    struct srv_pseg_match m = {pattern ? &re : NULL, touch, set};
+    if (cm_atomic_load_acquire(&srv_pseg_on) && srv_db_size() > 0)
+        srv_db_scan(0, SIZE_MAX, srv_now_ms(), srv_pseg_match_visit, &m);
+    if (pattern)
+        regfree(&re);
+    return (long)set->n;
+}
+
+void srv_pseg_kv_set_unpin(struct srv_pseg_kv_set *set) {
+    for (size_t i = 0; i < set->n; i++)
+        srv_pseg_kv_unpin(&set->v[i]);
+    cm_free(set->v);
+    *set = (struct srv_pseg_kv_set){0};
+}
+
+struct srv_pseg_counts {
+    uint64_t n, bytes;
+};
+
+static void srv_pseg_count_visit(struct srv_obj *o, void *arg) {
+    struct srv_pseg_counts *c = arg;
+    if (srv_pseg_kv_visible(o)) {
+        c->n++;
+        c->bytes += o->vlen;
+    }
+}
+
+void srv_pseg_kv_count(uint64_t *n, uint64_t *bytes) {
+    struct srv_pseg_counts c = {0, 0};
+    if (cm_atomic_load_acquire(&srv_pseg_on) && srv_db_size() > 0)
+        srv_db_scan(0, SIZE_MAX, srv_now_ms(), srv_pseg_count_visit, &c);
+    *n = c.n;
+    *bytes = c.bytes;
 }

@@ -19,14 +19,17 @@
  * KEYSPACE STRINGS AS POOL OBJECTS. A non-empty string value of the Redis keyspace lives in a
  * block of this segment (unless the SSD tier holds it), so the MC read commands answer a key
  * the pool lacks with that block: one COMPLETE MEMORY replica at the value's absolute address
- * (srv_pseg_kv_pin, srv_pseg_kv_answer). A read lease pins the object (srv_obj_ref, the pin of a
- * zero-copy GET) until default_kv_lease_ttl ends: an overwrite, DEL, expiry or eviction meanwhile
- * unlinks the key at once, but its block is freed (and reused) only when the lease table drops the
- * pin (swept by srv_pseg_tick). The lease table has its own leaf mutex. Lock order: the keyspace
- * commands take the pool mutex under a shard lock (EXPIRE, INCR...), so an MC command pins the
- * keyspace value first (srv_pseg_kv_pin: a shard lock, no pool mutex) and answers with it under
- * the pool mutex (srv_pseg_kv_answer); it never takes the keyspace lock itself (the MC
- * commands run without it, or under EXEC's exclusive hold, which is not re-entrant).
+ * (srv_pseg_kv_pin, srv_pseg_kv_answer); the bulk commands (by regex, remove all, stats) walk
+ * the keyspace for such strings (srv_pseg_kv_pin_match, srv_pseg_kv_count). A read lease pins
+ * the object (srv_obj_ref, the pin of a zero-copy GET) until default_kv_lease_ttl ends: an
+ * overwrite, DEL, expiry or eviction meanwhile unlinks the key at once, but its block is freed
+ * (and reused) only when the lease table drops the pin (swept by srv_pseg_tick). The lease
+ * table has its own leaf mutex. Lock order: the keyspace commands take the pool mutex under a
+ * shard lock (EXPIRE, INCR...), so an MC command pins the keyspace values first (a shard lock
+ * at a time, no pool mutex), answers with them under the pool mutex (srv_pseg_kv_answer), and
+ * deletes keyspace keys after releasing it (srv_pseg_kv_remove*); it never takes the keyspace
+ * lock itself (the MC commands run without it, or under EXEC's exclusive hold, which is not
+ * re-entrant).
  *
  * Threads: srv_pseg_start/stop on the main thread; srv_pseg_tick under the pool mutex on the
  * housekeeping thread; the others from any thread.
@@ -81,7 +84,9 @@ uint64_t srv_pseg_evict(uint64_t need);
 
 /* A keyspace string pinned for an MC command (srv_pseg_kv_pin). */
 struct srv_pseg_kv {
-    struct srv_obj *o; /* pinned object, NULL when none (or the pin went to a lease) */
+    struct srv_obj *o; /* pinned object, NULL when none */
+    const char *key;   /* its key bytes (inside o: valid while pinned) */
+    size_t klen;       /* key length */
     uint64_t addr;     /* absolute address of the value's bytes */
     uint64_t size;     /* value length */
 };
@@ -99,9 +104,10 @@ int srv_pseg_kv_pin(const void *key, size_t klen, int touch, struct srv_pseg_kv 
  * Second step, for a key the pool lacks: when kv holds a pin and the segment is mounted with
  * status OK in the current pool, fills *d (one COMPLETE MEMORY replica on this segment at
  * kv->addr, kv->size bytes; d's strings point into the pool: valid while the pool mutex is
- * held), grants or extends a read lease to now + default_kv_lease_ttl when lease is set (the
- * lease may take over kv's pin), stores the lease deadline (0 when none) in *lease_until (may
- * be NULL) and returns 1; else returns 0. Pool mutex held (now: the pool clock).
+ * held), grants or extends a read lease to now + default_kv_lease_ttl when lease is set (a new
+ * lease takes a pin of its own; kv keeps its pin), stores the lease deadline (0 when none) in
+ * *lease_until (may be NULL) and returns 1; else returns 0. Pool mutex held (now: the pool
+ * clock).
  */
 int srv_pseg_kv_answer(struct srv_pseg_kv *kv, int64_t now, int lease, struct pool_replica_desc *d,
                        int64_t *lease_until);
@@ -117,6 +123,48 @@ void srv_pseg_kv_unpin(struct srv_pseg_kv *kv);
  * stays pinned until its lease ends, force or not. No pool mutex held; takes one shard lock.
  */
 int srv_pseg_kv_remove(const void *key, size_t klen, int force, int64_t now);
+
+/* Keyspace strings pinned together for a bulk MC command (srv_pseg_kv_pin_match). */
+struct srv_pseg_kv_set {
+    struct srv_pseg_kv *v; /* v[0..n), a cm_malloc array (NULL when cap is 0) */
+    size_t n, cap;
+};
+
+/*
+ * First step of a bulk MC command: pins into *set (empty on entry: {0}) every keyspace string
+ * that srv_pseg_kv_pin would pin whose key matches the POSIX extended regular expression
+ * pattern (unanchored, as the pool matches its keys; NULL matches every key), touching their
+ * LRU clocks when touch is set. Returns the number pinned, or POOL_EINVALID_PARAMS for a bad
+ * pattern (nothing pinned). Pins nothing when the segment is not mounted. Expired keys are
+ * skipped. No pool mutex held; takes each shard lock in turn (O(keys)). Release with
+ * srv_pseg_kv_set_unpin. Any thread.
+ */
+long srv_pseg_kv_pin_match(const char *pattern, int touch, struct srv_pseg_kv_set *set);
+
+/* Drops every pin of set and frees its array (set is empty afterwards). No lock needed (after
+ * the pool mutex is released). */
+void srv_pseg_kv_set_unpin(struct srv_pseg_kv_set *set);
+
+/*
+ * 1 when the segment is mounted with status OK in the current pool, so srv_pseg_kv_answer
+ * answers a pinned string; else 0. Pool mutex held.
+ */
+int srv_pseg_kv_ready(void);
+
+/*
+ * MC.REMOVE of the keyspace string pinned in kv (a bulk removal): deletes its key as
+ * srv_pseg_kv_remove does, but only while the key still holds that very value (an overwrite
+ * since the pin is left alone: POOL_EOBJECT_NOT_FOUND). kv keeps its pin (release it after).
+ * No pool mutex held; takes one shard lock.
+ */
+int srv_pseg_kv_remove_pinned(const struct srv_pseg_kv *kv, int force, int64_t now);
+
+/*
+ * Counts the keyspace strings srv_pseg_kv_pin would pin (live, non-empty, resident in the
+ * segment) into *n and their value bytes into *bytes; both 0 when the segment is not mounted.
+ * No pin, no lease, no LRU touch. No pool mutex held; takes each shard lock in turn (O(keys)).
+ */
+void srv_pseg_kv_count(uint64_t *n, uint64_t *bytes);
 
 /* Drops every keyspace lease now (their blocks go back to the allocator). Called by
  * srv_pseg_stop. */

@@ -663,3 +663,258 @@ Test(embedded, keyspace_mc_reads_race_keyspace_writes) {
     cr_assert_eq(wait_used_at_most(0), 0, "every leased block came back");
     crescent_store_destroy(st);
 }
+
+/* ---- the bulk MC commands over keyspace strings: by regex, remove all, stats ---- */
+
+/* The reply of the command fmt (a hiredis format with no arguments: words split at spaces). */
+static redisReply *plain_cmd(const char *fmt) {
+    redisReply *r = redisCommand(rc, fmt, NULL);
+    cr_assert_not_null(r, "%s: no reply", fmt);
+    return r;
+}
+
+/* The integer reply of the command fmt. */
+static long long int_cmd(const char *fmt) {
+    redisReply *r = plain_cmd(fmt);
+    cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "%s: type %d %s", fmt, r->type,
+                 r->type == REDIS_REPLY_ERROR ? r->str : "");
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* Asserts that the command fmt replies an error starting with code. */
+static void want_err(const char *fmt, const char *code) {
+    redisReply *r = plain_cmd(fmt);
+    cr_assert_eq(r->type, REDIS_REPLY_ERROR, "%s: type %d", fmt, r->type);
+    cr_assert(strncmp(r->str, code, strlen(code)) == 0, "%s: %s", fmt, r->str);
+    freeReplyObject(r);
+}
+
+/* Runs cmd key val and asserts it did not fail. */
+static void redis_ok(const char *cmd, const char *key, const char *val) {
+    redisReply *r = st_cmd(rc, "%s %s %s", cmd, key, val);
+    cr_assert(r->type != REDIS_REPLY_ERROR, "%s %s: %s", cmd, key, r->str);
+    freeReplyObject(r);
+}
+
+/* The one replica of key in a MC.GETREPLICASBYREGEX reply r (RESP2: key, replicas, ...):
+ * asserts it is a COMPLETE MEMORY replica of size bytes on the master's segment. */
+static void regex_has(const redisReply *r, const char *key, long long size) {
+    const redisReply *reps = st_field(r, key);
+    cr_assert_not_null(reps, "%s missing from the regex reply", key);
+    cr_assert_eq(reps->elements, 1, "%s: %zu replicas", key, reps->elements);
+    const redisReply *d = reps->element[0];
+    cr_assert_str_eq(st_field(d, "segment")->str, mseg);
+    cr_assert_str_eq(st_field(d, "status")->str, "COMPLETE");
+    cr_assert_str_eq(st_field(d, "type")->str, "MEMORY");
+    cr_assert_eq(st_field(d, "size")->integer, size, "%s", key);
+}
+
+/* lease_ms of MC.QUERYKEY key. */
+static long long lease_of(const char *key) {
+    redisReply *r = st_cmd(rc, "MC.QUERYKEY %s", key);
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY, "MC.QUERYKEY %s: %s", key,
+                 r->type == REDIS_REPLY_ERROR ? r->str : "");
+    long long v = st_field(r, "lease_ms")->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* Keyspace strings and pool objects side by side; the aggregates and the empty string. */
+static struct crescent_store *bulk_fixture(void) {
+    struct crescent_store *st = st_store(&master, "tcp", 0);
+    OK(crescent_store_put(st, "p-1", "pool1", 5, NULL));
+    OK(crescent_store_put(st, "p-22", "pool-22", 7, NULL));
+    redis_ok("SET", "k-1", "abc");
+    redis_ok("SET", "k-22", "abcde");
+    redis_ok("SET", "other", "z");
+    redis_ok("SET", "k-empty", "");
+    redis_ok("RPUSH", "k-list", "a");
+    redisReply *r = st_cmd(rc, "HSET k-hash f v");
+    cr_assert_eq(r->type, REDIS_REPLY_INTEGER);
+    freeReplyObject(r);
+    return st;
+}
+
+/* MC.GETREPLICASBYREGEX answers matching keyspace strings with their replica and a lease;
+ * MC.STATS counts them in keyspace_strings / keyspace_bytes, objects stays the pool's. */
+Test(embedded, keyspace_bulk_regex_and_stats) {
+    start("--memory 64mb --default_kv_lease_ttl 60000");
+    struct crescent_store *st = bulk_fixture();
+    cr_assert_eq(mc_stat("objects"), 2);
+    cr_assert_eq(mc_stat("keyspace_strings"), 3, "k-1, k-22, other");
+    cr_assert_eq(mc_stat("keyspace_bytes"), 3 + 5 + 1);
+    redisReply *r = st_cmd(rc, "MC.GETREPLICASBYREGEX ^k-");
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 4, "k-1 and k-22 only: %zu", r->elements);
+    regex_has(r, "k-1", 3);
+    regex_has(r, "k-22", 5);
+    freeReplyObject(r);
+    cr_assert_gt(lease_of("k-22"), 0, "the regex read took a lease");
+    cr_assert_eq(lease_of("other"), 0, "a key not matched took none");
+    /* both kinds in one reply, the same with the compact reply format (not a compact command) */
+    for (int compact = 0; compact < 2; compact++) {
+        r = st_cmd(rc, compact ? "MC.REPLYFORMAT COMPACT" : "PING");
+        freeReplyObject(r);
+        r = st_cmd(rc, "MC.GETREPLICASBYREGEX -[0-9]{2}$");
+        cr_assert_eq(r->elements, 4, "p-22 and k-22: %zu", r->elements);
+        regex_has(r, "p-22", 7);
+        regex_has(r, "k-22", 5);
+        freeReplyObject(r);
+    }
+    r = st_cmd(rc, "MC.REPLYFORMAT FULL");
+    freeReplyObject(r);
+    r = st_cmd(rc, "MC.GETREPLICASBYREGEX nomatch");
+    cr_assert_eq(r->elements, 0);
+    freeReplyObject(r);
+    want_err("MC.GETREPLICASBYREGEX (", "INVALID_PARAMS");
+    /* a key both in the pool and in the keyspace answers once, as the pool's object */
+    redis_ok("SET", "dup", "keyspace-value");
+    OK(crescent_store_put(st, "dup", "pool", 4, NULL));
+    r = st_cmd(rc, "MC.GETREPLICASBYREGEX ^dup$");
+    cr_assert_eq(r->elements, 2);
+    regex_has(r, "dup", 4);
+    freeReplyObject(r);
+    cr_assert_eq(mc_stat("objects"), 3);
+    cr_assert_eq(mc_stat("keyspace_strings"), 4, "the shadowed string is counted too");
+    cr_assert_eq(mc_stat("keyspace_bytes"), 3 + 5 + 1 + 14);
+    /* APPEND and INCR change the figures */
+    redis_ok("APPEND", "other", "zz");
+    redis_ok("SET", "n", "41");
+    cr_assert_eq(int_of("INCR", "n"), 42);
+    cr_assert_eq(mc_stat("keyspace_strings"), 5);
+    cr_assert_eq(mc_stat("keyspace_bytes"), 3 + 5 + 3 + 14 + 2);
+    crescent_store_destroy(st);
+}
+
+/* MC.REMOVEBYREGEX / MC.REMOVEALL delete keyspace strings as MC.REMOVE does (a leased one only
+ * with FORCE), count them, leave aggregates and empty strings alone; WATCH sees the deletes. */
+Test(embedded, keyspace_bulk_remove) {
+    start("--memory 64mb --default_kv_lease_ttl 60000");
+    struct crescent_store *st = bulk_fixture();
+    cr_assert_eq(int_of("MC.EXIST", "k-22"), 1, "a lease on k-22");
+    want_err("MC.REMOVEBYREGEX (", "INVALID_PARAMS");
+    cr_assert_eq(int_of("EXISTS", "k-1"), 1, "a bad pattern removes nothing");
+    cr_assert_eq(int_cmd("MC.REMOVEBYREGEX ^k-"), 1, "k-1; k-22 is leased");
+    cr_assert_eq(int_of("EXISTS", "k-1"), 0);
+    cr_assert_eq(int_of("EXISTS", "k-22"), 1);
+    cr_assert_eq(int_cmd("MC.REMOVEBYREGEX ^k- FORCE"), 1, "k-22");
+    cr_assert_eq(int_of("EXISTS", "k-22"), 0);
+    cr_assert_eq(int_of("MC.EXIST", "k-22"), 0);
+    cr_assert_eq(int_cmd("MC.REMOVEBYREGEX -[0-9]$"), 1, "p-1 (the pool's)");
+    cr_assert_eq(int_cmd("DBSIZE"), 5, "p-22, other, k-empty, k-list, k-hash");
+    /* WATCH of a key MC.REMOVEALL deletes aborts the transaction */
+    redisContext *w = st_redis(&master);
+    redisReply *r = st_cmd(w, "WATCH other");
+    freeReplyObject(r);
+    r = st_cmd(w, "MULTI");
+    freeReplyObject(r);
+    r = st_cmd(w, "SET other again");
+    freeReplyObject(r);
+    /* a leased string and a key in both places, the pool's copy leased */
+    redis_ok("SET", "held", "v");
+    cr_assert_eq(int_of("MC.EXIST", "held"), 1);
+    redis_ok("SET", "dup", "keyspace-value");
+    OK(crescent_store_put(st, "dup", "pool", 4, NULL));
+    cr_assert_eq(int_of("MC.EXIST", "dup"), 1, "a lease on the pool's dup");
+    cr_assert_eq(int_cmd("MC.REMOVEALL"), 2, "p-22, other; held and dup are leased");
+    r = st_cmd(w, "EXEC");
+    cr_assert_eq(r->type, REDIS_REPLY_NIL, "WATCH saw MC.REMOVEALL delete other");
+    freeReplyObject(r);
+    redisFree(w);
+    cr_assert_eq(int_of("EXISTS", "other"), 0);
+    cr_assert_eq(int_of("EXISTS", "held"), 1);
+    cr_assert_eq(int_of("EXISTS", "dup"), 1);
+    cr_assert_eq(mc_stat("objects"), 1);
+    cr_assert_eq(int_cmd("MC.REMOVEALL FORCE"), 3, "held, dup's pool object, then its string");
+    cr_assert_eq(int_of("EXISTS", "dup"), 0);
+    cr_assert_eq(mc_stat("objects"), 0);
+    cr_assert_eq(mc_stat("keyspace_strings"), 0);
+    cr_assert_eq(int_cmd("DBSIZE"), 3, "k-empty, k-list and k-hash are left");
+    cr_assert_eq(int_of("EXISTS", "k-empty"), 1);
+    cr_assert_eq(int_of("EXISTS", "k-list"), 1);
+    cr_assert_eq(int_of("EXISTS", "k-hash"), 1);
+    /* strings and objects only: REMOVEALL counts every one and empties the keyspace */
+    r = st_cmd(rc, "FLUSHALL SYNC");
+    freeReplyObject(r);
+    for (int i = 0; i < 5; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "s%d", i);
+        redis_ok("SET", key, "value");
+        snprintf(key, sizeof(key), "o%d", i);
+        if (i < 3)
+            OK(crescent_store_put(st, key, "object", 6, NULL));
+    }
+    cr_assert_eq(int_cmd("MC.REMOVEALL"), 8);
+    cr_assert_eq(int_cmd("DBSIZE"), 0);
+    cr_assert_eq(mc_stat("objects"), 0);
+    cr_assert_eq(mc_stat("keyspace_strings"), 0);
+    cr_assert_eq(mc_stat("keyspace_bytes"), 0);
+    cr_assert_eq(int_cmd("MC.REMOVEALL"), 0);
+    crescent_store_destroy(st);
+}
+
+/* The bulk commands inside MULTI/EXEC (the exclusive keyspace lock held): no deadlock; with
+ * every key gone and every lease over, no block stays pinned. */
+Test(embedded, keyspace_bulk_in_exec_no_leak) {
+    start("--memory 64mb --default_kv_lease_ttl 200");
+    struct crescent_store *st = bulk_fixture();
+    redisReply *r = plain_cmd("MULTI");
+    freeReplyObject(r);
+    const char *queued[] = {"MC.GETREPLICASBYREGEX ^k-", "MC.STATS", "MC.REMOVEBYREGEX ^other$",
+                            "MC.REMOVEALL FORCE"};
+    for (size_t i = 0; i < 4; i++) {
+        r = plain_cmd(queued[i]);
+        cr_assert_eq(r->type, REDIS_REPLY_STATUS, "%s", queued[i]);
+        freeReplyObject(r);
+    }
+    r = plain_cmd("EXEC");
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 4);
+    cr_assert_eq(r->element[0]->elements, 4, "k-1 and k-22");
+    cr_assert_eq(st_field(r->element[1], "keyspace_strings")->integer, 3);
+    cr_assert_eq(r->element[2]->integer, 1, "other (k-1 and k-22 are leased)");
+    cr_assert_eq(r->element[3]->integer, 4, "p-1, p-22, k-1, k-22 (FORCE)");
+    freeReplyObject(r);
+    cr_assert_eq(int_cmd("DBSIZE"), 3, "k-empty, k-list, k-hash");
+    crescent_store_destroy(st);
+    r = plain_cmd("FLUSHALL SYNC");
+    freeReplyObject(r);
+    cr_assert_eq(wait_used_at_most(0), 0, "every pinned and leased block came back");
+}
+
+/* Keyspace notifications: MC.REMOVEALL of a keyspace string sends "del", as DEL does. */
+Test(embedded, keyspace_bulk_remove_notifies) {
+    start("--memory 64mb");
+    redisContext *sub = st_redis(&master);
+    redisReply *r = st_cmd(rc, "CONFIG SET notify-keyspace-events KEg");
+    cr_assert_eq(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    r = st_cmd(sub, "SUBSCRIBE __keyspace@0__:note");
+    freeReplyObject(r);
+    redis_ok("SET", "note", "v");
+    cr_assert_eq(int_cmd("MC.REMOVEBYREGEX ^note$"), 1);
+    void *reply = NULL;
+    cr_assert_eq(redisGetReply(sub, &reply), REDIS_OK);
+    r = reply;
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(r->elements, 3);
+    cr_assert_str_eq(r->element[2]->str, "del");
+    freeReplyObject(r);
+    redisFree(sub);
+}
+
+/* Without the segment in the pool the bulk commands see pool objects only, as before. */
+Test(embedded, keyspace_bulk_opt_out) {
+    start("--memory 64mb --embedded_segment_in_pool no");
+    redis_ok("SET", "k", "v");
+    redisReply *r = st_cmd(rc, "MC.GETREPLICASBYREGEX .");
+    cr_assert_eq(r->elements, 0);
+    freeReplyObject(r);
+    cr_assert_eq(mc_stat("keyspace_strings"), 0);
+    cr_assert_eq(mc_stat("keyspace_bytes"), 0);
+    cr_assert_eq(int_cmd("MC.REMOVEALL FORCE"), 0);
+    cr_assert_eq(int_cmd("MC.REMOVEBYREGEX . FORCE"), 0);
+    cr_assert_eq(int_of("EXISTS", "k"), 1);
+}
