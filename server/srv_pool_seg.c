@@ -494,17 +494,27 @@ struct srv_pseg_match {
     regex_t *re; /* NULL: every key */
     int touch;
     struct srv_pseg_kv_set *set;
+    char *buf; /* the key being matched, NUL-terminated (keys are not; sanitizers' regexec
+                  reads up to a NUL even with REG_STARTEND) */
+    size_t cap;
 };
+
+/* 1 when o's key matches m->re (keys may hold any byte: REG_STARTEND spans the whole key). */
+static int srv_pseg_match_key(struct srv_pseg_match *m, const struct srv_obj *o) {
+    if (o->klen + 1 > m->cap) {
+        m->cap = (size_t)o->klen + 1 > 256 ? (size_t)o->klen + 1 : 256;
+        m->buf = cm_realloc(m->buf, m->cap);
+    }
+    memcpy(m->buf, o->key, o->klen);
+    m->buf[o->klen] = '\0';
+    regmatch_t rm = {.rm_so = 0, .rm_eo = (regoff_t)o->klen};
+    return regexec(m->re, m->buf, 1, &rm, REG_STARTEND) == 0;
+}
 
 static void srv_pseg_match_visit(struct srv_obj *o, void *arg) {
     struct srv_pseg_match *m = arg;
-    if (!srv_pseg_kv_visible(o))
+    if (!srv_pseg_kv_visible(o) || (m->re && !srv_pseg_match_key(m, o)))
         return;
-    if (m->re) {
-        regmatch_t rm = {.rm_so = 0, .rm_eo = (regoff_t)o->klen};
-        if (regexec(m->re, o->key, 1, &rm, REG_STARTEND) != 0)
-            return;
-    }
     struct srv_pseg_kv_set *set = m->set;
     if (set->n == set->cap) {
         set->cap = set->cap ? set->cap * 2 : 64;
@@ -519,11 +529,12 @@ long srv_pseg_kv_pin_match(const char *pattern, int touch, struct srv_pseg_kv_se
     regex_t re;
     if (pattern && regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
         return POOL_EINVALID_PARAMS;
-    struct srv_pseg_match m = {pattern ? &re : NULL, touch, set};
+    struct srv_pseg_match m = {pattern ? &re : NULL, touch, set, NULL, 0};
     if (cm_atomic_load_acquire(&srv_pseg_on) && srv_db_size() > 0)
         srv_db_scan(0, SIZE_MAX, srv_now_ms(), srv_pseg_match_visit, &m);
     if (pattern)
         regfree(&re);
+    cm_free(m.buf);
     return (long)set->n;
 }
 
