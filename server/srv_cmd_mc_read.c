@@ -6,7 +6,7 @@
  * docs/store.md. A key the pool lacks may be a string of the Redis keyspace held in the
  * embedded segment: every command here but MC.BATCHREPLICACLEAR and the copy/move starts
  * answers it as a pool object: the value is pinned first, without the pool mutex
- * (srv_pseg_kv_pin; the bulk commands pin every match with srv_pseg_kv_pin_match), then
+ * (srv_pseg_kv_pin; the bulk commands pin their matches with srv_pseg_kv_walk_*), then
  * answered under it when the pool lacks the key (srv_pseg_kv_answer), and removed after it
  * (srv_pseg_kv_remove*); see srv_pool_seg.h.
  */
@@ -235,7 +235,12 @@ static void srv_mc_regex_kv(struct srv_client *c, struct srv_pseg_kv_set *ks, si
 void srv_mc_getreplicasbyregex_command(struct srv_client *c) {
     char *pattern = srv_mc_pattern(c, 1);
     struct srv_pseg_kv_set ks = {0};
-    long rc = srv_pseg_kv_pin_match(pattern, 1, &ks); /* before the pool mutex */
+    struct srv_pseg_kv_walk w;
+    long rc = srv_pseg_kv_walk_init(&w, pattern, 1);
+    if (rc == 0) { /* every match pinned before the pool mutex */
+        srv_pseg_kv_walk_next(&w, SIZE_MAX, &ks);
+        srv_pseg_kv_walk_fini(&w);
+    }
     struct srv_mc_keylist l = {0};
     srv_mc_lock();
     if (rc >= 0)
@@ -376,29 +381,49 @@ void srv_mc_batchremove_command(struct srv_client *c) {
     cm_free(rcs);
 }
 
+#define SRV_MC_KV_STEP 4096 /* keys walked per step of a bulk removal */
+
 /*
- * MC.REMOVEBYREGEX (pattern) and MC.REMOVEALL (pattern NULL): pins the matching keyspace
- * strings, removes the pool's matches (logged to the op-log) under the pool mutex, keeps the
- * pinned strings whose keys the pool no longer holds, then deletes those under their shard
- * locks with MC.REMOVE's rules. Returns the number removed (pool objects and keyspace strings)
- * or POOL_EINVALID_PARAMS for a bad pattern (nothing removed).
+ * The keyspace part of a bulk removal: walks w a step at a time, pinning the matches, keeps
+ * those whose keys the pool does not hold (pool mutex), then deletes them under their shard
+ * locks with MC.REMOVE's rules. Returns the number deleted.
+ */
+static long srv_mc_remove_kv(struct srv_pseg_kv_walk *w, int force, int64_t now) {
+    long n = 0;
+    while (!w->done) {
+        struct srv_pseg_kv_set kvs = {0};
+        if (srv_pseg_kv_walk_next(w, SRV_MC_KV_STEP, &kvs) > 0) {
+            srv_mc_lock();
+            size_t nkv = srv_mc_kv_unshadowed(&kvs);
+            srv_mc_unlock();
+            for (size_t i = 0; i < nkv; i++) /* shard locks: after the pool mutex */
+                n += srv_pseg_kv_remove_pinned(&kvs.v[i], force, now) == POOL_OK;
+        }
+        srv_pseg_kv_set_unpin(&kvs);
+    }
+    return n;
+}
+
+/*
+ * MC.REMOVEBYREGEX (pattern) and MC.REMOVEALL (pattern NULL): removes the pool's matches
+ * (logged to the op-log) under the pool mutex, then the matching keyspace strings whose keys
+ * the pool does not hold (srv_mc_remove_kv). Returns the number removed (pool objects and
+ * keyspace strings) or POOL_EINVALID_PARAMS for a bad pattern (nothing removed).
  */
 static long srv_mc_remove_matching(const char *pattern, int force) {
-    struct srv_pseg_kv_set kvs = {0};
-    long rc = srv_pseg_kv_pin_match(pattern, 0, &kvs);
-    if (rc < 0)
-        return rc;
+    struct srv_pseg_kv_walk w;
+    if (srv_pseg_kv_walk_init(&w, pattern, 0) < 0)
+        return POOL_EINVALID_PARAMS;
     srv_mc_lock();
     int64_t now = srv_mc_now();
     struct srv_oplog_keys *ks = srv_oplog_collect(srv_mc_pool, pattern);
-    rc = pattern ? pool_remove_regex(srv_mc_pool, pattern, force, now)
-                 : pool_remove_all(srv_mc_pool, force, now);
+    long rc = pattern ? pool_remove_regex(srv_mc_pool, pattern, force, now)
+                      : pool_remove_all(srv_mc_pool, force, now);
     srv_oplog_log_keys(srv_mc_pool, ks);
-    size_t nkv = rc >= 0 ? srv_mc_kv_unshadowed(&kvs) : 0;
     srv_mc_unlock();
-    for (size_t i = 0; i < nkv; i++) /* shard locks: after the pool mutex */
-        rc += srv_pseg_kv_remove_pinned(&kvs.v[i], force, now) == POOL_OK;
-    srv_pseg_kv_set_unpin(&kvs);
+    if (rc >= 0)
+        rc += srv_mc_remove_kv(&w, force, now);
+    srv_pseg_kv_walk_fini(&w);
     return rc;
 }
 

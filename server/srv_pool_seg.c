@@ -26,7 +26,6 @@
 #include "transfer/xfer.h"
 
 #include <pthread.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,52 +489,67 @@ int srv_pseg_kv_remove_pinned(const struct srv_pseg_kv *kv, int force, int64_t n
 
 /* ---------------------------------------------------------------- keyspace walks */
 
-struct srv_pseg_match {
-    regex_t *re; /* NULL: every key */
-    int touch;
-    struct srv_pseg_kv_set *set;
-    char *buf; /* the key being matched, NUL-terminated (keys are not; sanitizers' regexec
-                  reads up to a NUL even with REG_STARTEND) */
-    size_t cap;
-};
-
-/* 1 when o's key matches m->re (keys may hold any byte: REG_STARTEND spans the whole key). */
-static int srv_pseg_match_key(struct srv_pseg_match *m, const struct srv_obj *o) {
-    if (o->klen + 1 > m->cap) {
-        m->cap = (size_t)o->klen + 1 > 256 ? (size_t)o->klen + 1 : 256;
-        m->buf = cm_realloc(m->buf, m->cap);
+/* 1 when o's key matches w's pattern (keys may hold any byte: REG_STARTEND spans the whole
+ * key, matched from a NUL-terminated copy because sanitizers' regexec reads up to a NUL). */
+static int srv_pseg_walk_match(struct srv_pseg_kv_walk *w, const struct srv_obj *o) {
+    if (!w->has_re)
+        return 1;
+    if ((size_t)o->klen + 1 > w->cap) {
+        w->cap = (size_t)o->klen + 1 > 256 ? (size_t)o->klen + 1 : 256;
+        w->buf = cm_realloc(w->buf, w->cap);
     }
-    memcpy(m->buf, o->key, o->klen);
-    m->buf[o->klen] = '\0';
+    memcpy(w->buf, o->key, o->klen);
+    w->buf[o->klen] = '\0';
     regmatch_t rm = {.rm_so = 0, .rm_eo = (regoff_t)o->klen};
-    return regexec(m->re, m->buf, 1, &rm, REG_STARTEND) == 0;
+    return regexec(&w->re, w->buf, 1, &rm, REG_STARTEND) == 0;
 }
 
-static void srv_pseg_match_visit(struct srv_obj *o, void *arg) {
-    struct srv_pseg_match *m = arg;
-    if (!srv_pseg_kv_visible(o) || (m->re && !srv_pseg_match_key(m, o)))
+struct srv_pseg_step {
+    struct srv_pseg_kv_walk *w;
+    struct srv_pseg_kv_set *set;
+};
+
+static void srv_pseg_walk_visit(struct srv_obj *o, void *arg) {
+    struct srv_pseg_step *st = arg;
+    if (!srv_pseg_kv_visible(o) || !srv_pseg_walk_match(st->w, o))
         return;
-    struct srv_pseg_kv_set *set = m->set;
+    struct srv_pseg_kv_set *set = st->set;
     if (set->n == set->cap) {
         set->cap = set->cap ? set->cap * 2 : 64;
         set->v = cm_realloc(set->v, set->cap * sizeof(*set->v));
     }
-    if (m->touch)
+    if (st->w->touch)
         cm_atomic_store_relaxed(&o->lru, srv_lru_clock());
     srv_pseg_kv_take(o, &set->v[set->n++]);
 }
 
-long srv_pseg_kv_pin_match(const char *pattern, int touch, struct srv_pseg_kv_set *set) {
-    regex_t re;
-    if (pattern && regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+int srv_pseg_kv_walk_init(struct srv_pseg_kv_walk *w, const char *pattern, int touch) {
+    memset(w, 0, sizeof(*w));
+    if (pattern && regcomp(&w->re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
         return POOL_EINVALID_PARAMS;
-    struct srv_pseg_match m = {pattern ? &re : NULL, touch, set, NULL, 0};
-    if (cm_atomic_load_acquire(&srv_pseg_on) && srv_db_size() > 0)
-        srv_db_scan(0, SIZE_MAX, srv_now_ms(), srv_pseg_match_visit, &m);
-    if (pattern)
-        regfree(&re);
-    cm_free(m.buf);
-    return (long)set->n;
+    w->has_re = pattern != NULL;
+    w->touch = touch;
+    w->done = !cm_atomic_load_acquire(&srv_pseg_on) || srv_db_size() == 0;
+    return 0;
+}
+
+size_t srv_pseg_kv_walk_next(struct srv_pseg_kv_walk *w, size_t count,
+                             struct srv_pseg_kv_set *set) {
+    size_t before = set->n;
+    if (!w->done) {
+        struct srv_pseg_step st = {w, set};
+        w->cursor = srv_db_scan(w->cursor, count, srv_now_ms(), srv_pseg_walk_visit, &st);
+        w->done = w->cursor == 0;
+    }
+    return set->n - before;
+}
+
+void srv_pseg_kv_walk_fini(struct srv_pseg_kv_walk *w) {
+    if (w->has_re)
+        regfree(&w->re);
+    cm_free(w->buf);
+    w->buf = NULL;
+    w->has_re = 0;
 }
 
 void srv_pseg_kv_set_unpin(struct srv_pseg_kv_set *set) {

@@ -20,7 +20,7 @@
  * block of this segment (unless the SSD tier holds it), so the MC read commands answer a key
  * the pool lacks with that block: one COMPLETE MEMORY replica at the value's absolute address
  * (srv_pseg_kv_pin, srv_pseg_kv_answer); the bulk commands (by regex, remove all, stats) walk
- * the keyspace for such strings (srv_pseg_kv_pin_match, srv_pseg_kv_count). A read lease pins
+ * the keyspace for such strings (srv_pseg_kv_walk_*, srv_pseg_kv_count). A read lease pins
  * the object (srv_obj_ref, the pin of a zero-copy GET) until default_kv_lease_ttl ends: an
  * overwrite, DEL, expiry or eviction meanwhile unlinks the key at once, but its block is freed
  * (and reused) only when the lease table drops the pin (swept by srv_pseg_tick). The lease
@@ -37,6 +37,7 @@
 #ifndef CRESCENT_SERVER_SRV_POOL_SEG_H
 #define CRESCENT_SERVER_SRV_POOL_SEG_H
 
+#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -124,22 +125,43 @@ void srv_pseg_kv_unpin(struct srv_pseg_kv *kv);
  */
 int srv_pseg_kv_remove(const void *key, size_t klen, int force, int64_t now);
 
-/* Keyspace strings pinned together for a bulk MC command (srv_pseg_kv_pin_match). */
+/* Keyspace strings pinned together for a bulk MC command (srv_pseg_kv_walk_next). */
 struct srv_pseg_kv_set {
     struct srv_pseg_kv *v; /* v[0..n), a cm_malloc array (NULL when cap is 0) */
     size_t n, cap;
 };
 
+/* A walk over the keyspace strings whose keys match a pattern (srv_pseg_kv_walk_init). */
+struct srv_pseg_kv_walk {
+    regex_t re;      /* the pattern, compiled when has_re */
+    int has_re;      /* 0: every key matches */
+    int touch;       /* touch the LRU clock of what is pinned */
+    int done;        /* the walk has visited the whole keyspace */
+    uint64_t cursor; /* srv_db_scan's */
+    char *buf;       /* scratch: the key being matched, NUL-terminated */
+    size_t cap;
+};
+
 /*
- * First step of a bulk MC command: pins into *set (empty on entry: {0}) every keyspace string
- * that srv_pseg_kv_pin would pin whose key matches the POSIX extended regular expression
- * pattern (unanchored, as the pool matches its keys; NULL matches every key), touching their
- * LRU clocks when touch is set. Returns the number pinned, or POOL_EINVALID_PARAMS for a bad
- * pattern (nothing pinned). Pins nothing when the segment is not mounted. Expired keys are
- * skipped. No pool mutex held; takes each shard lock in turn (O(keys)). Release with
- * srv_pseg_kv_set_unpin. Any thread.
+ * Starts a walk over the keyspace strings that srv_pseg_kv_pin would pin whose keys match the
+ * POSIX extended regular expression pattern (unanchored, as the pool matches its keys; NULL
+ * matches every key); touch: pinning touches their LRU clocks. Returns 0 or
+ * POOL_EINVALID_PARAMS for a bad pattern (then nothing to finish). A walk with the segment not
+ * mounted, or an empty keyspace, is done at once. Finish with srv_pseg_kv_walk_fini.
  */
-long srv_pseg_kv_pin_match(const char *pattern, int touch, struct srv_pseg_kv_set *set);
+int srv_pseg_kv_walk_init(struct srv_pseg_kv_walk *w, const char *pattern, int touch);
+
+/*
+ * Next step of w: pins the matches among about count more keys (SIZE_MAX: all that are left)
+ * into set, appending, and returns the number pinned; sets w->done when the keyspace ends.
+ * Expired keys are skipped. As SCAN, a key present throughout is visited at least once, a key
+ * may be visited twice (the table resized between steps). No pool mutex held; takes each shard
+ * lock in turn. Release the pins with srv_pseg_kv_set_unpin. Any thread.
+ */
+size_t srv_pseg_kv_walk_next(struct srv_pseg_kv_walk *w, size_t count, struct srv_pseg_kv_set *set);
+
+/* Frees w's pattern and scratch (pins taken stay in their sets). */
+void srv_pseg_kv_walk_fini(struct srv_pseg_kv_walk *w);
 
 /* Drops every pin of set and frees its array (set is empty afterwards). No lock needed (after
  * the pool mutex is released). */

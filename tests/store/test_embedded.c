@@ -8,7 +8,8 @@
  * SETs) frees pool objects there; used bytes return to zero; a restarted master mounts it again.
  * Keyspace strings (SET) answer MC.EXIST / MC.GETREPLICAS / MC.QUERYKEY / MC.REMOVE as objects
  * there and library clients read them over tcp and shm; a read lease pins their block; MC.*
- * inside MULTI/EXEC works.
+ * inside MULTI/EXEC works; MC.GETREPLICASBYREGEX, MC.REMOVEBYREGEX, MC.REMOVEALL and MC.STATS
+ * include them.
  */
 #include "common/fmacros.h"
 
@@ -624,6 +625,13 @@ static void *mix_thread(void *p) {
             r = redisCommand(c, i % 8 ? "MC.QUERYKEY c%d" : "MC.REMOVE c%d FORCE", k);
             a->errors += !r;
             freeReplyObject(r);
+            /* the bulk commands walk the same shards */
+            static const char *const bulk[] = {"MC.GETREPLICASBYREGEX ^c[0-9]$", "MC.STATS",
+                                               "MC.REMOVEBYREGEX ^c[02]$ FORCE",
+                                               "MC.REMOVEBYREGEX ^c[13]$"};
+            r = redisCommand(c, bulk[i % 4]);
+            a->errors += !r || r->type == REDIS_REPLY_ERROR;
+            freeReplyObject(r);
         } else {
             r = redisCommand(c, "DEL c%d", k);
             freeReplyObject(r);
@@ -835,18 +843,27 @@ Test(embedded, keyspace_bulk_remove) {
     cr_assert_eq(int_of("EXISTS", "k-empty"), 1);
     cr_assert_eq(int_of("EXISTS", "k-list"), 1);
     cr_assert_eq(int_of("EXISTS", "k-hash"), 1);
-    /* strings and objects only: REMOVEALL counts every one and empties the keyspace */
-    r = st_cmd(rc, "FLUSHALL SYNC");
+    /* strings and objects only: REMOVEALL counts every one and empties the keyspace (10000
+     * strings: the keyspace is walked in several steps) */
+    r = plain_cmd("FLUSHALL SYNC");
     freeReplyObject(r);
-    for (int i = 0; i < 5; i++) {
-        char key[16];
-        snprintf(key, sizeof(key), "s%d", i);
-        redis_ok("SET", key, "value");
-        snprintf(key, sizeof(key), "o%d", i);
-        if (i < 3)
-            OK(crescent_store_put(st, key, "object", 6, NULL));
+    for (int i = 0; i < 10000; i++)
+        cr_assert_eq(redisAppendCommand(rc, "SET s%d value", i), REDIS_OK);
+    for (int i = 0; i < 10000; i++) {
+        void *reply = NULL;
+        cr_assert_eq(redisGetReply(rc, &reply), REDIS_OK);
+        cr_assert_eq(((redisReply *)reply)->type, REDIS_REPLY_STATUS);
+        freeReplyObject(reply);
     }
-    cr_assert_eq(int_cmd("MC.REMOVEALL"), 8);
+    for (int i = 0; i < 3; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "o%d", i);
+        OK(crescent_store_put(st, key, "object", 6, NULL));
+    }
+    cr_assert_eq(mc_stat("keyspace_strings"), 10000);
+    cr_assert_eq(mc_stat("keyspace_bytes"), 50000);
+    cr_assert_eq(int_cmd("MC.REMOVEBYREGEX ^s[0-9]*7$"), 1000, "s7, s17, ... s9997");
+    cr_assert_eq(int_cmd("MC.REMOVEALL"), 9003);
     cr_assert_eq(int_cmd("DBSIZE"), 0);
     cr_assert_eq(mc_stat("objects"), 0);
     cr_assert_eq(mc_stat("keyspace_strings"), 0);
