@@ -299,11 +299,17 @@ CRESCENT_API int crescent_store_remove(struct crescent_store *st, const char *ke
 CRESCENT_API int crescent_store_batch_remove(struct crescent_store *st, const char *const *keys,
                                              size_t n, int force, int *results);
 
-/** @brief Removes keys matching a POSIX ERE. @return count removed or a negative code */
+/**
+ * @brief Removes keys matching a POSIX ERE: pool objects and, when the master's embedded segment
+ * is in the pool, its keyspace strings (docs/store.md). @return count removed or a negative code
+ */
 CRESCENT_API int64_t crescent_store_remove_by_regex(struct crescent_store *st, const char *pattern,
                                                     int force);
 
-/** @brief Removes every object. @return count removed or a negative code */
+/**
+ * @brief Removes every pool object and every keyspace string MC.REMOVEALL sees (leased ones only
+ * with force). @return count removed or a negative code
+ */
 CRESCENT_API int64_t crescent_store_remove_all(struct crescent_store *st, int force);
 
 /**
