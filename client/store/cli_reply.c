@@ -9,6 +9,7 @@
 #include "common/fmacros.h"
 
 #include "client/store/cli_store.h"
+#include "common/cm_dec.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -169,27 +170,35 @@ struct cli_rp {
     struct cli_blk *first; /* the arena, NULL until the root value */
 };
 
-/* A zeroed value with extra trailing bytes at *more; the first one is the root. */
-static redisReply *cli_rp_new(struct cli_rp *s, int type, size_t extra, void **more) {
+/* cli_rp_new when the current block is full or there is no arena yet (the root value). */
+static redisReply *cli_rp_new_slow(struct cli_rp *s, int type, size_t extra, void **more) {
     if (s->first == NULL && (s->first = cli_blk_new(sizeof(redisReply) + extra + 32, 0)) == NULL) {
         return NULL;
     }
-    struct cli_blk *c = s->first->cur;
-    size_t need = sizeof(redisReply) + ((extra + 15) & ~(size_t)15);
-    redisReply *r;
-    if (c->cap - c->used >= need) { /* the common case: one bump of the current block */
-        r = (redisReply *)(void *)(c->data + c->used);
-        c->used += need;
-        *more = extra > 0 ? (char *)r + sizeof(redisReply) : NULL;
-    } else {
-        r = cli_blk_alloc(s->first, sizeof(*r));
-        *more = extra > 0 && r != NULL ? cli_blk_alloc(s->first, extra) : NULL;
-        if (r == NULL || (extra > 0 && *more == NULL)) {
-            return NULL;
-        }
+    redisReply *r = cli_blk_alloc(s->first, sizeof(*r));
+    *more = extra > 0 && r != NULL ? cli_blk_alloc(s->first, extra) : NULL;
+    if (r == NULL || (extra > 0 && *more == NULL)) {
+        return NULL;
     }
     *r = (redisReply){.type = type};
     return r;
+}
+
+/* A zeroed value with extra trailing bytes at *more; the first one is the root. The common
+ * case, one bump of the current block, is inline. */
+static inline redisReply *cli_rp_new(struct cli_rp *s, int type, size_t extra, void **more) {
+    if (s->first != NULL) {
+        struct cli_blk *c = s->first->cur;
+        size_t need = sizeof(redisReply) + ((extra + 15) & ~(size_t)15);
+        if (c->cap - c->used >= need) {
+            redisReply *r = (redisReply *)(void *)(c->data + c->used);
+            c->used += need;
+            *more = (char *)r + sizeof(redisReply);
+            *r = (redisReply){.type = type};
+            return r;
+        }
+    }
+    return cli_rp_new_slow(s, type, extra, more);
 }
 
 /* Parses the decimal at p (n bytes, optional '-'). Returns false when it is not one. */
@@ -199,37 +208,56 @@ static bool cli_rp_ll(const char *p, size_t n, long long *v) {
     if (i == n || n - i > 18) {
         return false;
     }
-    long long x = 0;
-    for (; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9') {
-            return false;
-        }
-        x = x * 10 + (p[i] - '0');
+    uint64_t x;
+    if (cm_dec_parse(p + i, p + n, &x) != n - i) {
+        return false;
     }
-    *v = neg ? -x : x;
+    *v = neg ? -(long long)x : (long long)x;
     return true;
 }
 
-/* Reads the number and CRLF after a type byte at *pp (in one pass). Returns 0 (*pp past the
- * CRLF), 1 when the buffer ends first, -1 when it is not a number of up to 18 digits. */
-static int cli_rp_num(const char **pp, const char *end, long long *v) {
+/* Reads the number and CRLF after a type byte at *pp (in one pass, eight digits a word).
+ * Returns 0 (*pp past the CRLF), 1 when the buffer ends first, -1 when it is not a number of
+ * up to 18 digits. */
+static inline int cli_rp_num(const char **pp, const char *end, long long *v) {
     const char *p = *pp;
+    if (end - p >= 3 && (unsigned char)(p[0] - '0') < 10 && p[1] == '\r' && p[2] == '\n') {
+        *v = p[0] - '0'; /* one digit (segment index, type, promote flag): the common case */
+        *pp = p + 3;
+        return 0;
+    }
     bool neg = p < end && *p == '-';
     p += neg;
-    const char *d0 = p;
-    long long x = 0;
-    while (p < end && (unsigned char)(*p - '0') < 10) {
-        x = x * 10 + (*p - '0');
-        p++;
-    }
+    uint64_t x;
+    size_t n = cm_dec_parse(p, end, &x);
+    p += n;
     if (p + 1 >= end) {
         return 1;
     }
-    if (p == d0 || p - d0 > 18 || p[0] != '\r' || p[1] != '\n') {
+    if (n == 0 || n > 18 || p[0] != '\r' || p[1] != '\n') {
         return -1;
     }
-    *v = neg ? -x : x;
+    *v = neg ? -(long long)x : (long long)x;
     *pp = p + 2;
+    return 0;
+}
+
+/* Reads the integer value whose ':' is at s->p into *out (as cli_rp_value). */
+static inline int cli_rp_int(struct cli_rp *s, redisReply **out) {
+    const char *p = s->p + 1;
+    long long v;
+    void *more;
+    int rc = cli_rp_num(&p, s->end, &v);
+    if (rc != 0) {
+        return rc;
+    }
+    redisReply *r = cli_rp_new(s, REDIS_REPLY_INTEGER, 0, &more);
+    if (r == NULL) {
+        return -1;
+    }
+    r->integer = v;
+    s->p = p;
+    *out = r;
     return 0;
 }
 
@@ -244,6 +272,9 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
     void *more;
     long long v = 0;
     redisReply *r;
+    if (t == ':') {
+        return cli_rp_int(s, out);
+    }
     if (t == '+' || t == '-') {
         const char *cr = p;
         while (cr < end && *cr != '\r') {
@@ -257,28 +288,25 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
         if (r == NULL) {
             return -1;
         }
-        memcpy(more, p, n);
-        ((char *)more)[n] = '\0';
+        char *d = more;
+        for (size_t i = 0; i < n; i++) { /* mostly "OK": shorter than a call to memcpy */
+            d[i] = p[i];
+        }
+        d[n] = '\0';
         r->str = more;
         r->len = n;
         s->p = cr + 2;
         *out = r;
         return 0;
     }
-    if (t != ':' && t != '$' && t != '*') {
+    if (t != '$' && t != '*') {
         return -1;
     }
     int rc = cli_rp_num(&p, end, &v);
     if (rc != 0) {
         return rc;
     }
-    if (t == ':') {
-        if ((r = cli_rp_new(s, REDIS_REPLY_INTEGER, 0, &more)) == NULL) {
-            return -1;
-        }
-        r->integer = v;
-        s->p = p;
-    } else if (v == -1) {
+    if (v == -1) {
         if ((r = cli_rp_new(s, REDIS_REPLY_NIL, 0, &more)) == NULL) {
             return -1;
         }
@@ -307,7 +335,10 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
         r->elements = (size_t)v;
         s->p = p;
         for (long long i = 0; i < v; i++) {
-            if ((rc = cli_rp_value(s, &r->element[i], depth + 1)) != 0) {
+            /* Integers (the four of each compact replica) without a call of their own. */
+            rc = s->end - s->p >= 3 && *s->p == ':' ? cli_rp_int(s, &r->element[i])
+                                                    : cli_rp_value(s, &r->element[i], depth + 1);
+            if (rc != 0) {
                 return rc;
             }
         }
