@@ -400,8 +400,8 @@ static void tcp_run_group(struct tcp_ctx *c, struct xfer_task **g, int n,
         if (res[i] < 0)
             cm_log_sparse(1000, CM_LOG_VERBOSE, "xfer", "tcp: task to %s failed: %s", p->hostport,
                           cm_strerror(res[i]));
-        xfer__task_done(g[i], res[i], res[i] == 0 ? g[i]->len : 0);
     }
+    xfer__tasks_done(g, res, (size_t)n); /* one batch lock for the group, not one per task */
 }
 
 static void *tcp_worker(void *arg) {
