@@ -18,7 +18,8 @@
 # CRESCENT_STORE_REPLY_FORMAT=full in the environment runs the store clients on the full
 # (self-describing) reply form instead of the compact one (docs/store.md, "Compact replies").
 #
-# Environment: CRESCENT_BUILD (build), COST_DURATION (2, seconds of the strace runs).
+# Environment: CRESCENT_BUILD (build), COST_DURATION (2, seconds of the strace runs), COST_KEEP
+# (a directory: the callgrind profiles are copied there, for callgrind_annotate).
 # One crescent-master, one `crescent-bench store --operation serve` and one
 # `crescent-bench transfer --mode target` on loopback, as in bench-store.sh.
 set -euo pipefail
@@ -150,4 +151,9 @@ if [[ " ${MODES[*]} " == *" master "* ]]; then
         awk -v n="store_$op" -v i2="${MI[2]}" -v i5="${MI[5]}" -v o2="${MO[2]}" -v o5="${MO[5]}" 'BEGIN {
             printf "  %-10s %7d / %7d objects  %8.0f instructions/object\n", n, o2, o5, (i5 - i2) / (o5 - o2) }'
     done
+fi
+
+if [ -n "${COST_KEEP:-}" ]; then
+    mkdir -p "$COST_KEEP"
+    cp "$TMP"/*.cg* "$COST_KEEP"/ 2>/dev/null || true
 fi
