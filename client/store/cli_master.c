@@ -108,6 +108,20 @@ static inline char *cli_put_hdr(char *d, char c, size_t v) {
     return d;
 }
 
+/* memcpy(d, a, n), with keys and numbers (8 to 16 bytes mostly) as two overlapping word
+ * copies instead of a call. */
+static inline void cli_copy_arg(char *d, const char *a, size_t n) {
+    if (n >= 8 && n <= 16) {
+        memcpy(d, a, 8);
+        memcpy(d + n - 8, a + n - 8, 8);
+    } else if (n >= 4 && n < 8) {
+        memcpy(d, a, 4);
+        memcpy(d + n - 4, a + n - 4, 4);
+    } else {
+        memcpy(d, a, n);
+    }
+}
+
 /* The RESP request of argv (lens NULL: strlen) in one malloc'ed buffer of *len bytes, or NULL
  * when out of memory. hiredis's redisCommandArgv formats each argument through sdscatfmt,
  * which cost more than the rest of a 128-key batch request. */
@@ -132,7 +146,7 @@ static char *cli_format(int argc, const char **argv, const size_t *lens, size_t 
         for (int i = 0; i < argc; i++) {
             size_t n = lens[i];
             d = cli_put_hdr(d, '$', n);
-            memcpy(d, argv[i], n);
+            cli_copy_arg(d, argv[i], n);
             d += n;
             *d++ = '\r';
             *d++ = '\n';

@@ -267,12 +267,13 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
         return cli_fail(EINVAL, "batch put: NULL argument or no keys");
     }
     int err = cli_check_rc(rc);
+    size_t reg = zero_copy && err == 0 ? cli__registered_prefix(st, bufs, sizes, n) : n;
     for (size_t i = 0; i < n && err == 0; i++) {
         err = cli__check_key(keys[i]);
         if (err == 0 && bufs[i] == NULL) {
             err = cli_fail(EINVAL, "batch put: NULL buffer");
         }
-        if (err == 0 && zero_copy && !cli__is_registered(st, bufs[i], sizes[i])) {
+        if (err == 0 && i == reg) { /* the first buffer outside every registration */
             err = cli_fail(CRESCENT_STORE_EINVALID_PARAMS,
                            "batch put_from: buffer %zu is not "
                            "registered",

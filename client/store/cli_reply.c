@@ -165,6 +165,8 @@ void cli__reply_free(redisReply *r) {
  * else: anything it does not take (a RESP3 type, nesting deeper than CLI_RP_DEPTH, a malformed
  * length) is left to hiredis's reader, which then reports the error as before.
  */
+#define CLI_RP_INTS 8 /* longest array whose integers share its allocation */
+
 struct cli_rp {
     const char *p, *end;
     struct cli_blk *first; /* the arena, NULL until the root value */
@@ -327,18 +329,35 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
         r->len = (size_t)v;
         s->p = p + v + 2;
     } else {
-        if ((r = cli_rp_new(s, REDIS_REPLY_ARRAY, (size_t)v * sizeof(redisReply *), &more)) ==
-            NULL) {
+        /* A short array that starts with an integer (a compact replica element: four or six
+         * of them) gets its integer values in its own bump: one allocation, not one each. */
+        size_t nv = v > 0 && v <= CLI_RP_INTS && end - p >= 1 && *p == ':' ? (size_t)v : 0;
+        size_t ptrs = ((size_t)v * sizeof(redisReply *) + 15) & ~(size_t)15;
+        r = cli_rp_new(s, REDIS_REPLY_ARRAY, ptrs + nv * sizeof(redisReply), &more);
+        if (r == NULL) {
             return -1;
         }
+        redisReply *vals = nv > 0 ? (redisReply *)(void *)((char *)more + ptrs) : NULL;
         r->element = more;
         r->elements = (size_t)v;
         s->p = p;
         for (long long i = 0; i < v; i++) {
-            /* Integers (the four of each compact replica) without a call of their own. */
-            rc = s->end - s->p >= 3 && *s->p == ':' ? cli_rp_int(s, &r->element[i])
-                                                    : cli_rp_value(s, &r->element[i], depth + 1);
-            if (rc != 0) {
+            const char *q = s->p;
+            if (s->end - q >= 3 && *q == ':') { /* an integer, without a call of its own */
+                q++;
+                long long x;
+                if ((rc = cli_rp_num(&q, s->end, &x)) != 0) {
+                    return rc;
+                }
+                redisReply *e =
+                    vals != NULL ? &vals[i] : cli_rp_new(s, REDIS_REPLY_INTEGER, 0, &more);
+                if (e == NULL) {
+                    return -1;
+                }
+                *e = (redisReply){.type = REDIS_REPLY_INTEGER, .integer = x};
+                r->element[i] = e;
+                s->p = q;
+            } else if ((rc = cli_rp_value(s, &r->element[i], depth + 1)) != 0) {
                 return rc;
             }
         }
