@@ -178,8 +178,35 @@ static int local_copy(struct xfer_task *t) {
 }
 
 /* Fills and validates task t from request r; returns 0 or the INVALID error code. */
+/* What the previous request of a submit resolved to; the next one, usually in the same local
+ * buffer and the same remote buffer, reuses it after a range check instead of two searches. */
+struct submit_hint {
+    struct xfer_mr *mr;           /* local registration, or NULL */
+    const struct xfer_desc *desc; /* remote descriptor of buf, or NULL */
+    int buf;                      /* index of its buffer */
+};
+
+/* xfer_desc_find_buf(d, addr, len) through the hint h: the same answer (the last buffer
+ * starting at or below addr, when it holds the range), without the search when h's buffer is
+ * that one. */
+static int find_buf(struct submit_hint *h, const struct xfer_desc *d, uint64_t addr, uint64_t len) {
+    if (h->desc == d) {
+        const struct xfer_desc_buf *x = &d->buf[h->buf];
+        uint64_t off = addr - x->addr;
+        if (addr >= x->addr && off <= x->len && len <= x->len - off &&
+            ((size_t)h->buf + 1 == d->n_buf || d->buf[h->buf + 1].addr > addr))
+            return h->buf;
+    }
+    int i = xfer_desc_find_buf(d, addr, len);
+    if (i >= 0) {
+        h->desc = d;
+        h->buf = i;
+    }
+    return i;
+}
+
 static int task_prepare(struct xfer_batch *b, struct xfer_task *t, const struct xfer_request *r,
-                        uint64_t now, struct xfer_mr **last_mr) {
+                        uint64_t now, struct submit_hint *h) {
     memset(t, 0, sizeof(*t));
     t->batch = b;
     t->op = r->op;
@@ -194,19 +221,19 @@ static int task_prepare(struct xfer_batch *b, struct xfer_task *t, const struct 
         return -CM_EINVALID_PARAMS;
     if ((uint64_t)(uintptr_t)r->local + r->length < (uint64_t)(uintptr_t)r->local)
         return -CM_EINVALID_PARAMS;
-    t->rbuf_index = xfer_desc_find_buf(r->seg->desc, t->remote, t->len);
+    t->rbuf_index = find_buf(h, r->seg->desc, t->remote, t->len);
     if (t->rbuf_index < 0)
         return -CM_EINVALID_PARAMS;
     t->rbuf = &r->seg->desc->buf[t->rbuf_index];
     t->tp_seg = r->seg->tp_seg;
     /* The local registration: the previous request's when it holds this one too (a batch of
      * small objects usually sits in one buffer), else looked up. */
-    struct xfer_mr *mr = *last_mr;
+    struct xfer_mr *mr = h->mr;
     uint64_t a = (uint64_t)(uintptr_t)r->local;
     if (r->length == 0)
         mr = NULL;
     else if (!mr || a < mr->addr || a - mr->addr > mr->len || r->length > mr->len - (a - mr->addr))
-        mr = *last_mr = xfer__mr_find(b->eng, r->local, r->length);
+        mr = h->mr = xfer__mr_find(b->eng, r->local, r->length);
     t->lmr = mr;
     return 0;
 }
@@ -241,12 +268,12 @@ int xfer_batch_submit(struct xfer_batch *b, const struct xfer_request *reqs, siz
     uint64_t now = cm_mono_ns();
     struct xfer_task *group[SUBMIT_CHUNK];
     struct xfer_transport *gtp = NULL;
-    struct xfer_mr *last_mr = NULL;
+    struct submit_hint hint = {NULL, NULL, 0};
     size_t gn = 0;
     for (size_t i = 0; i < n; i++) {
         struct xfer_task *t = &b->tasks[first + i];
         t->id = (uint32_t)(first + i);
-        int rc = task_prepare(b, t, &reqs[i], now, &last_mr);
+        int rc = task_prepare(b, t, &reqs[i], now, &hint);
         if (rc < 0) {
             t->seg = NULL;
             task_finish(t, XFER_STATUS_INVALID, rc, 0, 0);
