@@ -108,10 +108,13 @@ static inline char *cli_put_hdr(char *d, char c, size_t v) {
     return d;
 }
 
-/* memcpy(d, a, n), with keys and numbers (8 to 16 bytes mostly) as two overlapping word
- * copies instead of a call. */
+/* memcpy(d, a, n), with keys, numbers and the client id (4 to 32 bytes) as two overlapping
+ * copies of a word or two instead of a call. */
 static inline void cli_copy_arg(char *d, const char *a, size_t n) {
-    if (n >= 8 && n <= 16) {
+    if (n > 16 && n <= 32) {
+        memcpy(d, a, 16);
+        memcpy(d + n - 16, a + n - 16, 16);
+    } else if (n >= 8 && n <= 16) {
         memcpy(d, a, 8);
         memcpy(d + n - 8, a + n - 8, 8);
     } else if (n >= 4 && n < 8) {

@@ -218,53 +218,40 @@ static bool cli_rp_ll(const char *p, size_t n, long long *v) {
     return true;
 }
 
-/* Reads the number and CRLF after a type byte at *pp (in one pass, eight digits a word).
- * Returns 0 (*pp past the CRLF), 1 when the buffer ends first, -1 when it is not a number of
- * up to 18 digits. */
-static inline int cli_rp_num(const char **pp, const char *end, long long *v) {
-    const char *p = *pp;
-    if (end - p >= 3 && (unsigned char)(p[0] - '0') < 10 && p[1] == '\r' && p[2] == '\n') {
-        *v = p[0] - '0'; /* one digit (segment index, type, promote flag): the common case */
-        *pp = p + 3;
-        return 0;
-    }
+/* Reads the number and CRLF at p (after a type byte), eight digits a word. Returns the byte
+ * past the CRLF with the number in *v, or NULL with *rc 1 when the buffer ends first, -1 when
+ * it is not a number of up to 18 digits. */
+static const char *cli_rp_num_slow(const char *p, const char *end, long long *v, int *rc) {
     bool neg = p < end && *p == '-';
     p += neg;
     uint64_t x;
     size_t n = cm_dec_parse(p, end, &x);
     p += n;
     if (p + 1 >= end) {
-        return 1;
+        *rc = 1;
+        return NULL;
     }
     if (n == 0 || n > 18 || p[0] != '\r' || p[1] != '\n') {
-        return -1;
+        *rc = -1;
+        return NULL;
     }
     *v = neg ? -(long long)x : (long long)x;
-    *pp = p + 2;
-    return 0;
+    return p + 2;
 }
 
-/* Reads the integer value whose ':' is at s->p into *out (as cli_rp_value). */
-static inline int cli_rp_int(struct cli_rp *s, redisReply **out) {
-    const char *p = s->p + 1;
-    long long v;
-    void *more;
-    int rc = cli_rp_num(&p, s->end, &v);
-    if (rc != 0) {
-        return rc;
+/* cli_rp_num_slow with one digit (a segment index, a type, a count of four) read inline. */
+static inline __attribute__((always_inline)) const char *cli_rp_num(const char *p, const char *end,
+                                                                    long long *v, int *rc) {
+    if (end - p >= 3 && (unsigned char)(p[0] - '0') < 10 && p[1] == '\r' && p[2] == '\n') {
+        *v = p[0] - '0';
+        return p + 3;
     }
-    redisReply *r = cli_rp_new(s, REDIS_REPLY_INTEGER, 0, &more);
-    if (r == NULL) {
-        return -1;
-    }
-    r->integer = v;
-    s->p = p;
-    *out = r;
-    return 0;
+    return cli_rp_num_slow(p, end, v, rc);
 }
 
 /* Reads one value into *out. Returns 0, 1 when the buffer ends first, -1 for what it leaves to
- * hiredis (or out of memory). */
+ * hiredis (or out of memory). The cursor lives in a local while this value is read (s->p is
+ * written back before a nested call and at the end). */
 static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
     const char *p = s->p, *end = s->end;
     if (end - p < 3) {
@@ -273,10 +260,8 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
     char t = *p++;
     void *more;
     long long v = 0;
+    int rc = 0;
     redisReply *r;
-    if (t == ':') {
-        return cli_rp_int(s, out);
-    }
     if (t == '+' || t == '-') {
         const char *cr = p;
         while (cr < end && *cr != '\r') {
@@ -301,18 +286,21 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
         *out = r;
         return 0;
     }
-    if (t != '$' && t != '*') {
+    if (t != ':' && t != '$' && t != '*') {
         return -1;
     }
-    int rc = cli_rp_num(&p, end, &v);
-    if (rc != 0) {
+    if ((p = cli_rp_num(p, end, &v, &rc)) == NULL) {
         return rc;
     }
-    if (v == -1) {
+    if (t == ':') {
+        if ((r = cli_rp_new(s, REDIS_REPLY_INTEGER, 0, &more)) == NULL) {
+            return -1;
+        }
+        r->integer = v;
+    } else if (v == -1) {
         if ((r = cli_rp_new(s, REDIS_REPLY_NIL, 0, &more)) == NULL) {
             return -1;
         }
-        s->p = p;
     } else if (v < -1 || v > INT32_MAX || (t == '*' && depth >= CLI_RP_DEPTH)) {
         return -1;
     } else if (t == '$') {
@@ -327,7 +315,7 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
         ((char *)more)[v] = '\0';
         r->str = more;
         r->len = (size_t)v;
-        s->p = p + v + 2;
+        p += v + 2;
     } else {
         /* A short array that starts with an integer (a compact replica element: four or six
          * of them) gets its integer values in its own bump: one allocation, not one each. */
@@ -337,16 +325,14 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
         if (r == NULL) {
             return -1;
         }
+        redisReply **el = more;
         redisReply *vals = nv > 0 ? (redisReply *)(void *)((char *)more + ptrs) : NULL;
-        r->element = more;
+        r->element = el;
         r->elements = (size_t)v;
-        s->p = p;
         for (long long i = 0; i < v; i++) {
-            const char *q = s->p;
-            if (s->end - q >= 3 && *q == ':') { /* an integer, without a call of its own */
-                q++;
-                long long x;
-                if ((rc = cli_rp_num(&q, s->end, &x)) != 0) {
+            if (end - p >= 3 && *p == ':') { /* an integer, without a call of its own */
+                long long x = 0;
+                if ((p = cli_rp_num(p + 1, end, &x, &rc)) == NULL) {
                     return rc;
                 }
                 redisReply *e =
@@ -355,13 +341,17 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
                     return -1;
                 }
                 *e = (redisReply){.type = REDIS_REPLY_INTEGER, .integer = x};
-                r->element[i] = e;
-                s->p = q;
-            } else if ((rc = cli_rp_value(s, &r->element[i], depth + 1)) != 0) {
-                return rc;
+                el[i] = e;
+            } else {
+                s->p = p;
+                if ((rc = cli_rp_value(s, &el[i], depth + 1)) != 0) {
+                    return rc;
+                }
+                p = s->p;
             }
         }
     }
+    s->p = p;
     *out = r;
     return 0;
 }
