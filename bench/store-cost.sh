@@ -108,12 +108,18 @@ if [[ " ${MODES[*]} " == *" instr "* ]]; then
     echo "client instructions per object (callgrind, 5 s run minus 2 s run):"
     for n in "${NAMES[@]}"; do
         declare -A IR OB
-        for d in 2 5; do
-            # shellcheck disable=SC2086
-            valgrind --tool=callgrind --callgrind-out-file="$TMP/$n.$d.cg" ${CMD[$n]} --duration $d \
-                >"$TMP/$n.$d.json" 2>"$TMP/$n.$d.err"
-            IR[$d]=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$TMP/$n.$d.err")
-            OB[$d]=$(objects "$TMP/$n.$d.json")
+        # A busy machine can leave the 5 s run barely ahead of the 2 s one (then start-up no
+        # longer cancels): up to three tries for a 5 s run with 1.5 times the objects.
+        for try in 1 2 3; do
+            for d in 2 5; do
+                # shellcheck disable=SC2086
+                valgrind --tool=callgrind --callgrind-out-file="$TMP/$n.$d.cg" ${CMD[$n]} \
+                    --duration $d >"$TMP/$n.$d.json" 2>"$TMP/$n.$d.err"
+                IR[$d]=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$TMP/$n.$d.err")
+                OB[$d]=$(objects "$TMP/$n.$d.json")
+            done
+            [ $((OB[5] * 2)) -ge $((OB[2] * 3)) ] && break
+            echo "  ($n: ${OB[2]} / ${OB[5]} objects, too close; again)"
         done
         awk -v n="$n" -v i2="${IR[2]}" -v i5="${IR[5]}" -v o2="${OB[2]}" -v o5="${OB[5]}" 'BEGIN {
             printf "  %-10s %7d / %7d objects  %8.0f instructions/object\n", n, o2, o5, (i5 - i2) / (o5 - o2) }'
@@ -139,14 +145,19 @@ if [[ " ${MODES[*]} " == *" master "* ]]; then
     for _ in $(seq 300); do [ -s "$TMP/vserve.out" ] && break; sleep 0.1; done
     for op in put get; do
         declare -A MI MO
-        for d in 2 5; do
-            callgrind_control -z "$VM" >/dev/null 2>&1
-            "$BIN/crescent-bench" store --master "127.0.0.1:$vport" --protocol tcp --operation $op \
-                --object_size 4k --batch_size 128 --keys 128 --json --duration $d >"$TMP/m.$op.$d.json"
-            callgrind_control -d "m.$op.$d" "$VM" >/dev/null 2>&1
-            f=$(grep -l "dump m.$op.$d" "$TMP"/master.cg.*)
-            MI[$d]=$(sed -n 's/^summary: \([0-9]*\).*/\1/p' "$f" | head -1)
-            MO[$d]=$(objects "$TMP/m.$op.$d.json")
+        for try in 1 2 3; do
+            for d in 2 5; do
+                callgrind_control -z "$VM" >/dev/null 2>&1
+                "$BIN/crescent-bench" store --master "127.0.0.1:$vport" --protocol tcp \
+                    --operation $op --object_size 4k --batch_size 128 --keys 128 --json \
+                    --duration $d >"$TMP/m.$op.$d.json"
+                callgrind_control -d "m.$op.$d.$try" "$VM" >/dev/null 2>&1
+                f=$(grep -l "dump m.$op.$d.$try\$" "$TMP"/master.cg.*)
+                MI[$d]=$(sed -n 's/^summary: \([0-9]*\).*/\1/p' "$f" | head -1)
+                MO[$d]=$(objects "$TMP/m.$op.$d.json")
+            done
+            [ $((MO[5] * 2)) -ge $((MO[2] * 3)) ] && break
+            echo "  (store_$op: ${MO[2]} / ${MO[5]} objects, too close; again)"
         done
         awk -v n="store_$op" -v i2="${MI[2]}" -v i5="${MI[5]}" -v o2="${MO[2]}" -v o5="${MO[5]}" 'BEGIN {
             printf "  %-10s %7d / %7d objects  %8.0f instructions/object\n", n, o2, o5, (i5 - i2) / (o5 - o2) }'
