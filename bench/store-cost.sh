@@ -13,7 +13,11 @@
 #             runs (a second master under callgrind, counters zeroed before and dumped after
 #             each client run with callgrind_control; 5 s run minus 2 s run as for instr)
 #
-#   bench/store-cost.sh [syscalls] [instr] [master]      (syscalls and instr by default)
+#   cpu       CPU time per object of the client (user and system, /usr/bin/time) and of the
+#             master (user + system from /proc, 10 ms ticks) for 3 s store put / get runs: what
+#             the instruction counts come to in time, system time included (load-dependent)
+#
+#   bench/store-cost.sh [syscalls] [instr] [master] [cpu]      (syscalls and instr by default)
 #
 # CRESCENT_STORE_REPLY_FORMAT=full in the environment runs the store clients on the full
 # (self-describing) reply form instead of the compact one (docs/store.md, "Compact replies").
@@ -34,7 +38,8 @@ for m in "${MODES[@]}"; do
     case $m in
     syscalls) command -v strace >/dev/null || { echo "store-cost: strace not found" >&2; exit 1; } ;;
     instr | master) command -v valgrind >/dev/null || { echo "store-cost: valgrind not found" >&2; exit 1; } ;;
-    *) echo "usage: bench/store-cost.sh [syscalls] [instr] [master]" >&2; exit 2 ;;
+    cpu) [ -x /usr/bin/time ] || { echo "store-cost: /usr/bin/time not found" >&2; exit 1; } ;;
+    *) echo "usage: bench/store-cost.sh [syscalls] [instr] [master] [cpu]" >&2; exit 2 ;;
     esac
 done
 
@@ -50,6 +55,7 @@ for _ in $(seq 100); do
     [ "$(redis-cli -p "$mport" ping 2>/dev/null)" = PONG ] && break
     sleep 0.1
 done
+MASTERPID=$!
 MASTER=127.0.0.1:$mport
 "$BIN/crescent-bench" store --master "$MASTER" --operation serve --protocol tcp \
     --segment_size 256m --duration 86400 >"$TMP/serve.out" 2>&1 &
@@ -161,6 +167,22 @@ if [[ " ${MODES[*]} " == *" master "* ]]; then
         done
         awk -v n="store_$op" -v i2="${MI[2]}" -v i5="${MI[5]}" -v o2="${MO[2]}" -v o5="${MO[5]}" 'BEGIN {
             printf "  %-10s %7d / %7d objects  %8.0f instructions/object\n", n, o2, o5, (i5 - i2) / (o5 - o2) }'
+    done
+fi
+
+if [[ " ${MODES[*]} " == *" cpu "* ]]; then
+    echo "CPU time per object (3 s runs, 4 KiB objects, batch 128, tcp):"
+    mcpu() { awk '{ print $14 + $15 }' "/proc/$MASTERPID/stat"; } # user + system ticks
+    for n in store_put store_get; do
+        m0=$(mcpu)
+        # shellcheck disable=SC2086
+        /usr/bin/time -f "%U %S" -o "$TMP/$n.time" ${CMD[$n]} --duration 3 >"$TMP/$n.cpu.json"
+        m1=$(mcpu)
+        o=$(objects "$TMP/$n.cpu.json")
+        read -r u s <"$TMP/$n.time"
+        awk -v n="$n" -v o="$o" -v u="$u" -v s="$s" -v m=$((m1 - m0)) -v hz="$(getconf CLK_TCK)" 'BEGIN {
+            printf "  %-10s %7d objects  client user %5.2f us/object  system %5.2f us/object  master %5.2f us/object\n",
+                n, o, u / o * 1e6, s / o * 1e6, m / hz / o * 1e6 }'
     done
 fi
 
