@@ -15,6 +15,7 @@
 #include "server/srv_mc.h"
 #include "server/srv_reply.h"
 
+#include "common/cm_dec.h"
 #include "common/cm_mem.h"
 #include "redis-compat/resp_write.h"
 
@@ -81,13 +82,14 @@ static size_t srv_mc_segtab_index(struct srv_mc_segtab *t, const struct pool_rep
 }
 
 /* Writes ":<v>\r\n"; returns the end. Single digits (segment index, type, promote) are one
- * store. */
-static char *srv_mc_cint(char *o, long long v) {
+ * store, longer values (addresses, sizes) go eight digits a word (cm_dec.h); either may store
+ * up to 8 bytes past the end, inside SRV_MC_CBYTES's slack. */
+static inline char *srv_mc_cint(char *o, long long v) {
     *o++ = ':';
     if (v >= 0 && v < 10)
         *o++ = (char)('0' + v);
     else
-        o += resp_ll2str(o, v);
+        o += cm_dec_i64(o, (int64_t)v);
     *o++ = '\r';
     *o++ = '\n';
     return o;
@@ -96,7 +98,7 @@ static char *srv_mc_cint(char *o, long long v) {
 /* Writes "*<n>\r\n"; returns the end. */
 static char *srv_mc_carr(char *o, long long n) {
     *o++ = '*';
-    o += resp_ll2str(o, n);
+    o += cm_dec_i64(o, (int64_t)n);
     *o++ = '\r';
     *o++ = '\n';
     return o;
@@ -114,7 +116,8 @@ static char *srv_mc_creplicas(char *o, struct srv_mc_segtab *t, const struct poo
     return o;
 }
 
-/* Each replica takes at most 4 integers of 23 bytes; the header and lease 2 more. */
+/* Each replica takes at most 4 integers of 23 bytes; the header and lease 2 more; the last
+ * integer may store 8 bytes past its end (cm_dec_i64), inside the 32 spare bytes. */
 #define SRV_MC_CBYTES(n) (32 + (2 + 4 * (n)) * 24)
 
 void srv_mc_compact_get(struct srv_client *c, struct srv_mc_segtab *t, int64_t lease_ttl_ms,

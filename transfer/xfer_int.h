@@ -266,6 +266,14 @@ struct xfer_task {
  */
 void xfer__task_done(struct xfer_task *t, int err, uint64_t bytes);
 
+/*
+ * xfer__task_done(t[i], err[i], err[i] == 0 ? t[i]->len : 0) for each of t[0..n), taking the
+ * batch lock once per run of consecutive tasks of one batch instead of once per task (a group
+ * of small requests completes together). Same rules: none of the tasks may be touched
+ * afterwards. Thread-safe.
+ */
+void xfer__tasks_done(struct xfer_task *const *t, const int *err, size_t n);
+
 /* ---- engine internals used by transports ---- */
 
 /* Transport registry lookup (transfer/core/xfer_registry.c). NULL when not compiled in. */

@@ -66,13 +66,18 @@ int cli__creply_count(const struct cli_creply *c, const redisReply *e, size_t of
     if (e->type != REDIS_REPLY_ARRAY || e->elements < off || (e->elements - off) % 4 != 0) {
         return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master: malformed compact element");
     }
-    for (size_t i = 0; i < e->elements; i++) {
-        const redisReply *v = e->element[i];
-        if (v->type != REDIS_REPLY_INTEGER ||
-            (i >= off && (i - off) % 4 == 0 &&
-             (v->integer < 0 || (size_t)v->integer >= c->nsegs))) {
-            return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master: malformed compact element");
-        }
+    bool ok = true;
+    for (size_t i = 0; i < off; i++) {
+        ok &= e->element[i]->type == REDIS_REPLY_INTEGER;
+    }
+    for (size_t i = off; i < e->elements; i += 4) { /* one replica: index in range, 4 integers */
+        redisReply *const *v = e->element + i;
+        ok &= v[0]->type == REDIS_REPLY_INTEGER && v[1]->type == REDIS_REPLY_INTEGER &&
+              v[2]->type == REDIS_REPLY_INTEGER && v[3]->type == REDIS_REPLY_INTEGER &&
+              (unsigned long long)v[0]->integer < c->nsegs;
+    }
+    if (!ok) {
+        return cli_fail(CRESCENT_STORE_ERPC_FAIL, "master: malformed compact element");
     }
     return (int)((e->elements - off) / 4);
 }

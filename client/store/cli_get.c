@@ -275,11 +275,10 @@ int crescent_store_batch_get_into(struct crescent_store *st, const char *const *
         return cli_dummy_batch_get_into(st, keys, bufs, caps, n, results);
     }
     int err = cli_check_keys(keys, n);
-    for (size_t i = 0; i < n && err == 0; i++) {
-        if (bufs[i] == NULL || !cli__is_registered(st, bufs[i], caps[i])) {
-            err = cli_fail(CRESCENT_STORE_EINVALID_PARAMS,
-                           "batch_get_into: buffer %zu is not registered", i);
-        }
+    size_t reg = err == 0 ? cli__registered_prefix(st, (const void *const *)bufs, caps, n) : n;
+    if (err == 0 && reg < n) { /* buffer reg is NULL or outside every registration */
+        err = cli_fail(CRESCENT_STORE_EINVALID_PARAMS,
+                       "batch_get_into: buffer %zu is not registered", reg);
     }
     return err < 0 ? err : cli_batch_get(st, keys, n, bufs, caps, NULL, results);
 }

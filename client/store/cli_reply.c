@@ -9,6 +9,7 @@
 #include "common/fmacros.h"
 
 #include "client/store/cli_store.h"
+#include "common/cm_dec.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -164,32 +165,42 @@ void cli__reply_free(redisReply *r) {
  * else: anything it does not take (a RESP3 type, nesting deeper than CLI_RP_DEPTH, a malformed
  * length) is left to hiredis's reader, which then reports the error as before.
  */
+#define CLI_RP_INTS 8 /* longest array whose integers share its allocation */
+
 struct cli_rp {
     const char *p, *end;
     struct cli_blk *first; /* the arena, NULL until the root value */
 };
 
-/* A zeroed value with extra trailing bytes at *more; the first one is the root. */
-static redisReply *cli_rp_new(struct cli_rp *s, int type, size_t extra, void **more) {
+/* cli_rp_new when the current block is full or there is no arena yet (the root value). */
+static redisReply *cli_rp_new_slow(struct cli_rp *s, int type, size_t extra, void **more) {
     if (s->first == NULL && (s->first = cli_blk_new(sizeof(redisReply) + extra + 32, 0)) == NULL) {
         return NULL;
     }
-    struct cli_blk *c = s->first->cur;
-    size_t need = sizeof(redisReply) + ((extra + 15) & ~(size_t)15);
-    redisReply *r;
-    if (c->cap - c->used >= need) { /* the common case: one bump of the current block */
-        r = (redisReply *)(void *)(c->data + c->used);
-        c->used += need;
-        *more = extra > 0 ? (char *)r + sizeof(redisReply) : NULL;
-    } else {
-        r = cli_blk_alloc(s->first, sizeof(*r));
-        *more = extra > 0 && r != NULL ? cli_blk_alloc(s->first, extra) : NULL;
-        if (r == NULL || (extra > 0 && *more == NULL)) {
-            return NULL;
-        }
+    redisReply *r = cli_blk_alloc(s->first, sizeof(*r));
+    *more = extra > 0 && r != NULL ? cli_blk_alloc(s->first, extra) : NULL;
+    if (r == NULL || (extra > 0 && *more == NULL)) {
+        return NULL;
     }
     *r = (redisReply){.type = type};
     return r;
+}
+
+/* A zeroed value with extra trailing bytes at *more; the first one is the root. The common
+ * case, one bump of the current block, is inline. */
+static inline redisReply *cli_rp_new(struct cli_rp *s, int type, size_t extra, void **more) {
+    if (s->first != NULL) {
+        struct cli_blk *c = s->first->cur;
+        size_t need = sizeof(redisReply) + ((extra + 15) & ~(size_t)15);
+        if (c->cap - c->used >= need) {
+            redisReply *r = (redisReply *)(void *)(c->data + c->used);
+            c->used += need;
+            *more = (char *)r + sizeof(redisReply);
+            *r = (redisReply){.type = type};
+            return r;
+        }
+    }
+    return cli_rp_new_slow(s, type, extra, more);
 }
 
 /* Parses the decimal at p (n bytes, optional '-'). Returns false when it is not one. */
@@ -199,42 +210,48 @@ static bool cli_rp_ll(const char *p, size_t n, long long *v) {
     if (i == n || n - i > 18) {
         return false;
     }
-    long long x = 0;
-    for (; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9') {
-            return false;
-        }
-        x = x * 10 + (p[i] - '0');
+    uint64_t x;
+    if (cm_dec_parse(p + i, p + n, &x) != n - i) {
+        return false;
     }
-    *v = neg ? -x : x;
+    *v = neg ? -(long long)x : (long long)x;
     return true;
 }
 
-/* Reads the number and CRLF after a type byte at *pp (in one pass). Returns 0 (*pp past the
- * CRLF), 1 when the buffer ends first, -1 when it is not a number of up to 18 digits. */
-static int cli_rp_num(const char **pp, const char *end, long long *v) {
-    const char *p = *pp;
+/* Reads the number and CRLF at p (after a type byte), eight digits a word. Returns the byte
+ * past the CRLF with the number in *v, or NULL with *rc 1 when the buffer ends first, -1 when
+ * it is not a number of up to 18 digits. */
+static const char *cli_rp_num_slow(const char *p, const char *end, long long *v, int *rc) {
     bool neg = p < end && *p == '-';
     p += neg;
-    const char *d0 = p;
-    long long x = 0;
-    while (p < end && (unsigned char)(*p - '0') < 10) {
-        x = x * 10 + (*p - '0');
-        p++;
-    }
+    uint64_t x;
+    size_t n = cm_dec_parse(p, end, &x);
+    p += n;
     if (p + 1 >= end) {
-        return 1;
+        *rc = 1;
+        return NULL;
     }
-    if (p == d0 || p - d0 > 18 || p[0] != '\r' || p[1] != '\n') {
-        return -1;
+    if (n == 0 || n > 18 || p[0] != '\r' || p[1] != '\n') {
+        *rc = -1;
+        return NULL;
     }
-    *v = neg ? -x : x;
-    *pp = p + 2;
-    return 0;
+    *v = neg ? -(long long)x : (long long)x;
+    return p + 2;
+}
+
+/* cli_rp_num_slow with one digit (a segment index, a type, a count of four) read inline. */
+static inline __attribute__((always_inline)) const char *cli_rp_num(const char *p, const char *end,
+                                                                    long long *v, int *rc) {
+    if (end - p >= 3 && (unsigned char)(p[0] - '0') < 10 && p[1] == '\r' && p[2] == '\n') {
+        *v = p[0] - '0';
+        return p + 3;
+    }
+    return cli_rp_num_slow(p, end, v, rc);
 }
 
 /* Reads one value into *out. Returns 0, 1 when the buffer ends first, -1 for what it leaves to
- * hiredis (or out of memory). */
+ * hiredis (or out of memory). The cursor lives in a local while this value is read (s->p is
+ * written back before a nested call and at the end). */
 static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
     const char *p = s->p, *end = s->end;
     if (end - p < 3) {
@@ -243,6 +260,7 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
     char t = *p++;
     void *more;
     long long v = 0;
+    int rc = 0;
     redisReply *r;
     if (t == '+' || t == '-') {
         const char *cr = p;
@@ -257,8 +275,11 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
         if (r == NULL) {
             return -1;
         }
-        memcpy(more, p, n);
-        ((char *)more)[n] = '\0';
+        char *d = more;
+        for (size_t i = 0; i < n; i++) { /* mostly "OK": shorter than a call to memcpy */
+            d[i] = p[i];
+        }
+        d[n] = '\0';
         r->str = more;
         r->len = n;
         s->p = cr + 2;
@@ -268,8 +289,7 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
     if (t != ':' && t != '$' && t != '*') {
         return -1;
     }
-    int rc = cli_rp_num(&p, end, &v);
-    if (rc != 0) {
+    if ((p = cli_rp_num(p, end, &v, &rc)) == NULL) {
         return rc;
     }
     if (t == ':') {
@@ -277,12 +297,10 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
             return -1;
         }
         r->integer = v;
-        s->p = p;
     } else if (v == -1) {
         if ((r = cli_rp_new(s, REDIS_REPLY_NIL, 0, &more)) == NULL) {
             return -1;
         }
-        s->p = p;
     } else if (v < -1 || v > INT32_MAX || (t == '*' && depth >= CLI_RP_DEPTH)) {
         return -1;
     } else if (t == '$') {
@@ -297,21 +315,43 @@ static int cli_rp_value(struct cli_rp *s, redisReply **out, int depth) {
         ((char *)more)[v] = '\0';
         r->str = more;
         r->len = (size_t)v;
-        s->p = p + v + 2;
+        p += v + 2;
     } else {
-        if ((r = cli_rp_new(s, REDIS_REPLY_ARRAY, (size_t)v * sizeof(redisReply *), &more)) ==
-            NULL) {
+        /* A short array that starts with an integer (a compact replica element: four or six
+         * of them) gets its integer values in its own bump: one allocation, not one each. */
+        size_t nv = v > 0 && v <= CLI_RP_INTS && end - p >= 1 && *p == ':' ? (size_t)v : 0;
+        size_t ptrs = ((size_t)v * sizeof(redisReply *) + 15) & ~(size_t)15;
+        r = cli_rp_new(s, REDIS_REPLY_ARRAY, ptrs + nv * sizeof(redisReply), &more);
+        if (r == NULL) {
             return -1;
         }
-        r->element = more;
+        redisReply **el = more;
+        redisReply *vals = nv > 0 ? (redisReply *)(void *)((char *)more + ptrs) : NULL;
+        r->element = el;
         r->elements = (size_t)v;
-        s->p = p;
         for (long long i = 0; i < v; i++) {
-            if ((rc = cli_rp_value(s, &r->element[i], depth + 1)) != 0) {
-                return rc;
+            if (end - p >= 3 && *p == ':') { /* an integer, without a call of its own */
+                long long x = 0;
+                if ((p = cli_rp_num(p + 1, end, &x, &rc)) == NULL) {
+                    return rc;
+                }
+                redisReply *e =
+                    vals != NULL ? &vals[i] : cli_rp_new(s, REDIS_REPLY_INTEGER, 0, &more);
+                if (e == NULL) {
+                    return -1;
+                }
+                *e = (redisReply){.type = REDIS_REPLY_INTEGER, .integer = x};
+                el[i] = e;
+            } else {
+                s->p = p;
+                if ((rc = cli_rp_value(s, &el[i], depth + 1)) != 0) {
+                    return rc;
+                }
+                p = s->p;
             }
         }
     }
+    s->p = p;
     *out = r;
     return 0;
 }

@@ -502,6 +502,42 @@ bool cli__is_registered(struct crescent_store *st, const void *p, size_t len) {
     return ok;
 }
 
+/* How many of bufs[0..n) (lens[i] bytes each) lie, one after another from the first, inside
+ * registered buffers or mounted segments (n when all do; a NULL buffer counts as not inside):
+ * cli__is_registered for a whole batch under one lock, each buffer tried first against the
+ * region that held the previous one. Thread-safe. */
+size_t cli__registered_prefix(struct crescent_store *st, const void *const *bufs,
+                              const size_t *lens, size_t n) {
+    uintptr_t lo = 0, hi = 0; /* the region last tried, [lo, hi); none yet while hi == 0 */
+    size_t i = 0;
+    pthread_mutex_lock(&st->seg_mu);
+    for (; i < n; i++) {
+        uintptr_t a = (uintptr_t)bufs[i];
+        size_t len = lens[i];
+        if (a != 0 && hi != 0 && a >= lo && len <= hi - lo && a - lo <= hi - lo - len) {
+            continue;
+        }
+        bool ok = false;
+        for (size_t k = 0; a != 0 && k < st->n_regs && !ok; k++) {
+            ok = a >= st->regs[k].addr && len <= st->regs[k].len &&
+                 a - st->regs[k].addr <= st->regs[k].len - len;
+            lo = st->regs[k].addr;
+            hi = lo + st->regs[k].len;
+        }
+        for (size_t k = 0; a != 0 && k < st->n_segs && !ok; k++) {
+            uintptr_t b = (uintptr_t)st->segs[k].base;
+            ok = a >= b && len <= st->segs[k].size && a - b <= st->segs[k].size - len;
+            lo = b;
+            hi = b + st->segs[k].size;
+        }
+        if (!ok) {
+            break;
+        }
+    }
+    pthread_mutex_unlock(&st->seg_mu);
+    return i;
+}
+
 static void cli_peer_free(struct cli_peer *p) {
     crescent_xfer_segment_close(p->seg);
     free(p->name);

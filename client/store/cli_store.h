@@ -225,6 +225,8 @@ void cli__ssd_promote(struct crescent_store *st, const char *key, const void *va
 /* cli_store.c */
 bool cli__is_own_segment(struct crescent_store *st, const char *name);
 bool cli__is_registered(struct crescent_store *st, const void *p, size_t len);
+size_t cli__registered_prefix(struct crescent_store *st, const void *const *bufs,
+                              const size_t *lens, size_t n);
 int cli__peer_open(struct crescent_store *st, const struct cli_replica *r, struct cli_peer **out);
 void cli__peer_put(struct crescent_store *st, struct cli_peer *p, bool failed);
 size_t cli__stage_get(struct crescent_store *st, char **chunk);

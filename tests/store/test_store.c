@@ -238,6 +238,19 @@ Test(store, batch_forms) {
         crescent_store_batch_get_into(st, mk, into, caps, 2, gres));
     cr_assert_eq(gres[0], 4096);
     cr_assert_eq(gres[1], -CRESCENT_STORE_EOBJECT_NOT_FOUND);
+    /* a batch whose second buffer is outside the registration: refused, naming that buffer */
+    char *loose = malloc(4096);
+    const void *lb[] = {reg, loose};
+    size_t ls[] = {4096, 4096};
+    ERR(CRESCENT_STORE_EINVALID_PARAMS,
+        crescent_store_batch_put_from(st, zk, lb, ls, 2, &two, res));
+    cr_assert(strstr(crescent_store_last_error(), "buffer 1 ") != NULL, "%s",
+              crescent_store_last_error());
+    void *const over[] = {reg + 16384, reg + 64 * 1024 - 100}; /* runs past its end */
+    ERR(CRESCENT_STORE_EINVALID_PARAMS, crescent_store_batch_get_into(st, zk, over, caps, 2, gres));
+    cr_assert(strstr(crescent_store_last_error(), "buffer 1 ") != NULL, "%s",
+              crescent_store_last_error());
+    free(loose);
 
     /* drop the replicas on our own segment only */
     char own[256];

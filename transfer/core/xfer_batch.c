@@ -35,9 +35,12 @@ int xfer_batch_alloc(struct xfer_engine *eng, size_t capacity, struct xfer_batch
     *out = NULL;
     if (capacity == 0 || capacity > (1u << 20))
         return -EINVAL;
-    struct xfer_batch *b = cm_try_calloc(1, sizeof(*b) + capacity * sizeof(struct xfer_task));
+    /* Task slots are filled by task_prepare before anything reads them: only the header is
+     * zeroed (zeroing every slot was a twentieth of a small-object batch's instructions). */
+    struct xfer_batch *b = cm_try_malloc(sizeof(*b) + capacity * sizeof(struct xfer_task));
     if (!b)
         return -ENOMEM;
+    memset(b, 0, sizeof(*b));
     b->eng = eng;
     b->cap = capacity;
     pthread_mutex_init(&b->lock, NULL);
@@ -118,6 +121,46 @@ void xfer__task_done(struct xfer_task *t, int err, uint64_t bytes) {
     task_finish(t, st, err, err == 0 ? bytes : 0, 1);
 }
 
+/* The code task t ends with when its transport reports err at time now (as xfer__task_done). */
+static inline int task_outcome(const struct xfer_task *t, int err, uint64_t now) {
+    if (err == 0 && (t->fault_flags & XFER_FAULT_F_CORRUPT))
+        return -EIO;
+    if (err == 0 && now > t->deadline_ns)
+        return -ETIMEDOUT; /* finished, but too late to count */
+    return err;
+}
+
+/* Completes a run of tasks; see xfer_int.h. */
+void xfer__tasks_done(struct xfer_task *const *t, const int *err, size_t n) {
+    uint64_t now = cm_mono_ns();
+    for (size_t i = 0, j; i < n; i = j) {
+        struct xfer_batch *b = t[i]->batch;
+        /* Segments first: once a task reads terminal, segment_close must not wait for it. */
+        for (j = i; j < n && t[j]->batch == b; j++)
+            xfer__segment_unref(t[j]->seg);
+        pthread_mutex_lock(&b->lock);
+        for (size_t k = i; k < j; k++) {
+            int e = task_outcome(t[k], err[k], now);
+            int st = e == 0            ? XFER_STATUS_COMPLETED
+                     : e == -ETIMEDOUT ? XFER_STATUS_TIMEOUT
+                                       : XFER_STATUS_FAILED;
+            int expected = XFER_STATUS_PENDING;
+            if (atomic_compare_exchange_strong(&t[k]->status, &expected, st)) {
+                t[k]->error = e;
+                t[k]->bytes = e == 0 ? t[k]->len : 0;
+                b->n_done++;
+            }
+        }
+        long k = (long)(j - i);
+        int last = atomic_fetch_sub_explicit(&b->refs, k, memory_order_acq_rel) == k;
+        if (!last && b->n_done == b->n)
+            pthread_cond_broadcast(&b->cond);
+        pthread_mutex_unlock(&b->lock);
+        if (last) /* the owner freed the batch while these tasks were in flight */
+            batch_destroy(b);
+    }
+}
+
 /* Copies within this process for a segment opened from our own descriptor (through the CUDA
  * runtime when either side is device memory). */
 static int local_copy(struct xfer_task *t) {
@@ -135,8 +178,35 @@ static int local_copy(struct xfer_task *t) {
 }
 
 /* Fills and validates task t from request r; returns 0 or the INVALID error code. */
+/* What the previous request of a submit resolved to; the next one, usually in the same local
+ * buffer and the same remote buffer, reuses it after a range check instead of two searches. */
+struct submit_hint {
+    struct xfer_mr *mr;           /* local registration, or NULL */
+    const struct xfer_desc *desc; /* remote descriptor of buf, or NULL */
+    int buf;                      /* index of its buffer */
+};
+
+/* xfer_desc_find_buf(d, addr, len) through the hint h: the same answer (the last buffer
+ * starting at or below addr, when it holds the range), without the search when h's buffer is
+ * that one. */
+static int find_buf(struct submit_hint *h, const struct xfer_desc *d, uint64_t addr, uint64_t len) {
+    if (h->desc == d) {
+        const struct xfer_desc_buf *x = &d->buf[h->buf];
+        uint64_t off = addr - x->addr;
+        if (addr >= x->addr && off <= x->len && len <= x->len - off &&
+            ((size_t)h->buf + 1 == d->n_buf || d->buf[h->buf + 1].addr > addr))
+            return h->buf;
+    }
+    int i = xfer_desc_find_buf(d, addr, len);
+    if (i >= 0) {
+        h->desc = d;
+        h->buf = i;
+    }
+    return i;
+}
+
 static int task_prepare(struct xfer_batch *b, struct xfer_task *t, const struct xfer_request *r,
-                        uint64_t now) {
+                        uint64_t now, struct submit_hint *h) {
     memset(t, 0, sizeof(*t));
     t->batch = b;
     t->op = r->op;
@@ -151,12 +221,20 @@ static int task_prepare(struct xfer_batch *b, struct xfer_task *t, const struct 
         return -CM_EINVALID_PARAMS;
     if ((uint64_t)(uintptr_t)r->local + r->length < (uint64_t)(uintptr_t)r->local)
         return -CM_EINVALID_PARAMS;
-    t->rbuf_index = xfer_desc_find_buf(r->seg->desc, t->remote, t->len);
+    t->rbuf_index = find_buf(h, r->seg->desc, t->remote, t->len);
     if (t->rbuf_index < 0)
         return -CM_EINVALID_PARAMS;
     t->rbuf = &r->seg->desc->buf[t->rbuf_index];
     t->tp_seg = r->seg->tp_seg;
-    t->lmr = r->length ? xfer__mr_find(b->eng, r->local, r->length) : NULL;
+    /* The local registration: the previous request's when it holds this one too (a batch of
+     * small objects usually sits in one buffer), else looked up. */
+    struct xfer_mr *mr = h->mr;
+    uint64_t a = (uint64_t)(uintptr_t)r->local;
+    if (r->length == 0)
+        mr = NULL;
+    else if (!mr || a < mr->addr || a - mr->addr > mr->len || r->length > mr->len - (a - mr->addr))
+        mr = h->mr = xfer__mr_find(b->eng, r->local, r->length);
+    t->lmr = mr;
     return 0;
 }
 
@@ -190,11 +268,12 @@ int xfer_batch_submit(struct xfer_batch *b, const struct xfer_request *reqs, siz
     uint64_t now = cm_mono_ns();
     struct xfer_task *group[SUBMIT_CHUNK];
     struct xfer_transport *gtp = NULL;
+    struct submit_hint hint = {NULL, NULL, 0};
     size_t gn = 0;
     for (size_t i = 0; i < n; i++) {
         struct xfer_task *t = &b->tasks[first + i];
         t->id = (uint32_t)(first + i);
-        int rc = task_prepare(b, t, &reqs[i], now);
+        int rc = task_prepare(b, t, &reqs[i], now, &hint);
         if (rc < 0) {
             t->seg = NULL;
             task_finish(t, XFER_STATUS_INVALID, rc, 0, 0);

@@ -228,12 +228,20 @@ static int tcp_send_group(struct tcp_ctx *c, int fd, struct xfer_task **g, int n
  * usable). */
 static int tcp_recv_reply(int fd, struct xfer_rbuf *rb, struct xfer_task *t, int *sync) {
     uint8_t hb[XFER_WIRE_HDR_LEN];
+    const uint8_t *h = hb;
+    int rc;
     *sync = 0;
-    int rc = xfer__rbuf_read(fd, rb, hb, sizeof(hb), t->deadline_ns);
-    if (rc < 0)
+    if (rb->len >= XFER_WIRE_HDR_LEN) { /* already buffered: decoded where it lies */
+        h = (const uint8_t *)rb->buf + rb->off;
+        rb->off += XFER_WIRE_HDR_LEN;
+        rb->len -= XFER_WIRE_HDR_LEN;
+        if (rb->len == 0)
+            rb->off = 0; /* as xfer__rbuf_read; the bytes stay until the next read */
+    } else if ((rc = xfer__rbuf_read(fd, rb, hb, sizeof(hb), t->deadline_ns)) < 0) {
         return rc;
+    }
     struct xfer_wire_hdr rh;
-    rc = xfer_wire_decode(hb, sizeof(hb), &rh);
+    rc = xfer_wire_decode(h, XFER_WIRE_HDR_LEN, &rh);
     if (rc < 0)
         return rc;
     uint8_t op = t->op == XFER_OP_WRITE ? XFER_WIRE_TCP_WRITE : XFER_WIRE_TCP_READ;
@@ -400,8 +408,8 @@ static void tcp_run_group(struct tcp_ctx *c, struct xfer_task **g, int n,
         if (res[i] < 0)
             cm_log_sparse(1000, CM_LOG_VERBOSE, "xfer", "tcp: task to %s failed: %s", p->hostport,
                           cm_strerror(res[i]));
-        xfer__task_done(g[i], res[i], res[i] == 0 ? g[i]->len : 0);
     }
+    xfer__tasks_done(g, res, (size_t)n); /* one batch lock for the group, not one per task */
 }
 
 static void *tcp_worker(void *arg) {

@@ -3,6 +3,7 @@ $(eval $(call unit_test,unit/common/test_cm_basic,tests/unit/common/test_cm_basi
 $(eval $(call unit_test,unit/common/test_cm_ht,tests/unit/common/test_cm_ht.c,$(BUILD)/lib/libcm.a,))
 $(eval $(call unit_test,unit/common/test_cm_glob,tests/unit/common/test_cm_glob.c,$(BUILD)/lib/libcm.a,))
 $(eval $(call unit_test,unit/common/test_cm_util,tests/unit/common/test_cm_util.c,$(BUILD)/lib/libcm.a,))
+$(eval $(call unit_test,unit/common/test_cm_dec,tests/unit/common/test_cm_dec.c,$(BUILD)/lib/libcm.a,))
 $(eval $(call unit_test,unit/common/test_cm_net,tests/unit/common/test_cm_net.c,$(BUILD)/lib/libcm.a,))
 $(eval $(call unit_test,unit/common/test_cm_tlsf,tests/unit/common/test_cm_tlsf.c,$(BUILD)/lib/libcm.a,))
 $(eval $(call unit_test,unit/common/test_cm_config,tests/unit/common/test_cm_config.c,$(BUILD)/lib/libcm.a,))
