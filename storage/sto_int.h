@@ -149,6 +149,16 @@ struct sto {
     unsigned slot_rr;
 };
 
+/*
+ * The offset layout's journal compaction: a flush compacts once the journal is larger than
+ * sto__offset_compact_min bytes (64 MiB) and sto__offset_compact_ratio (4) times 128 bytes per
+ * live object. Tests set both to 0 to compact at every flush, and read sto__offset_compactions
+ * (compactions so far, all stores of the process). All through __atomic, relaxed.
+ */
+extern uint64_t sto__offset_compact_min;
+extern uint64_t sto__offset_compact_ratio;
+extern uint64_t sto__offset_compactions;
+
 /* Backends. */
 extern const struct sto_backend_ops sto__bucket_ops;
 extern const struct sto_backend_ops sto__fpk_ops;

@@ -34,6 +34,11 @@ struct ob {
     size_t pend_len, pend_cap;
 };
 
+/* See sto_int.h. */
+uint64_t sto__offset_compact_min = 64u << 20;
+uint64_t sto__offset_compact_ratio = 4;
+uint64_t sto__offset_compactions;
+
 static int ext_cmp(const void *a, const void *b) {
     const struct sto_ent *x = *(struct sto_ent *const *)a, *y = *(struct sto_ent *const *)b;
     return x->rec_off < y->rec_off ? -1 : x->rec_off > y->rec_off;
@@ -60,6 +65,7 @@ static int compact(struct sto *s) {
     cm_free(buf);
     if (rc)
         return rc;
+    __atomic_fetch_add(&sto__offset_compactions, 1, __ATOMIC_RELAXED);
     if (o->jfd >= 0)
         close(o->jfd);
     o->jfd = sto__open_file(s, JOURNAL_NAME, O_WRONLY | O_APPEND, false);
@@ -186,7 +192,9 @@ static int ob_flush(struct sto *s) {
     struct ob *o = s->be;
     int rc = write_pending(o);
     uint64_t live = s->keys * 128;
-    if (rc == 0 && o->journal_bytes > (64u << 20) && o->journal_bytes > 4 * live)
+    uint64_t min = __atomic_load_n(&sto__offset_compact_min, __ATOMIC_RELAXED);
+    uint64_t ratio = __atomic_load_n(&sto__offset_compact_ratio, __ATOMIC_RELAXED);
+    if (rc == 0 && o->journal_bytes > min && o->journal_bytes > ratio * live)
         rc = compact(s);
     return rc;
 }

@@ -12,6 +12,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * 1 when it_c talks to it_srv's own process (INFO server's process_id). The harness picks a
+ * free port before the server listens on it, and a restart that first scans the tier can take
+ * seconds on a loaded machine: meanwhile another program may take the port and answer.
+ */
+static int off_answered_by_ours(void) {
+    redisReply *r = redisCommand(it_c, "INFO server");
+    long long pid = -1;
+    if (r && r->type == REDIS_REPLY_STRING) {
+        const char *p = strstr(r->str, "process_id:");
+        if (p)
+            pid = strtoll(p + strlen("process_id:"), NULL, 10);
+    }
+    freeReplyObject(r);
+    return pid == (long long)it_srv.pid;
+}
+
 /* Public: see offload_util.h. */
 void off_server_start(char *dir, size_t dirlen, const char *tmpl, const char *memory,
                       const char *conf_extra) {
@@ -24,8 +41,18 @@ void off_server_start(char *dir, size_t dirlen, const char *tmpl, const char *me
     char conf[512];
     snprintf(conf, sizeof(conf), "enable_offload yes\nssd_offload_path %s\n%s", dir, conf_extra);
     struct it_opts o = {.memory = memory, .conf = conf};
-    it_server_start(&it_srv, &o);
-    it_c = it_connect(&it_srv);
+    for (int attempt = 1;; attempt++) {
+        it_server_start(&it_srv, &o);
+        it_c = it_connect(&it_srv);
+        if (off_answered_by_ours())
+            return;
+        cr_assert_lt(attempt, 5, "port %d: another process answered, 5 times", it_srv.port);
+        fprintf(stderr, "offload: another process answered on port %d; starting again\n",
+                it_srv.port);
+        it_close(it_c);
+        it_c = NULL;
+        it_server_stop(&it_srv);
+    }
 }
 
 /* Public: see offload_util.h. */

@@ -13,7 +13,8 @@
  * Starts it_srv with --memory memory and, through a config file, enable_offload on the tier
  * directory dir (dirlen bytes), followed by the config lines conf_extra ("" for none); connects
  * it_c. An empty dir is first created with mkdtemp(3) from the template tmpl
- * ("/tmp/crescent-x.XXXXXX"), a non-empty one is reused (a restart on the same tier). Skips the
+ * ("/tmp/crescent-x.XXXXXX"), a non-empty one is reused (a restart on the same tier). When
+ * another process answered on the port picked for it_srv, starts it again (5 tries). Skips the
  * test against a Redis target (crescent-only); fails it when the directory cannot be made.
  */
 void off_server_start(char *dir, size_t dirlen, const char *tmpl, const char *memory,
