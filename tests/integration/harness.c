@@ -200,7 +200,21 @@ static pid_t spawn(const struct it_server *s, const char **argv) {
     return pid;
 }
 
-/* Polls until the server answers PING with any reply (PONG or NOAUTH), it exits, or 10 s pass.
+/* Whether INFO's process_id on c is pid. A server that refuses INFO (NOAUTH before AUTH) cannot
+ * say and counts as ours. */
+static bool answered_by(redisContext *c, pid_t pid) {
+    redisReply *r = redisCommand(c, "INFO server");
+    bool ours = true;
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        const char *p = strstr(r->str, "process_id:");
+        ours = p == NULL || atol(p + strlen("process_id:")) == (long)pid;
+    }
+    freeReplyObject(r);
+    return ours;
+}
+
+/* Polls until the server answers PING with any reply (PONG or NOAUTH) and INFO's process_id is
+ * its own (when INFO answers), it exits, or 30 s pass.
  * The probe connection then QUITs and waits for the server to close it.
  * Returns 1 when ready, 0 when the process exited (e.g. port taken), -1 on timeout. */
 static int wait_ready(struct it_server *s) {
@@ -218,7 +232,12 @@ static int wait_ready(struct it_server *s) {
         if (c != NULL && !c->err) {
             redisSetTimeout(c, reply_tv);
             redisReply *r = redisCommand(c, "PING");
-            if (r != NULL) {
+            if (r != NULL && !answered_by(c, s->pid)) {
+                /* Another process holds the port (picked free, taken before our server bound
+                 * it): keep waiting; our server fails to bind and exits, then a new port. */
+                freeReplyObject(r);
+                r = NULL;
+            } else if (r != NULL) {
                 /* Leave with QUIT and wait for the server's close, so that this probe is no
                  * longer counted as a client when the test starts (maxclients, CLIENT LIST). */
                 freeReplyObject(r);
