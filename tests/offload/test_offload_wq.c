@@ -13,7 +13,9 @@
 #include "tests/offload/offload_util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +32,20 @@ static void key_of(int i, char *buf) {
     snprintf(buf, 32, "wq:%05d", i);
 }
 
-/* Starts the master on disk_dir (created on first use) with the queue bound and writer delay. */
-static void start(const char *queue_bytes, const char *delay_ms) {
+/*
+ * Starts the master on disk_dir (created on first use) with the queue bound, the writer delay
+ * and the config lines extra.
+ */
+static void start_conf(const char *queue_bytes, const char *delay_ms, const char *extra) {
     setenv("CRESCENT_OFFLOAD_WRITE_QUEUE_BYTES", queue_bytes, 1);
     setenv("CRESCENT_TEST_OFFLOAD_WRITE_DELAY_MS", delay_ms, 1);
-    off_server_start(disk_dir, sizeof(disk_dir), "/tmp/crescent-offwq.XXXXXX", MEMORY, "");
+    off_server_start(disk_dir, sizeof(disk_dir), "/tmp/crescent-offwq.XXXXXX", MEMORY, extra);
     unsetenv("CRESCENT_OFFLOAD_WRITE_QUEUE_BYTES");
     unsetenv("CRESCENT_TEST_OFFLOAD_WRITE_DELAY_MS");
+}
+
+static void start(const char *queue_bytes, const char *delay_ms) {
+    start_conf(queue_bytes, delay_ms, "");
 }
 
 static void teardown(void) {
@@ -249,4 +258,84 @@ Test(offload_wq, failed_queued_writes_drop_their_keys) {
     IT_STATUS("PONG", it_c, "PING");
     cr_assert(log_has("offload (queued) of key .* the value is evicted (dropped) instead"),
               "a log line names the failure");
+}
+
+/* ---------------------------------------------------------------- concurrent readers */
+
+#define HAMMER_READERS 3
+
+/* Shared by the writer (the test thread) and the reader threads. */
+static struct {
+    _Atomic int written; /* keys 0..written-1 are set */
+    _Atomic int done;    /* the writer finished */
+    _Atomic long gets, bad;
+    char bad_what[160];
+    int port;
+    char host[64];
+} hammer;
+
+/* A reader thread: GETs random keys already written, each compared byte for byte. */
+static void *hammer_reader(void *arg) {
+    unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 1;
+    static _Thread_local char want[VAL_MAX];
+    struct timeval tv = {10, 0};
+    redisContext *c = redisConnectWithTimeout(hammer.host, hammer.port, tv);
+    if (!c || c->err) {
+        atomic_fetch_add(&hammer.bad, 1);
+        redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    while (!atomic_load(&hammer.done)) {
+        int w = atomic_load(&hammer.written);
+        if (w == 0)
+            continue;
+        int i = (int)(rand_r(&seed) % (unsigned)w);
+        char key[32];
+        key_of(i, key);
+        redisReply *r = redisCommand(c, "GET %s", key);
+        size_t n = off_value_bytes(i, 1, off_value_len(i), want);
+        int ok = r && r->type == REDIS_REPLY_STRING && r->len == n && memcmp(r->str, want, n) == 0;
+        if (!ok && atomic_fetch_add(&hammer.bad, 1) == 0)
+            snprintf(hammer.bad_what, sizeof(hammer.bad_what), "GET %s: type %d, %zu bytes", key,
+                     r ? r->type : -1, r ? r->len : 0);
+        atomic_fetch_add(&hammer.gets, 1);
+        freeReplyObject(r);
+        if (!r)
+            break;
+    }
+    redisFree(c);
+    return NULL;
+}
+
+/*
+ * Two event loops; three clients GET random keys already written (most of them evicted a
+ * moment ago, their writes queued or in progress) while the test thread loads the data set:
+ * every reply byte-exact.
+ */
+Test(offload_wq, concurrent_reads_during_eviction) {
+    start_conf("67108864", "5", "threads 2\n");
+    memset(&hammer, 0, sizeof(hammer));
+    hammer.port = it_srv.port;
+    snprintf(hammer.host, sizeof(hammer.host), "%s", it_srv.host);
+    pthread_t th[HAMMER_READERS];
+    for (int t = 0; t < HAMMER_READERS; t++)
+        cr_assert_eq(pthread_create(&th[t], NULL, hammer_reader, (void *)(uintptr_t)t), 0);
+    for (int i = 0; i < NKEYS; i += 16) {
+        int to = i + 16 < NKEYS ? i + 16 : NKEYS;
+        set_keys(it_c, i, to, 1);
+        atomic_store(&hammer.written, to);
+    }
+    atomic_store(&hammer.done, 1);
+    for (int t = 0; t < HAMMER_READERS; t++)
+        pthread_join(th[t], NULL);
+    cr_assert_eq(atomic_load(&hammer.bad), 0, "%ld bad replies of %ld, first: %s",
+                 atomic_load(&hammer.bad), atomic_load(&hammer.gets), hammer.bad_what);
+    cr_assert_gt(atomic_load(&hammer.gets), 0);
+    cr_assert_gt(off_info(it_c, "offload_queue_reads"), 0, "some GETs hit queued writes");
+    off_wait_queue(it_c);
+    check_all(it_c, 1);
+    cr_assert_eq(off_info(it_c, "evicted_keys"), 0);
+    cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
+    cr_assert_eq(off_info(it_c, "offload_disk_objects"), off_info(it_c, "offloaded_keys"));
 }
