@@ -155,9 +155,10 @@ Test(offload_wq, reads_while_writes_are_queued) {
 }
 
 /*
- * DEL, overwrite and EXPIRE right after eviction, while the writes are queued, then SIGTERM
- * with writes still queued: the restart brings back exactly the offloaded keys, never a deleted
- * or overwritten value, and the new TTLs.
+ * DEL, overwrite and EXPIRE right after eviction, while the writes are queued, more keys that
+ * evict the new values too, then SIGTERM with writes still queued: the restart brings back
+ * exactly the offloaded keys, the new values of the overwritten ones, never a deleted or an old
+ * value, and the new TTLs.
  */
 Test(offload_wq, changes_while_queued_win_across_restart) {
     start("67108864", "60");
@@ -174,6 +175,8 @@ Test(offload_wq, changes_while_queued_win_across_restart) {
     for (int i = 1; i < NKEYS; i += 4)
         set_keys(it_c, i, i + 1, 2);
     cr_assert_gt(off_info(it_c, "offload_cancelled_writes"), 0, "queued writes were cancelled");
+    /* Another 16 MiB of new keys evicts the new values (generation 2) too. */
+    set_keys(it_c, NKEYS, 2 * NKEYS, 3);
     long long offloaded = off_info(it_c, "offloaded_keys");
     cr_assert_gt(off_info(it_c, "offload_write_queue_keys"), 0, "writes queued at the stop");
     stop_clean();
@@ -181,26 +184,29 @@ Test(offload_wq, changes_while_queued_win_across_restart) {
     start("67108864", "0");
     IT_INT(offloaded, it_c, "DBSIZE");
     cr_assert_eq(off_info(it_c, "offload_recovered_keys"), offloaded);
-    long long back = 0;
-    for (int i = 0; i < NKEYS; i++) {
+    long long back = 0, back_new = 0;
+    for (int i = 0; i < 2 * NKEYS; i++) {
         char key[32];
         key_of(i, key);
         redisReply *r = it_cmd(it_c, "GET %s", key);
-        if (i % 4 == 0) {
+        if (i < NKEYS && i % 4 == 0) {
             cr_assert_eq(r->type, REDIS_REPLY_NIL, "deleted key %d came back", i);
             continue;
         }
         if (r->type == REDIS_REPLY_NIL)
             continue; /* resident at the stop: gone, as without the tier */
         back++;
-        assert_val(r, i, i % 4 == 1 ? 2 : 1, i % 4 == 1 ? "overwritten" : "GET");
+        back_new += i < NKEYS && i % 4 == 1;
+        int gen = i >= NKEYS ? 3 : i % 4 == 1 ? 2 : 1;
+        assert_val(r, i, gen, gen == 2 ? "overwritten" : "GET");
         r = it_cmd(it_c, "TTL %s", key);
-        if (i % 4 == 2)
+        if (i < NKEYS && i % 4 == 2)
             cr_assert(r->integer > 90000 && r->integer <= 100000, "TTL %d = %lld", i, r->integer);
         else
             cr_assert_eq(r->integer, -1, "TTL %d", i);
     }
     cr_assert_eq(back, offloaded, "every offloaded key is back");
+    cr_assert_geq(back_new, NKEYS / 4 * 9 / 10, "the new values were offloaded and came back");
     cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
 }
 
