@@ -741,9 +741,9 @@ static void *srv_wq_thread(void *arg) {
 
 /*
  * Reads CRESCENT_OFFLOAD_WRITE_QUEUE_BYTES (default: a quarter of --memory, at most 64 MiB; 0
- * turns the queue off) and starts the writer. Returns 0 or -1 with a message in err.
+ * turns the queue off) and the test knob. Returns 0 or -1 with a message in err.
  */
-static int srv_wq_start(char *err, size_t errlen) {
+static int srv_wq_config(char *err, size_t errlen) {
     uint64_t mem = srv_cfg.memory > 0 ? (uint64_t)srv_cfg.memory : 0;
     srv_wq.limit = mem / 4 < SRV_WQ_DEFAULT_MAX ? mem / 4 : SRV_WQ_DEFAULT_MAX;
     const char *e = getenv("CRESCENT_OFFLOAD_WRITE_QUEUE_BYTES");
@@ -760,18 +760,23 @@ static int srv_wq_start(char *err, size_t errlen) {
     }
     e = getenv("CRESCENT_TEST_OFFLOAD_WRITE_DELAY_MS");
     srv_wq.delay_ms = e ? (unsigned)strtoul(e, NULL, 10) : 0;
+    return 0;
+}
+
+/* Starts the writer thread (no-op when the queue is off); eviction writes synchronously when
+ * it cannot start. */
+static void srv_wq_start(void) {
     cm_ht_init(&srv_wq.table, 64);
     if (srv_wq.limit == 0)
-        return 0;
+        return;
     int rc = pthread_create(&srv_wq.thread, NULL, srv_wq_thread, NULL);
     if (rc != 0) {
         cm_log(CM_LOG_WARNING, "offload",
                "cannot start the offload writer thread (%s): eviction writes stay synchronous",
                strerror(rc));
-        return 0;
+        return;
     }
     srv_wq.started = 1;
-    return 0;
 }
 
 /* Waits until every queued write is done, then stops the writer. Main thread, loops ended. */
@@ -934,6 +939,8 @@ int srv_offload_start(char *err, size_t errlen) {
     }
     struct sto_config cfg;
     char serr[STO_ERR_LEN];
+    if (srv_wq_config(err, errlen) < 0)
+        return -1;
     if (sto_config_from_env(&cfg, serr, sizeof(serr)) < 0) {
         snprintf(err, errlen, "%s", serr);
         return -1;
@@ -948,7 +955,8 @@ int srv_offload_start(char *err, size_t errlen) {
         return -1;
     }
     srv_off_restore();
-    return srv_wq_start(err, errlen);
+    srv_wq_start();
+    return 0;
 }
 
 void srv_offload_stop(void) {
