@@ -665,8 +665,13 @@ static void srv_evict_victim(struct srv_shard *sh, struct srv_obj *o) {
         o->flags |= SRV_OBJ_OFFLOADED;
         return;
     }
+    struct srv_db_ref r = {.sh = sh};
+    srv_db_evict_unlink(&r, o);
+}
+
+void srv_db_evict_unlink(struct srv_db_ref *r, struct srv_obj *o) {
     srv_notify(SRV_NOTIFY_EVICTED, "evicted", o->key, o->klen);
-    srv_shard_unlink(sh, o);
+    srv_shard_unlink(r->sh, o);
     cm_atomic_add_relaxed(&stat_evicted, 1);
 }
 

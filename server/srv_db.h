@@ -131,6 +131,13 @@ void srv_db_replace(struct srv_db_ref *r, struct srv_obj *old, struct srv_obj *o
 /* Unlinks o; it loses the table's reference (freed now unless pinned). */
 void srv_db_unlink(struct srv_db_ref *r, struct srv_obj *o);
 
+/*
+ * Drops o as an eviction does (shard locked): the "evicted" keyspace event, the unlink, and
+ * evicted_keys. Used by eviction and when an offloaded value's queued write failed
+ * (srv_offload.c).
+ */
+void srv_db_evict_unlink(struct srv_db_ref *r, struct srv_obj *o);
+
 /* Sets o's absolute expiry (0 = persistent) and keeps the shard's expiry count right. */
 void srv_db_set_expire(struct srv_db_ref *r, struct srv_obj *o, int64_t when_ms);
 

@@ -3,7 +3,7 @@
  * The embedded segment's SSD tier (--enable_offload --ssd_offload_path DIR): the bridge between
  * the keyspace (srv_db.c) and the storage library (storage/sto.h).
  *
- * DESIGN. When eviction picks a string, its value is written to the store and its record stays
+ * DESIGN. When eviction picks a string, its value goes to the store and its record stays
  * in the keyspace, flagged SRV_OBJ_OFFLOADED, with handle holding a disk generation; so EXISTS,
  * TTL, TYPE, STRLEN, DBSIZE, SCAN and KEYS see the key unchanged. A value is stored under the
  * disk key 'v' + generation (4 bytes, big-endian) + key; a key with a TTL also gets 't' +
@@ -12,15 +12,24 @@
  * freed never removes the copy of a newer record of the same key. GET reads the value back and
  * moves it into the segment when it fits below the high watermark, else serves it from a
  * temporary buffer; other commands read a scratch copy (srv_obj_val). DEL, overwrite, expiry and
- * FLUSHALL remove the disk copy when the record is freed. The store never evicts by itself
+ * FLUSHALL remove the disk copy when the record is freed.
+ *
+ * Eviction does not wait for the disk: the value is copied into a bounded write queue
+ * (CRESCENT_OFFLOAD_WRITE_QUEUE_BYTES) that one writer thread stores in batches; until its write
+ * lands, reads of the record copy from the queue, and a change of the key (free, promotion,
+ * RENAME, TTL) cancels or amends the queued write (or waits for it when it is being written), so
+ * a completed write never brings back a value that was replaced or deleted. A value that does
+ * not fit in the queue is written synchronously on the evicting thread (back-pressure).
+ * srv_offload_stop() waits for the queue. The store never evicts by itself
  * (its policies are forced to none): a full quota or disk makes the write fail, and the value is
  * dropped as without the tier, counted and logged.
  *
  * GET, MGET, GETDEL, GETEX, SET ... GET and GETSET of an offloaded value read it on the
  * deferred-work pool (srv_defer.h): the client waits, the loop serves others. Every other disk
- * I/O (eviction writes, other commands' scratch reads, reads inside MULTI/EXEC, removals, TTL
- * rewrites) is synchronous on the calling event-loop thread, under the key's shard lock.
- * Thread-safe otherwise: counters are atomics and the store allows concurrent calls.
+ * I/O (eviction writes beyond the queue's bound, other commands' scratch reads, reads inside
+ * MULTI/EXEC, removals, TTL rewrites) is synchronous on the calling event-loop thread, under the
+ * key's shard lock. Thread-safe otherwise: counters are atomics and the store allows concurrent
+ * calls.
  */
 #ifndef CRESCENT_SERVER_SRV_OFFLOAD_H
 #define CRESCENT_SERVER_SRV_OFFLOAD_H
@@ -41,7 +50,11 @@ struct srv_obj;
  */
 int srv_offload_start(char *err, size_t errlen);
 
-/* From now on freed records keep their disk copies (shutdown). Call before srv_db_fini(). */
+/*
+ * Waits until every queued eviction write is on disk (or failed), stops the writer thread, and
+ * from then on freed records keep their disk copies (shutdown). Main thread, after the event
+ * loops ended, before srv_db_fini().
+ */
 void srv_offload_stop(void);
 
 /* Closes the store. Call after srv_db_fini(). */
@@ -54,15 +67,19 @@ int srv_offload_enabled(void);
 uint64_t srv_offload_keys(void);
 
 /*
- * Writes o's value (val, o->vlen bytes) and, when o has a TTL, its expiry, under a new
- * generation stored in *gen. Shard lock held. Returns 0, or a negative error (key too long,
- * quota or disk full, I/O), which is counted and logged (at most every 10 s).
+ * Offloads o's value (val, o->vlen bytes, copied; the caller may free it on return) and, when o
+ * has a TTL, its expiry, under a new generation stored in *gen: queued for the writer thread
+ * when the write queue has room, else written synchronously. Shard lock held. Returns 0, or a
+ * negative error of a synchronous write (key too long, quota or disk full, I/O), which is
+ * counted and logged (at most every 10 s). A queued write that fails later drops the key as an
+ * eviction (srv_db_evict_unlink), counted and logged the same way.
  */
 int srv_offload_write(const struct srv_obj *o, const void *val, uint32_t *gen);
 
 /*
- * Reads offloaded o's value into buf (o->vlen bytes). Returns 0 or a negative error (counted
- * and logged): missing, corrupt (CRC) or I/O.
+ * Reads offloaded o's value into buf (o->vlen bytes): from the write queue while its write is
+ * queued, else from disk. Returns 0 or a negative error (counted and logged): missing, corrupt
+ * (CRC) or I/O.
  */
 int srv_offload_read(const struct srv_obj *o, void *buf);
 
@@ -74,9 +91,10 @@ int srv_offload_read(const struct srv_obj *o, void *buf);
 void srv_offload_read_many(struct srv_obj *const *o, char *const *bufs, int *rc, unsigned n);
 
 /*
- * Removes offloaded o's disk copy (value and expiry). promoted = 1: its value just moved back
- * into memory; 0: the record is being freed (DEL, overwrite, expiry, FLUSHALL), and after
- * srv_offload_stop() the copy is kept instead.
+ * Removes offloaded o's disk copy (value and expiry), or cancels its queued write (a write in
+ * progress is waited for, then removed). promoted = 1: its value just moved back into memory;
+ * 0: the record is being freed (DEL, overwrite, expiry, FLUSHALL), and after
+ * srv_offload_stop() the copy is kept instead. Any thread.
  */
 void srv_offload_forget(const struct srv_obj *o, int promoted);
 
@@ -87,7 +105,10 @@ void srv_offload_forget(const struct srv_obj *o, int promoted);
  */
 uint32_t srv_offload_move(const struct srv_obj *o, const struct srv_obj *n);
 
-/* Rewrites (or removes) offloaded o's expiry after its TTL changed. Shard lock held. */
+/*
+ * Rewrites (or removes) offloaded o's expiry after its TTL changed; a queued write takes the
+ * new expiry instead. Shard lock held.
+ */
 void srv_offload_set_expire(const struct srv_obj *o);
 
 /*
@@ -111,8 +132,8 @@ int srv_offload_reply(struct srv_client *c, struct srv_obj *o);
  * still the key's record and there is room (else served from the buffer), and appended to
  * c's reply (a null when the read failed). The caller may change the key afterwards (unlink,
  * replace, set its TTL): the pin keeps o's disk copy until the read is done. Returns 1 when
- * deferred (the caller appends nothing more), 0 when not (inside MULTI/EXEC, no tier): use
- * srv_offload_reply.
+ * deferred (the caller appends nothing more), 0 when not (inside MULTI/EXEC, no tier, or o's
+ * write still queued, so there is nothing to wait for): use srv_offload_reply.
  */
 int srv_offload_get_async(struct srv_client *c, struct srv_obj *o);
 

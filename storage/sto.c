@@ -734,6 +734,7 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
     struct sto_iov *v = cm_malloc(sizeof(*v) * n);
     size_t *idx = cm_malloc(sizeof(*idx) * n);
     unsigned nv = 0;
+    uint64_t gbytes = 0; /* values of the group reserved so far: not yet in s->bytes */
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < n; i++) {
         memset(&w[i], 0, sizeof(w[i]));
@@ -744,13 +745,20 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
         int rc = sto_rec_layout(&w[i].rec, s->align);
         if (rc == 0) {
             w[i].rec.seq = s->next_seq++;
+            /* the quota and key limit count the group's earlier records too */
+            s->bytes += gbytes;
+            s->keys += nv;
             rc = make_room(s, w[i].rec.value_len, w[i].rec.rec_len);
+            s->bytes -= gbytes;
+            s->keys -= nv;
         }
         if (rc == 0)
             rc = alloc_evicting(s, &w[i]);
         items[i].result = rc;
-        if (rc == 0)
+        if (rc == 0) {
             idx[nv++] = i;
+            gbytes += w[i].rec.value_len;
+        }
     }
     pthread_mutex_unlock(&s->mu);
     /* Records that follow each other in one file go out as one write of up to 1 MiB. */

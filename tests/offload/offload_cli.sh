@@ -45,6 +45,9 @@ start_fails "no such directory" "ssd_offload_path $disk/nope" \
 start_fails "relative path" "ssd_offload_path ssd" --enable_offload --ssd_offload_path ssd
 MOONCAKE_OFFLOAD_TOTAL_KEYS_LIMIT=ten start_fails "bad variable" \
     "MOONCAKE_OFFLOAD_TOTAL_KEYS_LIMIT" --enable_offload --ssd_offload_path "$disk"
+CRESCENT_OFFLOAD_WRITE_QUEUE_BYTES=-1 start_fails "bad write queue bound" \
+    'CRESCENT_OFFLOAD_WRITE_QUEUE_BYTES: invalid value "-1"' \
+    --memory 4mb --enable_offload --ssd_offload_path "$disk"
 
 # --- a data set 4x --memory through redis-cli ---
 mport=$(free_port)
@@ -69,6 +72,15 @@ assert_eq "DBSIZE" "$NKEYS" "$(cli DBSIZE)"
 assert_eq "evicted_keys" 0 "$(info evicted_keys)"
 offloaded=$(info offloaded_keys)
 [ "$offloaded" -ge $((NKEYS / 2)) ] || fail "only $offloaded of $NKEYS keys offloaded"
+# wait_queue: waits until the offload write queue is empty (every queued write on disk).
+wait_queue() {
+    local i
+    for ((i = 0; i < 1200; i++)); do
+        [ "$(info offload_write_queue_keys)" = 0 ] && return 0
+        sleep 0.1
+    done
+    fail "the offload write queue did not drain"
+}
 # read_back: GETs every key of the load with one redis-cli and compares the values (a key that
 # is gone must answer an empty line, the nil of --raw output).
 read_back() {
@@ -95,6 +107,7 @@ for ((i = 0; i < NKEYS; i++)); do
     fi
 done
 [ -n "$victim" ] || fail "no offloaded key found"
+wait_queue
 objs=$(info offload_disk_objects)
 removes=$(info offload_removes)
 assert_eq "DEL offloaded" 1 "$(cli DEL "$victim")"
@@ -132,7 +145,9 @@ writes=$(sed -n 's/^crescent_offload_writes_total //p' <<<"$metrics")
 assert_eq "crescent_offload_keys" "$(info offloaded_keys)" \
     "$(sed -n 's/^crescent_offload_keys //p' <<<"$metrics")"
 for m in reads_total read_failures_total write_failures_total promotions_total \
-    buffered_reads_total removes_total disk_used_bytes disk_quota_bytes bytes; do
+    buffered_reads_total removes_total disk_used_bytes disk_quota_bytes bytes \
+    write_queue_bytes queued_writes_total sync_writes_total cancelled_writes_total \
+    queue_reads_total; do
     grep -q "^crescent_offload_$m " <<<"$metrics" || fail "no crescent_offload_$m"
 done
 

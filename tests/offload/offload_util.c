@@ -83,3 +83,24 @@ size_t off_value_bytes(int i, int gen, size_t n, char *buf) {
     }
     return n;
 }
+
+/* Public: see offload_util.h. */
+long long off_info(redisContext *c, const char *field) {
+    redisReply *r = redisCommand(c, "INFO everything");
+    cr_assert(r && r->type == REDIS_REPLY_STRING, "INFO: %s", r ? "bad reply" : c->errstr);
+    char pat[128];
+    snprintf(pat, sizeof(pat), "\r\n%s:", field);
+    const char *p = strstr(r->str, pat);
+    cr_assert_not_null(p, "INFO has %s", field);
+    long long v = strtoll(p + strlen(pat), NULL, 10);
+    freeReplyObject(r);
+    return v;
+}
+
+/* Public: see offload_util.h. */
+void off_wait_queue(redisContext *c) {
+    long long deadline = it_now_ms() + 120000, n;
+    while ((n = off_info(c, "offload_write_queue_keys")) != 0 && it_now_ms() < deadline)
+        it_sleep_ms(20);
+    cr_assert_eq(n, 0, "the offload write queue drains (%lld left)", n);
+}

@@ -7,6 +7,7 @@
 #ifndef CRESCENT_TESTS_OFFLOAD_OFFLOAD_UTIL_H
 #define CRESCENT_TESTS_OFFLOAD_OFFLOAD_UTIL_H
 
+#include <hiredis/hiredis.h>
 #include <stddef.h>
 
 /*
@@ -22,6 +23,16 @@ void off_server_start(char *dir, size_t dirlen, const char *tmpl, const char *me
 
 /* it_teardown(), then removes the tier directory dir (when set) and empties dir. */
 void off_teardown(char *dir);
+
+/* One numeric field of INFO everything (fails the test when it is missing). */
+long long off_info(redisContext *c, const char *field);
+
+/*
+ * Waits until the master's offload write queue is empty (INFO offload_write_queue_keys 0, the
+ * writes in progress finished), so counters and disk figures are settled. Fails the test after
+ * 120 s.
+ */
+void off_wait_queue(redisContext *c);
 
 /* The usual length of key i's value: 1,000 to 7,000 bytes, spread pseudo-randomly. */
 size_t off_value_len(int i);
