@@ -5,7 +5,7 @@
  * failure rate, fail after N submits, COMPLETED->FAILED corruption, submit delay, install
  * failure) over tcp between two engines; registration rollback, the handshake timeout of
  * segment_open_addr against a port that never answers, deferred accept (listen_later), IPv6
- * listener and segment addresses.
+ * listener and segment addresses; status polled while another thread submits.
  */
 #include "common/fmacros.h"
 
@@ -541,4 +541,100 @@ Test(xfer_engine, destroy_and_uninstall_close_open_segments) {
     cr_assert_eq(xfer_engine_uninstall(i, "tcp"), -ENOENT);
     xfer_engine_destroy(i);
     xfer_engine_destroy(t);
+}
+
+/* A poller reading status while another thread submits must never see a slot's last outcome:
+ * task slots are not zeroed at allocation, and a reset batch keeps its old statuses, so submit
+ * marks the slots it reserves WAITING before they count (a review found COMPLETED reported for
+ * requests not yet prepared, whose real outcome was INVALID). */
+#define STALE_N 512
+
+struct stale_poll {
+    struct xfer_batch *_Atomic b;
+    atomic_int phase; /* 0 idle, 1 poll, 2 stop polling, -1 exit */
+    atomic_long polls, completed;
+};
+
+static void *stale_poller(void *arg) {
+    struct stale_poll *p = arg;
+    for (;;) {
+        int ph;
+        while ((ph = atomic_load(&p->phase)) == 0)
+            ;
+        if (ph < 0)
+            return NULL;
+        struct xfer_batch *b = atomic_load(&p->b);
+        struct xfer_task_status st;
+        while (atomic_load(&p->phase) == 1) {
+            for (size_t id = STALE_N - 8; id < STALE_N; id++) {
+                if (xfer_batch_status(b, id, &st) == 0) {
+                    atomic_fetch_add(&p->polls, 1);
+                    if (st.status == XFER_STATUS_COMPLETED)
+                        atomic_fetch_add(&p->completed, 1);
+                }
+            }
+        }
+        atomic_store(&p->phase, 0);
+    }
+}
+
+Test(xfer_engine, status_during_submit_never_shows_a_previous_outcome) {
+    struct xfer_engine *e = mk_engine(NULL);
+    cr_assert_eq(xfer_engine_install(e, "tcp", NULL), 0);
+    char *remote = cm_malloc(4096), local[64] = {0};
+    cr_assert_eq(xfer_engine_register(e, remote, 4096, "*", XFER_REG_REMOTE), 0);
+    ssize_t n = xfer_engine_export_desc(e, NULL, 0);
+    void *d = cm_malloc((size_t)n);
+    cr_assert_eq(xfer_engine_export_desc(e, d, (size_t)n), n);
+    struct xfer_segment *seg;
+    cr_assert_eq(xfer_segment_open(e, d, (size_t)n, &seg), 0);
+    static struct xfer_request good[STALE_N], bad[STALE_N];
+    uint64_t base = (uint64_t)(uintptr_t)remote;
+    for (size_t i = 0; i < STALE_N; i++) {
+        good[i] = (struct xfer_request){XFER_OP_WRITE, local, seg, base + (i % 64) * 64, 64};
+        bad[i] = (struct xfer_request){XFER_OP_WRITE, local, seg, base + 4096, 1}; /* outside */
+    }
+    struct stale_poll p = {0};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, stale_poller, &p), 0);
+    long polls_while_submitting = 0;
+    for (int round = 0; round < 200; round++) {
+        struct xfer_batch *b;
+        cr_assert_eq(xfer_batch_alloc(e, STALE_N, &b), 0);
+        cr_assert_eq(xfer_batch_submit(b, good, STALE_N, NULL), 0); /* local: done at once */
+        cr_assert_eq(xfer_batch_wait(b, 5000, NULL, 0, NULL), 0);
+        struct xfer_task_status st;
+        cr_assert_eq(xfer_batch_status(b, STALE_N - 1, &st), 0);
+        cr_assert_eq(st.status, XFER_STATUS_COMPLETED);
+        /* Half the rounds reuse the batch through reset, half free it and allocate again
+         * (glibc usually hands back the same block, with the old statuses in it). */
+        if (round % 2) {
+            cr_assert_eq(xfer_batch_reset(b), 0);
+        } else {
+            xfer_batch_free(b);
+            cr_assert_eq(xfer_batch_alloc(e, STALE_N, &b), 0);
+        }
+        atomic_store(&p.b, b);
+        long before = atomic_load(&p.polls);
+        atomic_store(&p.phase, 1);
+        cr_assert_eq(xfer_batch_submit(b, bad, STALE_N, NULL), 0);
+        atomic_store(&p.phase, 2);
+        while (atomic_load(&p.phase) != 0)
+            ;
+        polls_while_submitting += atomic_load(&p.polls) - before;
+        cr_assert_eq(xfer_batch_status(b, STALE_N - 1, &st), 0);
+        cr_assert_eq(st.status, XFER_STATUS_INVALID);
+        cr_assert_eq(atomic_load(&p.completed), 0,
+                     "round %d: a poller saw COMPLETED for a request whose outcome is INVALID",
+                     round);
+        xfer_batch_free(b);
+    }
+    atomic_store(&p.phase, -1);
+    pthread_join(th, NULL);
+    cr_log_info("%ld status polls during submits", polls_while_submitting);
+    xfer_segment_close(seg);
+    cm_free(d);
+    cr_assert_eq(xfer_engine_unregister(e, remote), 0);
+    xfer_engine_destroy(e);
+    cm_free(remote);
 }

@@ -35,8 +35,9 @@ int xfer_batch_alloc(struct xfer_engine *eng, size_t capacity, struct xfer_batch
     *out = NULL;
     if (capacity == 0 || capacity > (1u << 20))
         return -EINVAL;
-    /* Task slots are filled by task_prepare before anything reads them: only the header is
-     * zeroed (zeroing every slot was a twentieth of a small-object batch's instructions). */
+    /* Only the header is zeroed (zeroing every slot was a twentieth of a small-object batch's
+     * instructions): submit marks the slots it reserves WAITING under the lock, and
+     * task_prepare fills the rest before the task is dispatched. */
     struct xfer_batch *b = cm_try_malloc(sizeof(*b) + capacity * sizeof(struct xfer_task));
     if (!b)
         return -ENOMEM;
@@ -260,6 +261,11 @@ int xfer_batch_submit(struct xfer_batch *b, const struct xfer_request *reqs, siz
         return -ENOSPC;
     }
     size_t first = b->n;
+    /* Slots are not zeroed at allocation and keep their last status after a reset: mark the
+     * reserved ones WAITING before another thread's status or sweep can see them in b->n. */
+    for (size_t i = 0; i < n; i++)
+        atomic_store_explicit(&b->tasks[first + i].status, XFER_STATUS_WAITING,
+                              memory_order_relaxed);
     b->n += n;
     pthread_mutex_unlock(&b->lock);
     if (first_id)
