@@ -905,6 +905,8 @@ static void srv_cron(struct cm_ev_loop *loop, void *arg) {
     if (w->id < SRV_NET_MAX_WORKERS)
         cm_atomic_store_relaxed(&srv_loop_alive[w->id], cm_mono_ms());
     srv_check_kills(loop, arg);
+    if (srv_net_uring)
+        srv_uring__sweep(w, now);
     if (srv_cfg.timeout > 0) {
         struct srv_client *c = w->clients, *next;
         for (; c; c = next) {

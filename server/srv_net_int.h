@@ -122,6 +122,9 @@ void srv_uring__start_client(struct srv_client *c);
 void srv_uring__flush(struct srv_client *c);
 /* Closes c: detaches it, cancels its requests; memory goes when they completed. */
 void srv_uring__close(struct srv_client *c);
+/* Once a second (called from the cron): cancels the multishot recv of idle clients whose
+ * socket already reports its end, so the re-armed recv reads it. Loop thread. */
+void srv_uring__sweep(struct srv_worker *w, uint64_t now);
 /* Frees a client's send state (release time). */
 void srv_uring__tx_free(struct srv_client *c);
 

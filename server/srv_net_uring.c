@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,6 +37,7 @@
 #define SRV_SEND_IOV    1024         /* iovecs per sendmsg (UIO_MAXIOV) */
 #define SRV_SEND_FLAGS  (MSG_NOSIGNAL | MSG_WAITALL)
 #define SRV_DIRECT_RECV SRV_PBUF_SIZE /* big-value bytes still due that are read straight in */
+#define SRV_SWEEP_MS    1000          /* srv_uring__sweep: period, and idle time it looks at */
 
 #define srv_container_of(p, type, member) ((type *)(void *)((char *)(p)-offsetof(type, member)))
 
@@ -45,6 +47,10 @@ struct srv_uring {
     size_t br_bytes;
     char *bufs;
     unsigned mask;
+    uint64_t swept_ms; /* last srv_uring__sweep */
+    struct pollfd *pfd;
+    struct srv_client **pcl;
+    size_t pcap;
 };
 
 static void srv_uring_accept_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, int res,
@@ -115,6 +121,8 @@ void srv_uring__worker_fini(struct srv_worker *w) {
         munmap(u->br, u->br_bytes);
     if (u->bufs)
         munmap(u->bufs, (size_t)SRV_PBUF_COUNT * SRV_PBUF_SIZE);
+    cm_free(u->pfd);
+    cm_free(u->pcl);
     cm_free(u);
     w->ur = NULL;
 }
@@ -343,6 +351,44 @@ static void srv_uring_direct_cb(struct cm_ev_loop *loop, struct cm_ev_op *op, in
     if (srv_net__feed(c, "", 0) < 0) /* runs the SET once the CRLF is in */
         return;
     srv_uring_arm_input(c);
+}
+
+/*
+ * Backstop for a multishot recv that stays silent after its socket was reset or closed (seen
+ * on 6.18: data with IORING_CQE_F_MORE, then no completion for the peer's reset, the client
+ * left behind). Once a second, one poll(2) over the clients idle for a second whose multishot
+ * recv is armed; one whose socket reports an error, hang-up or end of input gets that recv
+ * cancelled: its -ECANCELED completion re-arms it, and the new recv reads the end.
+ */
+void srv_uring__sweep(struct srv_worker *w, uint64_t now) {
+    struct srv_uring *u = w->ur;
+    if (!u || now - u->swept_ms < SRV_SWEEP_MS)
+        return;
+    u->swept_ms = now;
+    size_t n = 0;
+    for (struct srv_client *c = w->clients; c; c = c->wnext) {
+        if (!c->recv_armed || c->recv_cancel || c->recv_oneshot || c->closing ||
+            c->last_ms + SRV_SWEEP_MS > now)
+            continue;
+        if (n == u->pcap) {
+            u->pcap = u->pcap ? u->pcap * 2 : 64;
+            u->pfd = cm_realloc(u->pfd, u->pcap * sizeof(*u->pfd));
+            u->pcl = cm_realloc(u->pcl, u->pcap * sizeof(*u->pcl));
+        }
+        u->pfd[n] = (struct pollfd){.fd = c->fd, .events = POLLRDHUP};
+        u->pcl[n++] = c;
+    }
+    if (n == 0 || poll(u->pfd, (nfds_t)n, 0) <= 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        struct srv_client *c = u->pcl[i];
+        if (!(u->pfd[i].revents & (POLLERR | POLLHUP | POLLRDHUP)))
+            continue;
+        cm_log_sparse(1000, CM_LOG_NOTICE, "net",
+                      "client %s: socket ended, its receive did not complete; re-arming", c->addr);
+        c->recv_cancel = 1;
+        io_uring_prep_cancel64(cm_ev_sqe(w->loop, NULL), (uint64_t)(uintptr_t)&c->recv_op, 0);
+    }
 }
 
 /* ---------------------------------------------------------------- send */
