@@ -384,9 +384,11 @@ void srv_mc_batchremove_command(struct srv_client *c) {
 #define SRV_MC_KV_STEP 4096 /* keys walked per step of a bulk removal */
 
 /*
- * The keyspace part of a bulk removal: walks w a step at a time, pinning the matches, keeps
- * those whose keys the pool does not hold (pool mutex), then deletes them under their shard
- * locks with MC.REMOVE's rules. Returns the number deleted.
+ * The keyspace part of a bulk removal, run before the pool part: walks w a step at a time,
+ * pinning the matches, keeps those whose keys the pool does not hold, in flight included
+ * (pool mutex; the pool's objects are still there, so a key held by both is hidden and its
+ * string stays, as MC.REMOVE leaves it), then deletes them under their shard locks with
+ * MC.REMOVE's rules. Memory: one step of pins. Returns the number deleted.
  */
 static long srv_mc_remove_kv(struct srv_pseg_kv_walk *w, int force, int64_t now) {
     long n = 0;
@@ -405,26 +407,27 @@ static long srv_mc_remove_kv(struct srv_pseg_kv_walk *w, int force, int64_t now)
 }
 
 /*
- * MC.REMOVEBYREGEX (pattern) and MC.REMOVEALL (pattern NULL): removes the pool's matches
- * (logged to the op-log) under the pool mutex, then the matching keyspace strings whose keys
- * the pool does not hold (srv_mc_remove_kv). Returns the number removed (pool objects and
- * keyspace strings) or POOL_EINVALID_PARAMS for a bad pattern (nothing removed).
+ * MC.REMOVEBYREGEX (pattern) and MC.REMOVEALL (pattern NULL): deletes the matching keyspace
+ * strings whose keys the pool does not hold (srv_mc_remove_kv: decided while the pool still
+ * holds its objects), then removes the pool's matches (logged to the op-log) under the pool
+ * mutex. A key held by both counts once and keeps its string. Returns the number removed
+ * (pool objects and keyspace strings) or POOL_EINVALID_PARAMS for a bad pattern (nothing
+ * removed).
  */
 static long srv_mc_remove_matching(const char *pattern, int force) {
     struct srv_pseg_kv_walk w;
     if (srv_pseg_kv_walk_init(&w, pattern, 0) < 0)
         return POOL_EINVALID_PARAMS;
-    srv_mc_lock();
     int64_t now = srv_mc_now();
+    long kv = srv_mc_remove_kv(&w, force, now);
+    srv_pseg_kv_walk_fini(&w);
+    srv_mc_lock();
     struct srv_oplog_keys *ks = srv_oplog_collect(srv_mc_pool, pattern);
     long rc = pattern ? pool_remove_regex(srv_mc_pool, pattern, force, now)
                       : pool_remove_all(srv_mc_pool, force, now);
     srv_oplog_log_keys(srv_mc_pool, ks);
     srv_mc_unlock();
-    if (rc >= 0)
-        rc += srv_mc_remove_kv(&w, force, now);
-    srv_pseg_kv_walk_fini(&w);
-    return rc;
+    return rc < 0 ? rc : rc + kv;
 }
 
 void srv_mc_removebyregex_command(struct srv_client *c) {

@@ -24,6 +24,7 @@
 #ifndef CRESCENT_SERVER_POOL_POOL_H
 #define CRESCENT_SERVER_POOL_POOL_H
 
+#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -509,6 +510,15 @@ int pool_remove(struct pool *p, const void *key, size_t klen, int force, int64_t
  * bad pattern. O(objects).
  */
 long pool_remove_regex(struct pool *p, const char *pattern, int force, int64_t now);
+
+/*
+ * The key-matching rule of pool_remove_regex() and pool_keys_regex(): 1 when re (compiled with
+ * REG_EXTENDED) matches within the whole of key's klen bytes (any byte, NUL included; no NUL
+ * needed after them), else 0. regexec gets a NUL-terminated copy, because sanitizers' regexec
+ * reads up to a NUL even under REG_STARTEND: on the stack for keys under 256 bytes, else a
+ * heap copy freed before return. Thread-safe (re is only read).
+ */
+int pool_key_regex_match(const regex_t *re, const void *key, size_t klen);
 
 /* Visitor for pool_keys_regex(); key is valid during the call only. */
 typedef void pool_key_visit_cb(void *arg, const char *key, size_t klen);

@@ -343,6 +343,19 @@ int pool_remove(struct pool *p, const void *key, size_t klen, int force, int64_t
     return POOL_OK;
 }
 
+/* Key match by regex; see pool.h. */
+int pool_key_regex_match(const regex_t *re, const void *key, size_t klen) {
+    char stack[256];
+    char *buf = klen < sizeof(stack) ? stack : cm_malloc(klen + 1);
+    memcpy(buf, key, klen);
+    buf[klen] = '\0';
+    regmatch_t m = {.rm_so = 0, .rm_eo = (regoff_t)klen};
+    int match = regexec(re, buf, 1, &m, REG_STARTEND) == 0;
+    if (buf != stack)
+        cm_free(buf);
+    return match;
+}
+
 struct pool_remove_ctx {
     struct pool *p;
     regex_t *re; /* NULL = every key */
@@ -356,11 +369,8 @@ static void pool_remove_cb(struct cm_ht_node *n, void *arg) {
     struct pool_obj *o = (struct pool_obj *)n;
     if (pool_remove_blocked(o, ctx->force, ctx->now))
         return;
-    if (ctx->re) {
-        regmatch_t m = {.rm_so = 0, .rm_eo = (regoff_t)o->klen};
-        if (regexec(ctx->re, o->key, 1, &m, REG_STARTEND) != 0)
-            return;
-    }
+    if (ctx->re && !pool_key_regex_match(ctx->re, o->key, o->klen))
+        return;
     pool__emit(ctx->p, POOL_EVENT_REMOVED, o);
     pool__obj_destroy(ctx->p, o);
     ctx->count++;
@@ -391,8 +401,7 @@ static void pool_keys_cb(struct cm_ht_node *n, void *arg) {
     const struct pool_obj *o = (const struct pool_obj *)n;
     if (o->flags & POOL_OF_INFLIGHT)
         return;
-    regmatch_t m = {.rm_so = 0, .rm_eo = (regoff_t)o->klen};
-    if (regexec(ctx->re, o->key, 1, &m, REG_STARTEND) != 0)
+    if (!pool_key_regex_match(ctx->re, o->key, o->klen))
         return;
     ctx->cb(ctx->arg, o->key, o->klen);
     ctx->count++;

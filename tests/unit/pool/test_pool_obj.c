@@ -583,6 +583,87 @@ Test(pool_obj, keys_regex_lists_readable_matches_without_lease) {
     cr_assert_eq(pool_check(P), 0);
 }
 
+/* pool_key_regex_match on keys whose storage ends right after them (no NUL follows: under
+ * AddressSanitizer a regexec of the key itself reads past the block), short (stack copy) and
+ * long (heap copy), with a NUL inside. */
+Test(pool_obj, key_regex_match_reads_only_the_key) {
+    regex_t tail, head, nohead, whole;
+    cr_assert_eq(regcomp(&tail, "yz$", REG_EXTENDED | REG_NOSUB), 0);
+    cr_assert_eq(regcomp(&head, "^x", REG_EXTENDED | REG_NOSUB), 0);
+    cr_assert_eq(regcomp(&nohead, "^y", REG_EXTENDED | REG_NOSUB), 0);
+    cr_assert_eq(regcomp(&whole, "^x*yz$", REG_EXTENDED | REG_NOSUB), 0);
+    const size_t lens[] = {3, 4, 8, 255, 256, 257, 300, POOL_MAX_KEY_LEN};
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        size_t n = lens[i];
+        char *key = cm_malloc(n); /* exactly the key: no NUL after it */
+        memset(key, 'x', n);
+        memcpy(key + n - 2, "yz", 2);
+        cr_assert_eq(pool_key_regex_match(&tail, key, n), 1, "len %zu", n);
+        cr_assert_eq(pool_key_regex_match(&head, key, n), 1, "len %zu", n);
+        cr_assert_eq(pool_key_regex_match(&nohead, key, n), 0, "len %zu", n);
+        cr_assert_eq(pool_key_regex_match(&whole, key, n), 1, "len %zu", n);
+        cr_assert_eq(pool_key_regex_match(&tail, key, n - 1), 0, "len %zu less one", n);
+        cr_assert_eq(pool_key_regex_match(&whole, key, n - 1), 0, "len %zu less one", n);
+        cr_assert_eq(key[n - 1], 'z', "the key is left as it was");
+        cm_free(key);
+    }
+    char *nul = cm_malloc(4);
+    memcpy(nul, "x\0yz", 4);
+    cr_assert_eq(pool_key_regex_match(&tail, nul, 4), 1, "matched past the NUL inside");
+    cr_assert_eq(pool_key_regex_match(&head, nul, 4), 1);
+    cr_assert_eq(pool_key_regex_match(&whole, nul, 4), 0, "the NUL is not an x");
+    cm_free(nul);
+    regfree(&tail);
+    regfree(&head);
+    regfree(&nohead);
+    regfree(&whole);
+}
+
+/* pool_keys_regex visitor: counts the keys seen. */
+static void keys_count_cb(void *arg, const char *key, size_t klen) {
+    (void)key;
+    (void)klen;
+    ++*(long *)arg;
+}
+
+static void put_raw(const char *key, size_t klen) {
+    struct pool_uuid id = pt_id(1);
+    struct pool_put_config cfg;
+    pool_put_config_default(&cfg);
+    struct pool_replica_desc d[POOL_MAX_REPLICAS];
+    size_t nd;
+    cr_assert_eq(pool_put_start(P, &id, key, klen, 10, &cfg, 0, d, &nd), 0);
+    cr_assert_eq(pool_put_end(P, &id, key, klen, 0), 0);
+}
+
+static int exists_raw(const char *key, size_t klen) {
+    struct pool_object_info info;
+    return pool_object_query(P, key, klen, &info) == 0;
+}
+
+/* Regex removal and listing match the whole key, NUL bytes and long keys included. */
+Test(pool_obj, regex_matches_whole_keys_with_any_byte) {
+    static char lng[300];
+    memset(lng, 'x', sizeof(lng));
+    memcpy(lng + sizeof(lng) - 2, "yz", 2);
+    put_raw("a\0b", 3);
+    put_raw("k", 1);
+    put_raw("kk", 2);
+    put_raw(lng, sizeof(lng));
+    long seen = 0;
+    cr_assert_eq(pool_keys_regex(P, "yz$", keys_count_cb, &seen), 1);
+    cr_assert_eq(seen, 1, "the long key");
+    cr_assert_eq(pool_remove_regex(P, "^k$", 0, 1), 1, "k, not kk");
+    cr_assert_eq(exists_raw("k", 1), 0);
+    cr_assert_eq(exists_raw("kk", 2), 1);
+    cr_assert_eq(pool_remove_regex(P, "b$", 0, 1), 1, "a<NUL>b, matched past its NUL");
+    cr_assert_eq(exists_raw("a\0b", 3), 0);
+    cr_assert_eq(pool_remove_regex(P, "^x{298}yz$", 0, 1), 1, "the long key, whole");
+    cr_assert_eq(exists_raw(lng, sizeof(lng)), 0);
+    cr_assert_eq(exists_raw("kk", 2), 1);
+    pt_check();
+}
+
 Test(pool_obj, reconfigure_changes_ttls_and_refuses_bad_settings) {
     struct pool_config cfg;
     pool_config_default(&cfg);
