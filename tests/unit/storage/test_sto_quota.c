@@ -2,10 +2,11 @@
 /*
  * storage/'s byte quota and key limit, for each backend: an overwrite counts no new key and only
  * the growth of its value, alone or in a batch (twice the same key in one batch too), so it
- * succeeds at the limits without evicting; and several threads doing single and batch puts and
- * removes under a small quota and key limit never take the totals past either limit (sampled by
- * a thread of its own, checked again against a scan and after a restart), while overwrites of
- * keys that stay at their size always succeed.
+ * succeeds at the limits without evicting; a batch whose new key evicts the object an
+ * overwrite of the same batch replaces still ends at the key limit; and several threads doing
+ * single and batch puts and removes under a small quota and key limit never take the totals past
+ * either limit (sampled by a thread of its own, checked again against a scan and after a restart),
+ * while overwrites of keys that stay at their size always succeed.
  */
 #include "common/fmacros.h"
 
@@ -48,6 +49,27 @@ static void mode_config(struct sto_config *cfg, const char *dir, const struct mo
 
 static void key_of(char *k, const char *pfx, int i) {
     snprintf(k, 32, "%s-%03d", pfx, i);
+}
+
+struct scan_sum {
+    uint64_t keys, bytes;
+};
+
+static void scan_add(const void *key, size_t klen, uint64_t size, void *arg) {
+    (void)key;
+    (void)klen;
+    struct scan_sum *c = arg;
+    c->keys++;
+    c->bytes += size;
+}
+
+static struct scan_sum scan_all(struct sto *s) {
+    struct scan_sum c = {0};
+    uint64_t cur = 0;
+    do
+        sto_scan(s, &cur, scan_add, &c);
+    while (cur != 0);
+    return c;
 }
 
 /* ------------------------------------------------------------ overwrites at the limits */
@@ -108,6 +130,47 @@ ParameterizedTest(struct mode *m, quota, overwrite_at_key_limit) {
     sto_stats(s, &st);
     cr_assert_eq(st.keys, 8);
     cr_assert_eq(st.bytes, 8 * sizeof(v));
+    sto_close(s);
+    sto_test_rmdir(dir);
+}
+
+static struct mode evict_modes[] = {
+    {STO_BACKEND_BUCKET, STO_EVICT_LRU},
+    {STO_BACKEND_FILE_PER_KEY, STO_EVICT_FIFO},
+    {STO_BACKEND_OFFSET, STO_EVICT_FIFO},
+};
+
+ParameterizedTestParameters(quota, batch_overwrites_first_victim) {
+    return cr_make_param_array(struct mode, evict_modes,
+                               sizeof(evict_modes) / sizeof(evict_modes[0]));
+}
+
+/* At the key limit, a batch overwrites the first victim and adds a new key: making room for
+ * the new key evicts the object the overwrite replaces, so the overwrite adds a key after all;
+ * publishing it must make room again rather than go past the limit. */
+ParameterizedTest(struct mode *m, quota, batch_overwrites_first_victim) {
+    char *dir = sto_test_mkdir();
+    struct sto_config cfg;
+    mode_config(&cfg, dir, m, 4 * MIB, 8);
+    struct sto *s = sto_test_open(&cfg);
+    uint8_t v[1000];
+    char k[32];
+    sto_test_fill(v, sizeof(v), 7);
+    for (int i = 0; i < 8; i++) {
+        key_of(k, "k", i);
+        cr_assert_eq(sto_put_buf(s, k, strlen(k), v, sizeof(v)), 0, "fill %d", i);
+    }
+    struct sto_put_item it[2] = {{"k-000", 5, v, sizeof(v), 1}, {"new", 3, v, sizeof(v), 1}};
+    cr_assert_eq(sto_batch_put(s, it, 2), 2);
+    struct sto_stats st;
+    sto_stats(s, &st);
+    cr_assert_eq(st.keys, 8, "keys %llu", (unsigned long long)st.keys);
+    cr_assert_eq(st.bytes, 8 * sizeof(v));
+    cr_assert_eq(st.evictions, 2);
+    cr_assert_eq(sto_get_size(s, "k-000", 5), (ssize_t)sizeof(v));
+    cr_assert_eq(sto_get_size(s, "new", 3), (ssize_t)sizeof(v));
+    struct scan_sum c = scan_all(s);
+    cr_assert_eq(c.keys, 8);
     sto_close(s);
     sto_test_rmdir(dir);
 }
@@ -283,27 +346,6 @@ static void *sampler_main(void *arg) {
         sched_yield();
     }
     return NULL;
-}
-
-struct scan_sum {
-    uint64_t keys, bytes;
-};
-
-static void scan_add(const void *key, size_t klen, uint64_t size, void *arg) {
-    (void)key;
-    (void)klen;
-    struct scan_sum *c = arg;
-    c->keys++;
-    c->bytes += size;
-}
-
-static struct scan_sum scan_all(struct sto *s) {
-    struct scan_sum c = {0};
-    uint64_t cur = 0;
-    do
-        sto_scan(s, &cur, scan_add, &c);
-    while (cur != 0);
-    return c;
 }
 
 ParameterizedTestParameters(quota, threads_under_limits) {
