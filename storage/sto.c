@@ -521,33 +521,100 @@ static int phys_room(struct sto *s, uint64_t rec_len) {
 }
 
 /*
- * Makes room for one more object of len bytes (rec_len on disk): above the high watermark (or
+ * Makes room for a put of a len-byte value (rec_len on disk) that adds grow value bytes and
+ * nkeys (0 or 1) keys, the reservations of puts in flight counted: above the high watermark (or
  * the quota, or the key limit) evicts in policy order down to the low watermark; then the
  * physical limit (phys_room). Under s->mu.
  */
-static int make_room(struct sto *s, uint64_t len, uint64_t rec_len) {
+static int make_room(struct sto *s, uint64_t len, uint64_t grow, uint64_t nkeys, uint64_t rec_len) {
     uint64_t q = s->quota_bytes, kq = s->cfg.total_keys_limit;
     if (len > q)
         return -EFBIG;
     uint64_t high = s->cfg.watermark_eviction ? (uint64_t)((double)q * s->cfg.high_watermark) : q;
-    if (s->bytes + len <= high && s->keys + 1 <= kq)
+    if (s->bytes + s->res_bytes + grow <= high && s->keys + s->res_keys + nkeys <= kq)
         return phys_room(s, rec_len);
     if (s->policy != STO_EVICT_NONE) {
         uint64_t target =
             s->cfg.watermark_eviction ? (uint64_t)((double)q * s->cfg.low_watermark) : q;
-        if (target < len)
-            target = len;
+        if (target < grow)
+            target = grow;
         bool any = false;
-        while (lru_first(s) && (s->bytes + len > target || s->keys + 1 > kq)) {
+        while (lru_first(s) &&
+               (s->bytes + s->res_bytes + grow > target || s->keys + s->res_keys + nkeys > kq)) {
             evict_one(s);
             any = true;
         }
         if (any)
             s->ops->flush(s);
     }
-    if (s->bytes + len > q || s->keys + 1 > kq)
+    if (s->bytes + s->res_bytes + grow > q || s->keys + s->res_keys + nkeys > kq)
         return -EDQUOT;
     return phys_room(s, rec_len);
+}
+
+/*
+ * Checks the quota and key limit for w (make_room) and reserves its share until it is
+ * published or given up (unreserve): a key already indexed, or written by prev (an earlier
+ * write of the same batch, or NULL), is no new key, and only the value's growth over the one it
+ * replaces counts. Eviction may take the indexed object w replaces; w then counts as a new key.
+ * Returns 0 or make_room's error. Under s->mu.
+ */
+static int reserve(struct sto *s, struct sto_wr *w, const struct sto_wr *prev) {
+    int rc;
+    for (;;) {
+        const struct sto_ent *old = prev ? NULL : lookup(s, w->rec.key, w->rec.key_len);
+        uint64_t was = prev ? prev->rec.value_len : old ? old->value_len : 0;
+        w->res_keys = prev || old ? 0 : 1;
+        w->res_bytes = w->rec.value_len > was ? w->rec.value_len - was : 0;
+        rc = make_room(s, w->rec.value_len, w->res_bytes, w->res_keys, w->rec.rec_len);
+        /* nothing enters the index while s->mu is held, so the key is either still old's or
+         * gone */
+        if (rc || !old || lookup(s, w->rec.key, w->rec.key_len))
+            break;
+    }
+    if (rc) {
+        w->res_bytes = w->res_keys = 0;
+        return rc;
+    }
+    s->res_bytes += w->res_bytes;
+    s->res_keys += w->res_keys;
+    return 0;
+}
+
+/* Gives back w's reservation (publish moves it into the totals; a failure drops it). Under
+ * s->mu; a second call does nothing. */
+static void unreserve(struct sto *s, struct sto_wr *w) {
+    s->res_bytes -= w->res_bytes;
+    s->res_keys -= w->res_keys;
+    w->res_bytes = w->res_keys = 0;
+}
+
+/*
+ * Checks, just before w is published, that it takes neither the bytes nor the keys past their
+ * limits with the index as it is now: the object w replaces may have been removed or evicted
+ * since w reserved (w then adds a key and its whole value). Evicts in policy order when it
+ * would; -EDQUOT when that cannot help. Under s->mu and no shard lock.
+ */
+static int fit(struct sto *s, const struct sto_wr *w) {
+    bool any = false;
+    int rc = 0;
+    for (;;) {
+        const struct sto_ent *old = lookup(s, w->rec.key, w->rec.key_len);
+        uint64_t was = old ? old->value_len : 0;
+        bool over = (!old && s->keys + 1 > s->cfg.total_keys_limit) ||
+                    (w->rec.value_len > was && s->bytes - was + w->rec.value_len > s->quota_bytes);
+        if (!over)
+            break;
+        if (s->policy == STO_EVICT_NONE || !lru_first(s)) {
+            rc = -EDQUOT;
+            break;
+        }
+        evict_one(s);
+        any = true;
+    }
+    if (any)
+        s->ops->flush(s);
+    return rc;
 }
 
 /* Installs the eviction hook; see sto.h. */
@@ -647,17 +714,22 @@ static int prepare(struct sto *s, struct sto_wr *w, const void *key, size_t klen
 }
 
 /*
- * Publishes a written record: backend commit, index insert, older version released. Under
- * s->mu; takes the key's shard before the commit, which may change what the key's reads see
- * (file-per-key renames the new file over the old one).
+ * Publishes a written record: its reservation given back, the limits checked again (fit),
+ * backend commit, index insert, older version released. Under s->mu; takes the key's shard before
+ * the commit, which may change what the key's reads see (file-per-key renames the new file over the
+ * old one).
  */
 static int publish(struct sto *s, struct sto_wr *w) {
+    unreserve(s, w);
+    int rc = fit(s, w);
+    if (rc)
+        return rc;
     struct sto_rec r = w->rec;
     r.rec_off = w->off;
     struct sto_ent *e = ent_new(&r, w->loc);
     struct sto_shard *sh = shard_of(s, e);
     pthread_rwlock_wrlock(&sh->rw);
-    int rc = s->ops->commit(s, w, e);
+    rc = s->ops->commit(s, w, e);
     if (rc) {
         pthread_rwlock_unlock(&sh->rw);
         sto__ent_free(e);
@@ -689,9 +761,12 @@ int sto_put(struct sto *s, const void *key, size_t klen, const struct iovec *iov
     pthread_mutex_lock(&s->mu);
     w.rec.seq = s->next_seq++;
     size_t hlen = sto_rec_encode(&w.rec, hdr);
-    rc = make_room(s, w.rec.value_len, w.rec.rec_len);
-    if (rc == 0)
+    rc = reserve(s, &w, NULL);
+    if (rc == 0) {
         rc = alloc_evicting(s, &w);
+        if (rc)
+            unreserve(s, &w);
+    }
     pthread_mutex_unlock(&s->mu);
     if (rc == 0) {
         struct sto_slot *sl = sto__slot_get(s);
@@ -700,8 +775,10 @@ int sto_put(struct sto *s, const void *key, size_t klen, const struct iovec *iov
         pthread_mutex_lock(&s->mu);
         if (rc == 0)
             rc = publish(s, &w);
-        if (rc)
+        if (rc) {
+            unreserve(s, &w);
             s->ops->abort(s, &w);
+        }
         pthread_mutex_unlock(&s->mu);
     }
     pthread_mutex_unlock(&s->put_mu);
@@ -724,6 +801,18 @@ static uint32_t copy_crc(uint8_t *dst, const uint8_t *src, size_t len) {
     return crc;
 }
 
+/* The latest of the group's reserved writes w[idx[0..nv)] with w[i]'s key, or NULL. */
+static const struct sto_wr *group_prev(const struct sto_wr *w, const uint64_t *hash,
+                                       const size_t *idx, unsigned nv, size_t i) {
+    for (unsigned k = nv; k-- > 0;) {
+        const struct sto_wr *x = &w[idx[k]];
+        if (hash[idx[k]] == hash[i] && x->rec.key_len == w[i].rec.key_len &&
+            memcmp(x->rec.key, w[i].rec.key, w[i].rec.key_len) == 0)
+            return x;
+    }
+    return NULL;
+}
+
 /*
  * Puts items[0..n) (n <= STO_IO_DEPTH) whose records all fit in the staging buffer: space is
  * reserved under the lock, then each record is copied (with its CRC) and its write started at
@@ -734,7 +823,7 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
     struct sto_iov *v = cm_malloc(sizeof(*v) * n);
     size_t *idx = cm_malloc(sizeof(*idx) * n);
     unsigned nv = 0;
-    uint64_t gbytes = 0; /* values of the group reserved so far: not yet in s->bytes */
+    uint64_t *hash = cm_malloc(sizeof(*hash) * n);
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < n; i++) {
         memset(&w[i], 0, sizeof(w[i]));
@@ -745,20 +834,17 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
         int rc = sto_rec_layout(&w[i].rec, s->align);
         if (rc == 0) {
             w[i].rec.seq = s->next_seq++;
-            /* the quota and key limit count the group's earlier records too */
-            s->bytes += gbytes;
-            s->keys += nv;
-            rc = make_room(s, w[i].rec.value_len, w[i].rec.rec_len);
-            s->bytes -= gbytes;
-            s->keys -= nv;
+            hash[i] = key_hash(items[i].key, items[i].klen);
+            rc = reserve(s, &w[i], group_prev(w, hash, idx, nv, i));
         }
-        if (rc == 0)
-            rc = alloc_evicting(s, &w[i]);
-        items[i].result = rc;
         if (rc == 0) {
-            idx[nv++] = i;
-            gbytes += w[i].rec.value_len;
+            rc = alloc_evicting(s, &w[i]);
+            if (rc)
+                unreserve(s, &w[i]);
         }
+        items[i].result = rc;
+        if (rc == 0)
+            idx[nv++] = i;
     }
     pthread_mutex_unlock(&s->mu);
     /* Records that follow each other in one file go out as one write of up to 1 MiB. */
@@ -807,11 +893,14 @@ static void put_group(struct sto *s, struct sto_slot *sl, struct sto_put_item *i
         int rc = v[run_of[k]].res;
         if (rc == 0)
             rc = publish(s, &w[i]);
-        if (rc)
+        if (rc) {
+            unreserve(s, &w[i]);
             s->ops->abort(s, &w[i]);
+        }
         items[i].result = rc;
     }
     pthread_mutex_unlock(&s->mu);
+    cm_free(hash);
     cm_free(run_of);
     cm_free(idx);
     cm_free(v);
@@ -1126,6 +1215,8 @@ void sto_stats(struct sto *s, struct sto_stats *st) {
     st->keys = s->keys;
     st->quota_bytes = s->quota_bytes;
     st->disk_bytes = s->disk_bytes;
+    st->reserved_bytes = s->res_bytes;
+    st->reserved_keys = s->res_keys;
     st->puts = s->n_puts;
     st->removes = s->n_removes;
     st->evictions = s->n_evictions;

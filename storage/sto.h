@@ -78,6 +78,7 @@ struct sto_stats {
     uint64_t keys;        /* live objects */
     uint64_t quota_bytes; /* effective byte quota (limits and 90 %-of-disk rule applied) */
     uint64_t disk_bytes;  /* bytes the layout occupies on disk (records, padding, metadata) */
+    uint64_t reserved_bytes, reserved_keys; /* value growth and new keys of puts in flight */
     uint64_t puts, gets, removes;
     uint64_t evictions;     /* objects removed by eviction */
     uint64_t recovered;     /* objects found by the restart scan */

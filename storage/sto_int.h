@@ -55,6 +55,9 @@ struct sto_wr {
     uint64_t off; /* at which offset */
     uint64_t loc; /* backend-specific (bucket id, tlsf handle, tmp-file slot) */
     char tmp[64]; /* file-per-key: the temporary name */
+    /* this write's share of s->res_bytes / s->res_keys while it is in flight (sto.c) */
+    uint64_t res_bytes;
+    uint64_t res_keys;
 };
 
 struct sto;
@@ -133,6 +136,9 @@ struct sto {
     struct sto_ent *lhead, *ltail;
     uint64_t next_seq;
     uint64_t bytes, keys, disk_bytes;
+    /* what puts reserved and have not published yet: value growth and new keys, counted by
+     * the quota and key limit besides bytes and keys */
+    uint64_t res_bytes, res_keys;
     /* physical limit (bucket layout, MOONCAKE_OFFLOAD_BUCKET_MAX_PHYSICAL_BYTES): the last du-style
      * scan of dir, when it ran (CLOCK_MONOTONIC ns, 0 = never), record bytes reserved since */
     uint64_t phys_scanned, phys_scan_ns, phys_since;

@@ -1,12 +1,14 @@
 # Unit tests for storage/ (the SSD tier): API round trips per backend and I/O path, recovery,
 # corruption, quotas and eviction, configuration and path rules, concurrent callers, the offset
-# layout's journal under concurrent writers and compactions.
+# layout's journal under concurrent writers and compactions, the quota and key limit under
+# overwrites and concurrent puts.
 STO_TEST_HELPERS := tests/unit/storage/sto_test.c
 $(eval $(call unit_test,unit/storage/test_sto_api,tests/unit/storage/test_sto_api.c $(STO_TEST_HELPERS),$(STO_LIBS),$(STO_LDLIBS)))
 $(eval $(call unit_test,unit/storage/test_sto_config,tests/unit/storage/test_sto_config.c $(STO_TEST_HELPERS),$(STO_LIBS),$(STO_LDLIBS)))
 $(eval $(call unit_test,unit/storage/test_sto_recovery,tests/unit/storage/test_sto_recovery.c $(STO_TEST_HELPERS),$(STO_LIBS),$(STO_LDLIBS)))
 $(eval $(call unit_test,unit/storage/test_sto_concurrency,tests/unit/storage/test_sto_concurrency.c $(STO_TEST_HELPERS),$(STO_LIBS),$(STO_LDLIBS)))
 $(eval $(call unit_test,unit/storage/test_sto_journal,tests/unit/storage/test_sto_journal.c $(STO_TEST_HELPERS),$(STO_LIBS),$(STO_LDLIBS)))
+$(eval $(call unit_test,unit/storage/test_sto_quota,tests/unit/storage/test_sto_quota.c $(STO_TEST_HELPERS),$(STO_LIBS),$(STO_LDLIBS)))
 
 # libFuzzer target for the on-disk record and index-entry decoders (make fuzz).
 ifneq ($(shell command -v clang),)
