@@ -10,6 +10,7 @@ it); after SIGCONT all three arrive, in order, and the object is readable."""
 import os
 import select
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -26,9 +27,23 @@ def readable(conn, seconds):
     return bool(r)
 
 
+def owner_pings(port, cid, stop):
+    """The owner's heartbeat, every 0.5 s on its own connections, until stop is set: the
+    client's TTL is 4 s and the store stays stopped about that long, so without it the owner
+    could expire (its segment and the held object with it) on a slow machine."""
+    while not stop.is_set():
+        try:
+            T.call1(port, "MC.PING", cid, timeout=1)
+        except OSError:
+            pass
+        time.sleep(0.5)
+
+
 def hold(redis, master, port, cid):
     a, b = T.Conn(port, timeout=30), T.Conn(port, timeout=5)
     check(a.call("PING") == "PONG" and b.call("PING") == "PONG", "both connections answer")
+    stop = threading.Event()
+    threading.Thread(target=owner_pings, args=(port, cid, stop), daemon=True).start()
 
     redis.pause()
     try:
@@ -49,6 +64,7 @@ def hold(redis, master, port, cid):
     got = [a.read(), a.read(), a.read()]
     check(got[1:] == ["OK", "PONG"] and not isinstance(got[0], T.Err),
           "after SIGCONT the put's replies and the PING arrive in order (%r)" % (got,))
+    stop.set()
     r = T.call1(port, "MC.QUERYKEY", "held")
     check(not isinstance(r, T.Err), "the put object is readable (%r)" % (r,))
     check(b.call("PING") == "PONG", "the other connection still answers")
