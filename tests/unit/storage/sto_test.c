@@ -7,6 +7,8 @@
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,4 +109,39 @@ struct sto *sto_test_open(const struct sto_config *cfg) {
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) {
     return "leak:libcriterion.so\n";
+}
+
+static pthread_mutex_t sto_test_fail_mu = PTHREAD_MUTEX_INITIALIZER;
+static char sto_test_fail_text[256];
+static bool sto_test_fail_seen;
+
+/* Public: see sto_test.h. */
+void sto_test_fail(const char *fmt, ...) {
+    pthread_mutex_lock(&sto_test_fail_mu);
+    if (!sto_test_fail_seen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(sto_test_fail_text, sizeof(sto_test_fail_text), fmt, ap);
+        va_end(ap);
+        __atomic_store_n(&sto_test_fail_seen, true, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&sto_test_fail_mu);
+}
+
+/* Public: see sto_test.h. */
+bool sto_test_failed(void) {
+    return __atomic_load_n(&sto_test_fail_seen, __ATOMIC_ACQUIRE);
+}
+
+/* Public: see sto_test.h. */
+const char *sto_test_fail_msg(void) {
+    return sto_test_fail_text;
+}
+
+/* Public: see sto_test.h. */
+void sto_test_fail_reset(void) {
+    pthread_mutex_lock(&sto_test_fail_mu);
+    sto_test_fail_text[0] = '\0';
+    __atomic_store_n(&sto_test_fail_seen, false, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&sto_test_fail_mu);
 }

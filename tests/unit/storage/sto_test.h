@@ -8,6 +8,7 @@
 
 #include "storage/sto.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,5 +30,13 @@ void sto_test_fill(uint8_t *buf, size_t len, uint64_t seed);
 int sto_test_flip(const char *dir, const void *pat, size_t plen);
 /* Opens a store and fails the test on error. */
 struct sto *sto_test_open(const struct sto_config *cfg);
+
+/* The first failure any thread notes (Criterion's asserts belong to the test's own thread):
+ * sto_test_fail records it (later ones are dropped), sto_test_failed says whether one was,
+ * sto_test_fail_msg returns its text, sto_test_fail_reset clears it. Thread-safe. */
+void sto_test_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+bool sto_test_failed(void);
+const char *sto_test_fail_msg(void);
+void sto_test_fail_reset(void);
 
 #endif

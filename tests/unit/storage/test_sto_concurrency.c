@@ -51,30 +51,12 @@ static void make_value(uint8_t *buf, uint64_t seed) {
     sto_test_fill(buf + 8, len_of(seed) - 8, seed);
 }
 
-/* The first failure of any thread (criterion's asserts belong to the test's own thread). */
-static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER;
-static char fail_msg[256];
-static bool failed;
-
-static void fail_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail_note(const char *fmt, ...) {
-    pthread_mutex_lock(&fail_mu);
-    if (!failed) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(fail_msg, sizeof(fail_msg), fmt, ap);
-        va_end(ap);
-        failed = true;
-    }
-    pthread_mutex_unlock(&fail_mu);
-}
-
-#define EXPECT(cond, ...)           \
-    do {                            \
-        if (!(cond)) {              \
-            fail_note(__VA_ARGS__); \
-            return false;           \
-        }                           \
+#define EXPECT(cond, ...)               \
+    do {                                \
+        if (!(cond)) {                  \
+            sto_test_fail(__VA_ARGS__); \
+            return false;               \
+        }                               \
     } while (0)
 
 /* Checks that n bytes read back for key are the value their seed makes; *seed gets it. */
@@ -166,7 +148,7 @@ static void *worker_main(void *arg) {
             make_value(v, seed);
             int rc = sto_put_buf(w->s, k[0], strlen(k[0]), v, len_of(seed));
             if (rc != 0) {
-                fail_note("put %s: %d", k[0], rc);
+                sto_test_fail("put %s: %d", k[0], rc);
                 break;
             }
             if (oi[0] >= 0)
@@ -193,7 +175,7 @@ static void *worker_main(void *arg) {
             }
             int ok = sto_batch_put(w->s, it, (size_t)n);
             if (ok != n) {
-                fail_note("batch put: %d of %d", ok, n);
+                sto_test_fail("batch put: %d of %d", ok, n);
                 free(vals);
                 break;
             }
@@ -225,7 +207,7 @@ static void *worker_main(void *arg) {
             int want = oi[0] >= 0 && !w->own[oi[0]] ? -CM_EOBJECT_NOT_FOUND : 0;
             bool either = oi[0] < 0 || (w->evicting && want == 0);
             if (rc != want && (!either || rc != -CM_EOBJECT_NOT_FOUND)) {
-                fail_note("remove %s: %d", k[0], rc);
+                sto_test_fail("remove %s: %d", k[0], rc);
                 break;
             }
             if (oi[0] >= 0)
@@ -237,7 +219,7 @@ static void *worker_main(void *arg) {
                 sto_scan(w->s, &cur, scan_count, &n);
             } while (cur != 0);
             if (n > NTHREADS * OWN + SHARED) {
-                fail_note("scan listed %d keys", n);
+                sto_test_fail("scan listed %d keys", n);
                 break;
             }
         }
@@ -294,7 +276,7 @@ ParameterizedTest(struct mode *m, sto_concurrency, mixed_ops_then_restart, .time
     }
     for (int t = 0; t < NTHREADS; t++)
         pthread_join(w[t].tid, NULL);
-    cr_assert(!failed, "%s", fail_msg);
+    cr_assert(!sto_test_failed(), "%s", sto_test_fail_msg());
 
     /* The survivors: each thread's own keys as it left them, the shared ones as read now. */
     struct survivor sv[NTHREADS * OWN + SHARED];
@@ -305,7 +287,7 @@ ParameterizedTest(struct mode *m, sto_concurrency, mixed_ops_then_restart, .time
             char k[32];
             own_key(k, t, i);
             ssize_t n = sto_get(s, k, strlen(k), got, MAXV);
-            cr_assert(check_get(&w[t], k, i, got, n), "%s", fail_msg);
+            cr_assert(check_get(&w[t], k, i, got, n), "%s", sto_test_fail_msg());
             if (w[t].own[i]) {
                 snprintf(sv[nsv].key, sizeof(sv[nsv].key), "%s", k);
                 sv[nsv++].seed = w[t].own[i];
@@ -319,7 +301,7 @@ ParameterizedTest(struct mode *m, sto_concurrency, mixed_ops_then_restart, .time
         if (n == -CM_EOBJECT_NOT_FOUND)
             continue;
         snprintf(sv[nsv].key, sizeof(sv[nsv].key), "%s", k);
-        cr_assert(check_value(got, n, k, &sv[nsv].seed), "%s", fail_msg);
+        cr_assert(check_value(got, n, k, &sv[nsv].seed), "%s", sto_test_fail_msg());
         nsv++;
     }
     struct sto_stats st;
@@ -345,7 +327,7 @@ ParameterizedTest(struct mode *m, sto_concurrency, mixed_ops_then_restart, .time
         cr_assert_eq(sv[i].seen, 1, "%s listed %d times", sv[i].key, sv[i].seen);
         ssize_t n = sto_get(s, sv[i].key, strlen(sv[i].key), got, MAXV);
         uint64_t seed = 0;
-        cr_assert(check_value(got, n, sv[i].key, &seed), "after restart: %s", fail_msg);
+        cr_assert(check_value(got, n, sv[i].key, &seed), "after restart: %s", sto_test_fail_msg());
         cr_assert_eq(seed, sv[i].seed, "%s: after restart", sv[i].key);
     }
     for (int t = 0; t < NTHREADS; t++) {

@@ -246,23 +246,6 @@ ParameterizedTest(struct mode *m, quota, overwrite_at_byte_quota) {
 #define KEYS     16
 #define MAXV     (8 * KIB)
 
-static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER;
-static char fail_msg[256];
-static bool failed;
-
-static void fail_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail_note(const char *fmt, ...) {
-    pthread_mutex_lock(&fail_mu);
-    if (!failed) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(fail_msg, sizeof(fail_msg), fmt, ap);
-        va_end(ap);
-        failed = true;
-    }
-    pthread_mutex_unlock(&fail_mu);
-}
-
 struct worker {
     pthread_t tid;
     int id;
@@ -295,7 +278,7 @@ static void *worker_main(void *arg) {
     for (int j = 0; j < 8; j++)
         sto_test_fill(v[j], MAXV, (uint64_t)(w->id * 8 + j));
     char pk[32];
-    for (int op = 0; op < OPS && !failed; op++) {
+    for (int op = 0; op < OPS && !sto_test_failed(); op++) {
         unsigned r = next_rand(&w->rnd) % 10;
         char k[8][32];
         if (r < 2) { /* overwrite a pinned key of this thread at its size */
@@ -303,13 +286,13 @@ static void *worker_main(void *arg) {
             key_of(pk, "pin", i);
             int rc = sto_put_buf(w->s, pk, strlen(pk), v[0], 1024);
             if (rc != 0) /* no growth, no new key (or room made by eviction) */
-                fail_note("thread %d: overwrite of %s: %d", w->id, pk, rc);
+                sto_test_fail("thread %d: overwrite of %s: %d", w->id, pk, rc);
         } else if (r < 5) {
             key_of(k[0], "pool", (int)(next_rand(&w->rnd) % POOL));
             size_t len = 1 + next_rand(&w->rnd) % MAXV;
             int rc = sto_put_buf(w->s, k[0], strlen(k[0]), v[1], len);
             if (!put_rc_ok(w->m, rc))
-                fail_note("thread %d: put %s: %d", w->id, k[0], rc);
+                sto_test_fail("thread %d: put %s: %d", w->id, k[0], rc);
         } else if (r < 9) {
             struct sto_put_item it[8];
             unsigned n = 1 + next_rand(&w->rnd) % 8;
@@ -321,12 +304,12 @@ static void *worker_main(void *arg) {
             sto_batch_put(w->s, it, n);
             for (unsigned j = 0; j < n; j++)
                 if (!put_rc_ok(w->m, it[j].result))
-                    fail_note("thread %d: batch put %s: %d", w->id, k[j], it[j].result);
+                    sto_test_fail("thread %d: batch put %s: %d", w->id, k[j], it[j].result);
         } else {
             key_of(k[0], "pool", (int)(next_rand(&w->rnd) % POOL));
             int rc = sto_remove(w->s, k[0], strlen(k[0]));
             if (rc != 0 && rc != -CM_EOBJECT_NOT_FOUND)
-                fail_note("thread %d: remove %s: %d", w->id, k[0], rc);
+                sto_test_fail("thread %d: remove %s: %d", w->id, k[0], rc);
         }
     }
     return NULL;
@@ -335,13 +318,13 @@ static void *worker_main(void *arg) {
 /* Samples the totals while the workers run. */
 static void *sampler_main(void *arg) {
     struct sto *s = arg;
-    while (!__atomic_load_n(&stop_sampler, __ATOMIC_ACQUIRE) && !failed) {
+    while (!__atomic_load_n(&stop_sampler, __ATOMIC_ACQUIRE) && !sto_test_failed()) {
         struct sto_stats st;
         sto_stats(s, &st);
         if (st.bytes > quota_bytes || st.keys > KEYS)
-            fail_note("sampled %llu bytes (quota %llu), %llu keys (limit %d)",
-                      (unsigned long long)st.bytes, (unsigned long long)quota_bytes,
-                      (unsigned long long)st.keys, KEYS);
+            sto_test_fail("sampled %llu bytes (quota %llu), %llu keys (limit %d)",
+                          (unsigned long long)st.bytes, (unsigned long long)quota_bytes,
+                          (unsigned long long)st.keys, KEYS);
         samples++;
         sched_yield();
     }
@@ -367,7 +350,7 @@ ParameterizedTest(struct mode *m, quota, threads_under_limits, .timeout = 300) {
         key_of(k, "pin", i);
         cr_assert_eq(sto_put_buf(s, k, strlen(k), pv, sizeof(pv)), 0);
     }
-    failed = false;
+    sto_test_fail_reset();
     stop_sampler = false;
     samples = 0;
     pthread_t sampler;
@@ -381,7 +364,7 @@ ParameterizedTest(struct mode *m, quota, threads_under_limits, .timeout = 300) {
         pthread_join(w[t].tid, NULL);
     __atomic_store_n(&stop_sampler, true, __ATOMIC_RELEASE);
     pthread_join(sampler, NULL);
-    cr_assert(!failed, "%s", fail_msg);
+    cr_assert(!sto_test_failed(), "%s", sto_test_fail_msg());
     cr_assert_gt(samples, 0);
     sto_stats(s, &st);
     cr_assert_leq(st.bytes, quota_bytes);
