@@ -62,18 +62,6 @@ static long long run(redisContext *c, const char *fmt, ...) {
     return v;
 }
 
-static long long info_u64(redisContext *c, const char *field) {
-    redisReply *r = redisCommand(c, "INFO everything");
-    cr_assert(r && r->type == REDIS_REPLY_STRING);
-    char pat[128];
-    snprintf(pat, sizeof(pat), "\r\n%s:", field);
-    const char *p = strstr(r->str, pat);
-    cr_assert_not_null(p, "INFO has %s", field);
-    long long v = strtoll(p + strlen(pat), NULL, 10);
-    freeReplyObject(r);
-    return v;
-}
-
 /* Starts it_srv with the tier at disk_dir (created on first use), through a config file. */
 static void start_offload(const char *memory) {
     off_server_start(disk_dir, sizeof(disk_dir), "/tmp/crescent-offload.XXXXXX", memory, "");
@@ -149,7 +137,7 @@ static int disk_keys(redisContext *c, char *out) {
     for (int i = 0; i < NKEYS; i++)
         if (i != EMPTY_KEY)
             n += out[i] = (char)on_disk(c, i);
-    long long rest = info_u64(c, "offloaded_keys") - n;
+    long long rest = off_info(c, "offloaded_keys") - n;
     cr_assert(rest == 0 || rest == 1, "offloaded_keys is %lld more than the keys on disk", rest);
     out[EMPTY_KEY] = (char)rest;
     return n + (int)rest;
@@ -160,11 +148,11 @@ TestSuite(offload, .init = setup, .fini = teardown, .timeout = 300);
 Test(offload, four_times_memory_reads_back_byte_exact) {
     fill(it_c, 1);
     cr_assert_eq(run(it_c, "DBSIZE"), NKEYS, "every key stays visible");
-    cr_assert_eq(info_u64(it_c, "evicted_keys"), 0, "nothing dropped");
-    long long offloaded = info_u64(it_c, "offloaded_keys");
+    cr_assert_eq(off_info(it_c, "evicted_keys"), 0, "nothing dropped");
+    long long offloaded = off_info(it_c, "offloaded_keys");
     cr_assert_geq(offloaded, NKEYS / 2, "most of a 4x data set is on disk: %lld", offloaded);
-    cr_assert_eq(info_u64(it_c, "offload_writes"), offloaded);
-    cr_assert_eq(info_u64(it_c, "offload_disk_objects"), offloaded);
+    cr_assert_eq(off_info(it_c, "offload_writes"), offloaded);
+    cr_assert_eq(off_info(it_c, "offload_disk_objects"), offloaded);
     static char where[NKEYS];
     cr_assert_eq(disk_keys(it_c, where), offloaded, "MEMORY USAGE agrees with INFO");
 
@@ -187,18 +175,18 @@ Test(offload, four_times_memory_reads_back_byte_exact) {
         freeReplyObject(r);
     } while (strcmp(cursor, "0") != 0);
     cr_assert_eq(seen, NKEYS, "SCAN visits every key once");
-    cr_assert_eq(info_u64(it_c, "offload_reads"), 0, "metadata never reads the disk");
+    cr_assert_eq(off_info(it_c, "offload_reads"), 0, "metadata never reads the disk");
 
     for (int i = 0; i < NKEYS; i++)
         check_key(it_c, i, 1);
-    long long reads = info_u64(it_c, "offload_reads");
-    long long prom = info_u64(it_c, "offload_promotions");
+    long long reads = off_info(it_c, "offload_reads");
+    long long prom = off_info(it_c, "offload_promotions");
     cr_assert_eq(reads, offloaded, "one disk read per offloaded key");
-    cr_assert_eq(prom + info_u64(it_c, "offload_buffered_reads"), reads);
-    cr_assert_eq(info_u64(it_c, "offloaded_keys"), offloaded - prom, "promoted keys left the disk");
-    cr_assert_eq(info_u64(it_c, "offload_disk_objects"), offloaded - prom);
-    cr_assert_eq(info_u64(it_c, "offload_read_failures"), 0);
-    cr_assert_eq(info_u64(it_c, "offload_write_failures"), 0);
+    cr_assert_eq(prom + off_info(it_c, "offload_buffered_reads"), reads);
+    cr_assert_eq(off_info(it_c, "offloaded_keys"), offloaded - prom, "promoted keys left the disk");
+    cr_assert_eq(off_info(it_c, "offload_disk_objects"), offloaded - prom);
+    cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
+    cr_assert_eq(off_info(it_c, "offload_write_failures"), 0);
     /* A second pass: still exact, whatever moved. */
     for (int i = 0; i < NKEYS; i++)
         check_key(it_c, i, 1);
@@ -216,12 +204,12 @@ Test(offload, del_overwrite_expire_flush_remove_disk_copies) {
         IT_INT(1, it_c, "DEL %s", key);
         dels += where[i];
     }
-    cr_assert_eq(info_u64(it_c, "offload_removes"), dels, "DEL removed %d disk copies", dels);
+    cr_assert_eq(off_info(it_c, "offload_removes"), dels, "DEL removed %d disk copies", dels);
     for (int i = q; i < 2 * q; i++) { /* overwrite */
         over += where[i] && on_disk(it_c, i);
         set_key(it_c, i, 2);
     }
-    cr_assert_geq(info_u64(it_c, "offload_removes"), dels + over);
+    cr_assert_geq(off_info(it_c, "offload_removes"), dels + over);
     for (int i = 2 * q; i < 3 * q; i++) { /* expiry */
         char key[32];
         key_of(i, key);
@@ -237,13 +225,13 @@ Test(offload, del_overwrite_expire_flush_remove_disk_copies) {
     }
     cr_assert_eq(run(it_c, "DBSIZE"), NKEYS / 2);
     off_wait_queue(it_c); /* the overwrites evicted more */
-    cr_assert_eq(info_u64(it_c, "offload_disk_objects"), info_u64(it_c, "offloaded_keys"),
+    cr_assert_eq(off_info(it_c, "offload_disk_objects"), off_info(it_c, "offloaded_keys"),
                  "no orphan on disk (%d expired offloaded keys)", exp);
     IT_OK(it_c, "FLUSHALL");
     cr_assert_eq(run(it_c, "DBSIZE"), 0);
-    cr_assert_eq(info_u64(it_c, "offloaded_keys"), 0);
-    cr_assert_eq(info_u64(it_c, "offload_disk_objects"), 0, "FLUSHALL empties the tier");
-    cr_assert_eq(info_u64(it_c, "offload_read_failures"), 0);
+    cr_assert_eq(off_info(it_c, "offloaded_keys"), 0);
+    cr_assert_eq(off_info(it_c, "offload_disk_objects"), 0, "FLUSHALL empties the tier");
+    cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
 }
 
 /* Finds n keys on disk from key 16 on (not the special ones), storing them in ks. */
@@ -334,8 +322,8 @@ Test(offload, commands_on_offloaded_values) {
     /* The empty and the large value. */
     IT_STR("", it_c, "GET off:00007");
     check_key(it_c, 9, 1);
-    cr_assert_eq(info_u64(it_c, "offload_read_failures"), 0);
-    cr_assert_eq(info_u64(it_c, "evicted_keys"), 0);
+    cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
+    cr_assert_eq(off_info(it_c, "evicted_keys"), 0);
 }
 
 /* Stops it_srv with SIGKILL (no clean shutdown) and keeps its working directory. */
@@ -371,8 +359,8 @@ Test(offload, restart_brings_offloaded_keys_back_with_ttls) {
     start_offload(MEMORY);
     long long want = nd - gone;
     cr_assert_eq(run(it_c, "DBSIZE"), want, "the keys that were on disk, less the expired");
-    cr_assert_eq(info_u64(it_c, "offload_recovered_keys"), want);
-    cr_assert_eq(info_u64(it_c, "offloaded_keys"), want);
+    cr_assert_eq(off_info(it_c, "offload_recovered_keys"), want);
+    cr_assert_eq(off_info(it_c, "offloaded_keys"), want);
     for (int i = 0; i < NKEYS; i++) {
         char key[32];
         key_of(i, key);
@@ -404,7 +392,7 @@ Test(offload, restart_brings_offloaded_keys_back_with_ttls) {
         else
             check_nil(it_c, i);
     }
-    cr_assert_eq(info_u64(it_c, "offload_read_failures"), 0);
+    cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
 }
 
 /* The other layouts and the io_uring path: a 4x data set reads back, and survives a restart. */
@@ -431,7 +419,7 @@ Test(offload, other_layouts_and_io_uring) {
         fill(it_c, 1);
         int nd = disk_keys(it_c, where);
         cr_assert_geq(nd, NKEYS / 2, "%s: %d keys on disk", env[k][0], nd);
-        cr_assert_eq(info_u64(it_c, "evicted_keys"), 0, "%s", env[k][0]);
+        cr_assert_eq(off_info(it_c, "evicted_keys"), 0, "%s", env[k][0]);
         it_close(it_c);
         it_c = NULL;
         it_server_stop(&it_srv);
@@ -445,8 +433,8 @@ Test(offload, other_layouts_and_io_uring) {
             else
                 check_nil(it_c, i);
         }
-        cr_assert_eq(info_u64(it_c, "offload_reads"), nd, "%s", env[k][0]);
-        cr_assert_eq(info_u64(it_c, "offload_read_failures"), 0, "%s", env[k][0]);
+        cr_assert_eq(off_info(it_c, "offload_reads"), nd, "%s", env[k][0]);
+        cr_assert_eq(off_info(it_c, "offload_read_failures"), 0, "%s", env[k][0]);
         unsetenv("MOONCAKE_OFFLOAD_STORAGE_BACKEND_DESCRIPTOR");
         unsetenv("MOONCAKE_OFFLOAD_USE_URING");
         unsetenv("MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES");
@@ -459,13 +447,13 @@ Test(offload, quota_full_falls_back_to_dropping) {
     setenv("MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES", "2097152", 1);
     start_offload(MEMORY);
     unsetenv("MOONCAKE_OFFLOAD_TOTAL_SIZE_LIMIT_BYTES");
-    cr_assert_eq(info_u64(it_c, "offload_disk_quota_bytes"), 2097152);
+    cr_assert_eq(off_info(it_c, "offload_disk_quota_bytes"), 2097152);
     fill(it_c, 1);
-    long long failed = info_u64(it_c, "offload_write_failures");
-    long long dropped = info_u64(it_c, "evicted_keys");
+    long long failed = off_info(it_c, "offload_write_failures");
+    long long dropped = off_info(it_c, "evicted_keys");
     cr_assert_gt(failed, 0, "the 2 MiB quota refused writes");
     cr_assert_eq(dropped, failed, "each refused write dropped its key");
-    cr_assert_leq(info_u64(it_c, "offloaded_bytes"), 2097152);
+    cr_assert_leq(off_info(it_c, "offloaded_bytes"), 2097152);
     cr_assert_eq(run(it_c, "DBSIZE"), NKEYS - dropped);
     long long present = 0;
     for (int i = 0; i < NKEYS; i++) {
