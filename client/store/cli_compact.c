@@ -56,6 +56,26 @@ int cli__creply_open(const redisReply *r, struct cli_creply *c) {
     return 0;
 }
 
+/* Opens the reply r of a batch hot command, compact or full: its per-key elements must be an
+ * array of n. Sets *elems to that array (inside c when compact). On failure closes c, frees r
+ * and returns the master's error, -ENOMEM or -CRESCENT_STORE_ERPC_FAIL ("<what>: bad reply");
+ * else 0, and the caller closes c and frees r. */
+int cli__batch_reply_open(struct crescent_store *st, redisReply *r, bool compact, size_t n,
+                          const char *what, struct cli_creply *c, const redisReply **elems) {
+    memset(c, 0, sizeof(*c));
+    *elems = r;
+    int err;
+    if ((err = cli__reply_err(r)) == 0 && compact && (err = cli__creply_open(r, c)) == 0) {
+        *elems = c->elems;
+    }
+    if (err < 0 || (*elems)->type != REDIS_REPLY_ARRAY || (*elems)->elements != n) {
+        cli__creply_close(st, c);
+        cli__reply_free(r);
+        return err < 0 ? err : cli_fail(CRESCENT_STORE_ERPC_FAIL, "%s: bad reply", what);
+    }
+    return 0;
+}
+
 /* Checks element e of c: an array of off + 4n integers whose segment indexes are in the table.
  * Returns n, the key's error code (e is an error), or -CRESCENT_STORE_ERPC_FAIL. */
 int cli__creply_count(const struct cli_creply *c, const redisReply *e, size_t off) {

@@ -210,15 +210,10 @@ static int cli_batch_get(struct crescent_store *st, const char *const *keys, siz
     if (err < 0) {
         return err;
     }
-    struct cli_creply c = {0};
-    const redisReply *elems = r;
-    if ((err = cli__reply_err(r)) == 0 && compact && (err = cli__creply_open(r, &c)) == 0) {
-        elems = c.elems;
-    }
-    if (err < 0 || elems->type != REDIS_REPLY_ARRAY || elems->elements != n) {
-        cli__creply_close(st, &c);
-        cli__reply_free(r);
-        return err < 0 ? err : cli_fail(CRESCENT_STORE_ERPC_FAIL, "batch get: bad reply");
+    struct cli_creply c;
+    const redisReply *elems;
+    if ((err = cli__batch_reply_open(st, r, compact, n, "batch get", &c, &elems)) < 0) {
+        return err;
     }
     int first = 0;
     bool fast = values == NULL && !st->checksum;

@@ -328,15 +328,10 @@ static int cli_batch_put(struct crescent_store *st, const char *const *keys,
     if (err < 0) {
         return err;
     }
-    struct cli_creply c = {0};
-    const redisReply *elems = r;
-    if ((err = cli__reply_err(r)) == 0 && compact && (err = cli__creply_open(r, &c)) == 0) {
-        elems = c.elems;
-    }
-    if (err < 0 || elems->type != REDIS_REPLY_ARRAY || elems->elements != n) {
-        cli__creply_close(st, &c);
-        cli__reply_free(r);
-        return err < 0 ? err : cli_fail(CRESCENT_STORE_ERPC_FAIL, "batch put: bad reply");
+    struct cli_creply c;
+    const redisReply *elems;
+    if ((err = cli__batch_reply_open(st, r, compact, n, "batch put", &c, &elems)) < 0) {
+        return err;
     }
     if (zero_copy && !st->checksum) {
         err = compact ? cli__batch_write_compact(st, &c, n, bufs, sizes, results)

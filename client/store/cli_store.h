@@ -273,6 +273,8 @@ struct cli_creply {
     size_t nsegs;
 };
 int cli__creply_open(const redisReply *r, struct cli_creply *c);
+int cli__batch_reply_open(struct crescent_store *st, redisReply *r, bool compact, size_t n,
+                          const char *what, struct cli_creply *c, const redisReply **elems);
 int cli__creply_count(const struct cli_creply *c, const redisReply *e, size_t off);
 int cli__creply_replicas(const struct cli_creply *c, const redisReply *e, size_t off, bool complete,
                          struct cli_replica *reps, size_t max);
