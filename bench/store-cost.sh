@@ -110,6 +110,13 @@ if [[ " ${MODES[*]} " == *" syscalls "* ]]; then
     done
 fi
 
+# per_object NAME INSTR_2S INSTR_5S OBJECTS_2S OBJECTS_5S: one line, the instructions per object
+# of the objects the longer run added (start-up cancels).
+per_object() {
+    awk -v n="$1" -v i2="$2" -v i5="$3" -v o2="$4" -v o5="$5" 'BEGIN {
+        printf "  %-10s %7d / %7d objects  %8.0f instructions/object\n", n, o2, o5, (i5 - i2) / (o5 - o2) }'
+}
+
 if [[ " ${MODES[*]} " == *" instr "* ]]; then
     echo "client instructions per object (callgrind, 5 s run minus 2 s run):"
     for n in "${NAMES[@]}"; do
@@ -127,8 +134,7 @@ if [[ " ${MODES[*]} " == *" instr "* ]]; then
             [ $((OB[5] * 2)) -ge $((OB[2] * 3)) ] && break
             echo "  ($n: ${OB[2]} / ${OB[5]} objects, too close; again)"
         done
-        awk -v n="$n" -v i2="${IR[2]}" -v i5="${IR[5]}" -v o2="${OB[2]}" -v o5="${OB[5]}" 'BEGIN {
-            printf "  %-10s %7d / %7d objects  %8.0f instructions/object\n", n, o2, o5, (i5 - i2) / (o5 - o2) }'
+        per_object "$n" "${IR[2]}" "${IR[5]}" "${OB[2]}" "${OB[5]}"
     done
 fi
 
@@ -165,8 +171,7 @@ if [[ " ${MODES[*]} " == *" master "* ]]; then
             [ $((MO[5] * 2)) -ge $((MO[2] * 3)) ] && break
             echo "  (store_$op: ${MO[2]} / ${MO[5]} objects, too close; again)"
         done
-        awk -v n="store_$op" -v i2="${MI[2]}" -v i5="${MI[5]}" -v o2="${MO[2]}" -v o5="${MO[5]}" 'BEGIN {
-            printf "  %-10s %7d / %7d objects  %8.0f instructions/object\n", n, o2, o5, (i5 - i2) / (o5 - o2) }'
+        per_object "store_$op" "${MI[2]}" "${MI[5]}" "${MO[2]}" "${MO[5]}"
     done
 fi
 
