@@ -72,6 +72,17 @@ static struct scan_sum scan_all(struct sto *s) {
     return c;
 }
 
+/* Puts n keys <prefix><i> of len bytes, key i's value made from seed i, through scratch buffer
+ * v (at least len bytes); fails the test on any error. */
+static void fill_keys(struct sto *s, const char *prefix, int n, uint8_t *v, size_t len) {
+    char k[32];
+    for (int i = 0; i < n; i++) {
+        key_of(k, prefix, i);
+        sto_test_fill(v, len, (uint64_t)i);
+        cr_assert_eq(sto_put_buf(s, k, strlen(k), v, len), 0, "fill %d", i);
+    }
+}
+
 /* ------------------------------------------------------------ overwrites at the limits */
 
 ParameterizedTestParameters(quota, overwrite_at_key_limit) {
@@ -87,11 +98,7 @@ ParameterizedTest(struct mode *m, quota, overwrite_at_key_limit) {
     struct sto *s = sto_test_open(&cfg);
     uint8_t v[1000];
     char k[32];
-    for (int i = 0; i < 8; i++) {
-        key_of(k, "k", i);
-        sto_test_fill(v, sizeof(v), (uint64_t)i);
-        cr_assert_eq(sto_put_buf(s, k, strlen(k), v, sizeof(v)), 0, "fill %d", i);
-    }
+    fill_keys(s, "k", 8, v, sizeof(v));
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < 8; i++) {
             key_of(k, "k", i);
@@ -196,11 +203,7 @@ ParameterizedTest(struct mode *m, quota, overwrite_at_byte_quota) {
     struct sto *s = sto_test_open(&cfg);
     static uint8_t v[8 * KIB];
     char k[32];
-    for (int i = 0; i < 16; i++) {
-        key_of(k, "b", i);
-        sto_test_fill(v, 4 * KIB, (uint64_t)i);
-        cr_assert_eq(sto_put_buf(s, k, strlen(k), v, 4 * KIB), 0, "fill %d", i);
-    }
+    fill_keys(s, "b", 16, v, 4 * KIB);
     struct sto_stats st;
     sto_stats(s, &st);
     cr_assert_eq(st.bytes, 64 * KIB);
