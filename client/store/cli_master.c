@@ -15,6 +15,8 @@
 
 #include <errno.h>
 #include <hiredis/sds.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,17 +243,43 @@ static bool cli_reader_idle(const redisReader *rd) {
     return rd->reply == NULL && (rd->ridx == -1 || (rd->ridx == 0 && rd->rstack[0].type == -1));
 }
 
-/* Writes the pending request of c and reads one reply with cli__resp_parse straight out of
- * hiredis's input buffer (hiredis's reader, with the arena functions c's reader holds, takes
- * over for a reply that parser leaves alone or that grows past CLI_RP_MAX). Returns the reply,
- * or NULL with c->err set. */
-static void *cli_read_arena(redisContext *c) {
+/* Writes the pending request of c. Returns false with c->err set on an I/O error. */
+static bool cli_flush(redisContext *c) {
     int done = 0;
     do {
         if (redisBufferWrite(c, &done) != REDIS_OK) {
-            return NULL;
+            return false;
         }
     } while (!done);
+    return true;
+}
+
+/*
+ * Waits up to poll_ns for c's socket to become readable without sleeping: poll(2) with a zero
+ * timeout, yielding the CPU between tries. A master answers most requests within tens of
+ * microseconds, while a thread that blocks and is woken again pays the scheduler's wake-up
+ * (on a virtual machine, hundreds of microseconds when the vCPU has halted); past poll_ns the
+ * caller's blocking read takes over. CRESCENT_STORE_POLL_US sets poll_ns (docs/store.md).
+ */
+static void cli_poll_spin(redisContext *c, uint64_t poll_ns) {
+    if (poll_ns == 0) {
+        return;
+    }
+    uint64_t end = cm_mono_ns() + poll_ns;
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    while (poll(&p, 1, 0) == 0 && cm_mono_ns() < end) {
+        sched_yield();
+    }
+}
+
+/* Writes the pending request of c and reads one reply with cli__resp_parse straight out of
+ * hiredis's input buffer (hiredis's reader, with the arena functions c's reader holds, takes
+ * over for a reply that parser leaves alone or that grows past CLI_RP_MAX), polling up to
+ * poll_ns before each blocking read. Returns the reply, or NULL with c->err set. */
+static void *cli_read_arena(redisContext *c, uint64_t poll_ns) {
+    if (!cli_flush(c)) {
+        return NULL;
+    }
     redisReader *rd = c->reader;
     struct cli_rscan sc;
     cli__resp_scan_init(&sc);
@@ -280,6 +308,7 @@ static void *cli_read_arena(redisContext *c) {
                 break;
             }
         }
+        cli_poll_spin(c, poll_ns);
         if (redisBufferRead(c) != REDIS_OK) {
             return NULL;
         }
@@ -288,10 +317,11 @@ static void *cli_read_arena(redisContext *c) {
     return redisGetReply(c, &r) == REDIS_OK ? r : NULL;
 }
 
-/* Sends the formatted request on *slot and reads one reply (built with fns when not NULL).
- * Returns the reply, or NULL on an I/O error (then *slot is freed and NULL). */
+/* Sends the formatted request on *slot and reads one reply (built with fns when not NULL),
+ * polling up to poll_ns for it before blocking. Returns the reply, or NULL on an I/O error
+ * (then *slot is freed and NULL). */
 static void *cli_roundtrip(redisContext **slot, const char *req, size_t flen,
-                           redisReplyObjectFunctions *fns) {
+                           redisReplyObjectFunctions *fns, uint64_t poll_ns) {
     redisReplyObjectFunctions *saved = (*slot)->reader->fn;
     if (fns != NULL) {
         (*slot)->reader->fn = fns;
@@ -301,8 +331,9 @@ static void *cli_roundtrip(redisContext **slot, const char *req, size_t flen,
     cli_nopipe_begin(&np);
     int ok = redisAppendFormattedCommand(*slot, req, flen) == REDIS_OK;
     if (ok && fns == &cli__arena_fns) {
-        ok = (r = cli_read_arena(*slot)) != NULL;
-    } else if (ok) {
+        ok = (r = cli_read_arena(*slot, poll_ns)) != NULL;
+    } else if (ok && (ok = cli_flush(*slot))) {
+        cli_poll_spin(*slot, poll_ns);
         ok = redisGetReply(*slot, &r) == REDIS_OK && r != NULL;
     }
     cli_nopipe_end(&np);
@@ -326,7 +357,7 @@ bool cli__negotiate(struct crescent_store *st, redisContext **slot) {
     if (!st->want_compact) {
         return true;
     }
-    redisReply *r = cli_roundtrip(slot, req, sizeof(req) - 1, NULL);
+    redisReply *r = cli_roundtrip(slot, req, sizeof(req) - 1, NULL, st->poll_ns);
     if (r == NULL) {
         return false;
     }
@@ -371,7 +402,9 @@ static int cli_command_fns(struct crescent_store *st, redisContext **slot, int a
             }
             fresh = slot == &st->rc;
         }
-        void *r = fresh && !cli__negotiate(st, slot) ? NULL : cli_roundtrip(slot, req, flen, fns);
+        void *r = fresh && !cli__negotiate(st, slot)
+                      ? NULL
+                      : cli_roundtrip(slot, req, flen, fns, st->poll_ns);
         if (r == NULL) {
             io_errors++;
             /* Once at once (an idle connection the master closed), then as a fail-over. */

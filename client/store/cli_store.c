@@ -47,6 +47,30 @@ static bool cli_env_bool(const char *name, bool def) {
     return def;
 }
 
+#define CLI_POLL_US_DEFAULT 250
+#define CLI_POLL_US_MAX     1000000
+
+/* CRESCENT_STORE_POLL_US: microseconds a master reply is polled for before the caller blocks
+ * (default CLI_POLL_US_DEFAULT, 0 = block at once). Returns 0, or -EINVAL for a value that is
+ * not a whole number up to CLI_POLL_US_MAX. */
+static int cli_env_poll(struct crescent_store *st) {
+    const char *v = getenv("CRESCENT_STORE_POLL_US");
+    char *end;
+    unsigned long us = CLI_POLL_US_DEFAULT;
+    if (v != NULL) {
+        errno = 0;
+        us = strtoul(v, &end, 10);
+        if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || us > CLI_POLL_US_MAX) {
+            return cli_fail(EINVAL,
+                            "CRESCENT_STORE_POLL_US: '%s' is not a number of microseconds "
+                            "from 0 to %d",
+                            v, CLI_POLL_US_MAX);
+        }
+    }
+    st->poll_ns = (uint64_t)us * 1000;
+    return 0;
+}
+
 static int cli_client_id(struct crescent_store *st) {
     unsigned char b[16];
     if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
@@ -136,7 +160,7 @@ static int cli_init(struct crescent_store *st, const char *master,
         return -ENOMEM;
     }
     int rc;
-    if ((rc = cli_client_id(st)) < 0 ||
+    if ((rc = cli_env_poll(st)) < 0 || (rc = cli_client_id(st)) < 0 ||
         (rc = cli__master_open(st, master, cfg->failover_timeout_ms)) < 0 ||
         (rc = cli_engine(st, cfg)) < 0 || (rc = cli_stage_init(st, cfg->local_buffer_size)) < 0) {
         return rc;

@@ -76,6 +76,7 @@ struct crescent_store {
     struct cli_leader *leader; /* HA address forms: the leader view (cli_leader.c), or NULL */
     uint32_t failover_ms;      /* how long one call waits for a leader (HA forms) */
     uint32_t timeout_ms;       /* master timeout */
+    uint64_t poll_ns;          /* how long a master reply is polled for before blocking */
     char client_id[33];        /* 32 hex digits */
     char *hostname;            /* local host (MC.REGISTER) */
     char protocol[16];         /* transfer protocol */

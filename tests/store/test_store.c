@@ -923,3 +923,50 @@ Test(store, segment_remounted_with_a_new_descriptor) {
         free(mem2);
     }
 }
+
+/* Sends SIGCONT to the pid in arg after 1.5 s. */
+static void *cont_later(void *arg) {
+    st_sleep_ms(1500);
+    kill(*(pid_t *)arg, SIGCONT);
+    return NULL;
+}
+
+/* CRESCENT_STORE_POLL_US: a bad value fails the create naming the variable; with a long poll
+ * window every reply still ends the poll at once (100 round trips take nothing like 100 x the
+ * window), and a reply that comes after the window (the master stopped for 1.5 s) is read by the
+ * blocking read that follows the poll. With 0, calls block at once and still work. */
+Test(store, reply_polling_setting) {
+    struct crescent_store *st = NULL;
+    const char *bad[] = {"abc", "-1", "12x", "", "1000001", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("CRESCENT_STORE_POLL_US", bad[i], 1);
+        ERR(EINVAL, crescent_store_create(master.addr, NULL, &st));
+        cr_assert_null(st);
+        cr_assert(strstr(crescent_store_last_error(), "CRESCENT_STORE_POLL_US") != NULL, "%s: %s",
+                  bad[i], crescent_store_last_error());
+    }
+    const char *good[] = {"0", "1000000"};
+    for (size_t i = 0; i < 2; i++) {
+        setenv("CRESCENT_STORE_POLL_US", good[i], 1);
+        st = st_store(&master, "tcp", 8 * MIB);
+        unsetenv("CRESCENT_STORE_POLL_US");
+        long long t0 = st_now_ms();
+        for (int k = 0; k < 100; k++) {
+            char key[32], val[32];
+            snprintf(key, sizeof(key), "poll-%zu-%d", i, k);
+            snprintf(val, sizeof(val), "value-%d", k);
+            OK(crescent_store_put(st, key, val, strlen(val), NULL));
+            check_get(st, key, val, strlen(val));
+        }
+        /* 300 round trips: a poll that ignored the reply would take 300 s with a 1 s window. */
+        cr_assert_lt(st_now_ms() - t0, 60000, "%s: polls outlast their replies", good[i]);
+        pthread_t th;
+        kill(master.pid, SIGSTOP);
+        pthread_create(&th, NULL, cont_later, &master.pid);
+        cr_assert_eq(crescent_store_is_exist(st, "poll-0-1"), i == 0 ? 1 : 0);
+        pthread_join(th, NULL);
+        check_get(st, i == 0 ? "poll-0-7" : "poll-1-7", "value-7", 7);
+        cr_assert_geq(crescent_store_remove_by_regex(st, "^poll-", 1), 100);
+        crescent_store_destroy(st);
+    }
+}
