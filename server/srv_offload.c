@@ -49,6 +49,8 @@ static struct {
     _Atomic uint64_t promotions, buffered_reads, removes, recovered;
     _Atomic uint64_t queued_writes, sync_writes, cancelled_writes, queue_reads;
     _Atomic uint64_t queue_keys, queue_bytes; /* gauges: values in the write queue's table */
+    _Atomic uint64_t queue_writing;           /* gauge: jobs the writer took, not yet finished */
+    _Atomic uint64_t waited_writes;           /* changes that waited for a write in progress */
     _Atomic uint64_t last_log_ms;
 } srv_off;
 
@@ -473,6 +475,7 @@ static struct {
     uint64_t limit;            /* bytes; 0: synchronous writes only */
     unsigned busy;             /* jobs the writer took and has not finished */
     unsigned delay_ms;         /* CRESCENT_TEST_OFFLOAD_WRITE_DELAY_MS: tests widen the window */
+    unsigned stall_ms;         /* CRESCENT_TEST_OFFLOAD_WRITE_STALL_MS: tests hold a taken batch */
     int started, stopping;
     pthread_t thread;
 } srv_wq = {.mu = PTHREAD_MUTEX_INITIALIZER,
@@ -584,8 +587,13 @@ static int srv_wq_settle(uint32_t gen, const char *key, size_t klen, int cancel,
         return 0;
     pthread_mutex_lock(&srv_wq.mu);
     struct srv_wq_job *j;
-    while ((j = srv_wq_find(gen, key, klen)) && j->state == SRV_WQ_WRITING)
+    int waited = 0;
+    while ((j = srv_wq_find(gen, key, klen)) && j->state == SRV_WQ_WRITING) {
+        waited = 1;
         pthread_cond_wait(&srv_wq.done, &srv_wq.mu);
+    }
+    if (waited)
+        cm_atomic_add_relaxed(&srv_off.waited_writes, 1);
     if (j && cancel) {
         if (j->state == SRV_WQ_QUEUED)
             cm_atomic_add_relaxed(&srv_off.cancelled_writes, 1);
@@ -679,6 +687,7 @@ static unsigned srv_wq_take(struct srv_wq_job **jobs) {
         jobs[n++] = j;
     }
     srv_wq.busy = n;
+    cm_atomic_store_relaxed(&srv_off.queue_writing, n);
     return n;
 }
 
@@ -697,6 +706,7 @@ static void srv_wq_finish(struct srv_wq_job **jobs, unsigned n) {
             jobs[nf++] = j;
         }
     }
+    cm_atomic_store_relaxed(&srv_off.queue_writing, 0);
     pthread_cond_broadcast(&srv_wq.done); /* nothing is WRITING now */
     if (nf == 0)
         return;
@@ -710,6 +720,12 @@ static void srv_wq_finish(struct srv_wq_job **jobs, unsigned n) {
     }
 }
 
+/* Sleeps ms milliseconds (the test knobs). */
+static void srv_wq_sleep_ms(unsigned ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 static void *srv_wq_thread(void *arg) {
     (void)arg;
     struct srv_wq_job *jobs[SRV_WQ_BATCH];
@@ -720,14 +736,14 @@ static void *srv_wq_thread(void *arg) {
         if (!srv_wq.head)
             break;
         if (srv_wq.delay_ms && !srv_wq.stopping) { /* the jobs stay queued meanwhile */
-            struct timespec ts = {srv_wq.delay_ms / 1000,
-                                  (long)(srv_wq.delay_ms % 1000) * 1000000L};
             pthread_mutex_unlock(&srv_wq.mu);
-            nanosleep(&ts, NULL);
+            srv_wq_sleep_ms(srv_wq.delay_ms);
             pthread_mutex_lock(&srv_wq.mu);
         }
         unsigned n = srv_wq_take(jobs);
         pthread_mutex_unlock(&srv_wq.mu);
+        if (n && srv_wq.stall_ms) /* the jobs are in progress meanwhile: changes wait */
+            srv_wq_sleep_ms(srv_wq.stall_ms);
         if (n)
             srv_wq_write(jobs, n);
         pthread_mutex_lock(&srv_wq.mu);
@@ -741,7 +757,7 @@ static void *srv_wq_thread(void *arg) {
 
 /*
  * Reads CRESCENT_OFFLOAD_WRITE_QUEUE_BYTES (default: a quarter of --memory, at most 64 MiB; 0
- * turns the queue off) and the test knob. Returns 0 or -1 with a message in err.
+ * turns the queue off) and the test knobs. Returns 0 or -1 with a message in err.
  */
 static int srv_wq_config(char *err, size_t errlen) {
     uint64_t mem = srv_cfg.memory > 0 ? (uint64_t)srv_cfg.memory : 0;
@@ -760,6 +776,8 @@ static int srv_wq_config(char *err, size_t errlen) {
     }
     e = getenv("CRESCENT_TEST_OFFLOAD_WRITE_DELAY_MS");
     srv_wq.delay_ms = e ? (unsigned)strtoul(e, NULL, 10) : 0;
+    e = getenv("CRESCENT_TEST_OFFLOAD_WRITE_STALL_MS");
+    srv_wq.stall_ms = e ? (unsigned)strtoul(e, NULL, 10) : 0;
     return 0;
 }
 
@@ -992,8 +1010,10 @@ void srv_offload_info(struct cm_buf *b) {
                    "offload_promotions:%llu\r\noffload_buffered_reads:%llu\r\n"
                    "offload_removes:%llu\r\noffload_recovered_keys:%llu\r\n"
                    "offload_write_queue_limit_bytes:%llu\r\noffload_write_queue_keys:%llu\r\n"
-                   "offload_write_queue_bytes:%llu\r\noffload_queued_writes:%llu\r\n"
+                   "offload_write_queue_bytes:%llu\r\noffload_write_queue_writing:%llu\r\n"
+                   "offload_queued_writes:%llu\r\n"
                    "offload_sync_writes:%llu\r\noffload_cancelled_writes:%llu\r\n"
+                   "offload_waited_writes:%llu\r\n"
                    "offload_queue_reads:%llu\r\n"
                    "offload_disk_objects:%llu\r\noffload_disk_used_bytes:%llu\r\n"
                    "offload_disk_quota_bytes:%llu\r\noffload_disk_corrupt:%llu\r\n\r\n",
@@ -1001,8 +1021,9 @@ void srv_offload_info(struct cm_buf *b) {
                    U(writes), U(write_bytes), U(write_failures), U(reads), U(read_bytes),
                    U(read_failures), U(promotions), U(buffered_reads), U(removes), U(recovered),
                    (unsigned long long)(srv_wq.started ? srv_wq.limit : 0), U(queue_keys),
-                   U(queue_bytes), U(queued_writes), U(sync_writes), U(cancelled_writes),
-                   U(queue_reads), (unsigned long long)st.keys, (unsigned long long)st.disk_bytes,
+                   U(queue_bytes), U(queue_writing), U(queued_writes), U(sync_writes),
+                   U(cancelled_writes), U(waited_writes), U(queue_reads),
+                   (unsigned long long)st.keys, (unsigned long long)st.disk_bytes,
                    (unsigned long long)st.quota_bytes, (unsigned long long)st.corrupt);
 #undef U
 }
