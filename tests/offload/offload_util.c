@@ -85,15 +85,23 @@ size_t off_value_bytes(int i, int gen, size_t n, char *buf) {
 }
 
 /* Public: see offload_util.h. */
-long long off_info(redisContext *c, const char *field) {
+void off_info_many(redisContext *c, const char *const *fields, long long *out, int n) {
     redisReply *r = redisCommand(c, "INFO everything");
     cr_assert(r && r->type == REDIS_REPLY_STRING, "INFO: %s", r ? "bad reply" : c->errstr);
-    char pat[128];
-    snprintf(pat, sizeof(pat), "\r\n%s:", field);
-    const char *p = strstr(r->str, pat);
-    cr_assert_not_null(p, "INFO has %s", field);
-    long long v = strtoll(p + strlen(pat), NULL, 10);
+    for (int k = 0; k < n; k++) {
+        char pat[128];
+        snprintf(pat, sizeof(pat), "\r\n%s:", fields[k]);
+        const char *p = strstr(r->str, pat);
+        cr_assert_not_null(p, "INFO has %s", fields[k]);
+        out[k] = strtoll(p + strlen(pat), NULL, 10);
+    }
     freeReplyObject(r);
+}
+
+/* Public: see offload_util.h. */
+long long off_info(redisContext *c, const char *field) {
+    long long v;
+    off_info_many(c, &field, &v, 1);
     return v;
 }
 

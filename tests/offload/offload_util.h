@@ -28,6 +28,12 @@ void off_teardown(char *dir);
 long long off_info(redisContext *c, const char *field);
 
 /*
+ * Several numeric fields of one INFO everything reply, so they are read at one moment: out[k]
+ * is fields[k] (fails the test when one is missing).
+ */
+void off_info_many(redisContext *c, const char *const *fields, long long *out, int n);
+
+/*
  * Waits until the master's offload write queue is empty (INFO offload_write_queue_keys 0, the
  * writes in progress finished), so counters and disk figures are settled. Fails the test after
  * 120 s.

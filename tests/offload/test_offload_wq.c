@@ -33,15 +33,23 @@ static void key_of(int i, char *buf) {
 }
 
 /*
- * Starts the master on disk_dir (created on first use) with the queue bound, the writer delay
- * and the config lines extra.
+ * Starts the master on disk_dir (created on first use) with the queue bound, the writer's
+ * delay before it takes a batch, its stall after (milliseconds; the two test knobs) and the
+ * config lines extra.
  */
-static void start_conf(const char *queue_bytes, const char *delay_ms, const char *extra) {
+static void start_knobs(const char *queue_bytes, const char *delay_ms, const char *stall_ms,
+                        const char *extra) {
     setenv("CRESCENT_OFFLOAD_WRITE_QUEUE_BYTES", queue_bytes, 1);
     setenv("CRESCENT_TEST_OFFLOAD_WRITE_DELAY_MS", delay_ms, 1);
+    setenv("CRESCENT_TEST_OFFLOAD_WRITE_STALL_MS", stall_ms, 1);
     off_server_start(disk_dir, sizeof(disk_dir), "/tmp/crescent-offwq.XXXXXX", MEMORY, extra);
     unsetenv("CRESCENT_OFFLOAD_WRITE_QUEUE_BYTES");
     unsetenv("CRESCENT_TEST_OFFLOAD_WRITE_DELAY_MS");
+    unsetenv("CRESCENT_TEST_OFFLOAD_WRITE_STALL_MS");
+}
+
+static void start_conf(const char *queue_bytes, const char *delay_ms, const char *extra) {
+    start_knobs(queue_bytes, delay_ms, "0", extra);
 }
 
 static void start(const char *queue_bytes, const char *delay_ms) {
@@ -344,4 +352,397 @@ Test(offload_wq, concurrent_reads_during_eviction) {
     cr_assert_eq(off_info(it_c, "evicted_keys"), 0);
     cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
     cr_assert_eq(off_info(it_c, "offload_disk_objects"), off_info(it_c, "offloaded_keys"));
+}
+
+/* ---------------------------------------------------------------- writes in progress */
+
+/*
+ * Keys whose write is in progress: the writer took them and is storing them. The server's
+ * second test knob, CRESCENT_TEST_OFFLOAD_WRITE_STALL_MS, holds every batch the writer takes
+ * that long before its sto_batch_put. Values are large (about 220 KiB, some 16 fit in memory),
+ * so one SET evicts one or two keys, and INFO offload_write_queue_writing says when the writer
+ * holds them; ip_stall_batch() then checks that every key evicted since is in that batch.
+ */
+
+#define IP_MAX   400    /* keys wp:00000 ... at most */
+#define IP_VMAX  250000 /* largest value */
+#define IP_DELAY "100"  /* ms the writer waits before a batch: one SET's evictions go together */
+#define IP_STALL "1500" /* ms the writer holds each batch it took: commands arrive meanwhile */
+#define IP_TTL   100000 /* seconds: every key is set with this TTL */
+#define IP_REC   200    /* MEMORY USAGE of an offloaded key is at most this (its record) */
+#define IP_DST   "wp:renamed"
+
+/* What the tests expect of key i. */
+static struct {
+    int next;          /* keys 0 .. next-1 were set */
+    char gen[IP_MAX];  /* value generation; 0: deleted or renamed away */
+    int ttl[IP_MAX];   /* TTL set, in seconds; -1: none */
+    char disk[IP_MAX]; /* offloaded (only its record in memory) at the last look */
+} ip;
+
+static void ip_key(int i, char *buf) {
+    snprintf(buf, 32, "wp:%05d", i);
+}
+
+static size_t ip_len(int i) {
+    return 200000 + (size_t)((unsigned)i * 2654435761u % 50000u);
+}
+
+static void ip_start(const char *stall_ms) {
+    start_knobs("67108864", stall_ms[0] == '0' ? "0" : IP_DELAY, stall_ms, "");
+}
+
+/* SETs key i to its value of generation gen, with a TTL of ttl seconds (-1: none). */
+static void ip_set(redisContext *c, int i, int gen, int ttl) {
+    static char val[IP_VMAX];
+    char key[32], ex[24];
+    ip_key(i, key);
+    size_t n = off_value_bytes(i, gen, ip_len(i), val);
+    snprintf(ex, sizeof(ex), "%d", ttl);
+    const char *argv[] = {"SET", key, val, "EX", ex};
+    size_t lens[] = {3, strlen(key), n, 2, strlen(ex)};
+    redisReply *r = redisCommandArgv(c, ttl > 0 ? 5 : 3, argv, lens);
+    cr_assert(r && r->type == REDIS_REPLY_STATUS, "SET %s: %s", key, r ? r->str : c->errstr);
+    freeReplyObject(r);
+    ip.gen[i] = (char)gen;
+    ip.ttl[i] = ttl;
+}
+
+/* 1 when key (named) exists with only its record in memory: its value is offloaded. */
+static int ip_offloaded_key(redisContext *c, const char *key) {
+    redisReply *r = redisCommand(c, "MEMORY USAGE %s", key);
+    cr_assert_not_null(r, "MEMORY USAGE: %s", c->errstr);
+    int off = r->type == REDIS_REPLY_INTEGER && r->integer <= IP_REC;
+    freeReplyObject(r);
+    return off;
+}
+
+static int ip_offloaded(redisContext *c, int i) {
+    char key[32];
+    ip_key(i, key);
+    return ip_offloaded_key(c, key);
+}
+
+/* Marks in ip.disk the live keys whose value is offloaded now. */
+static void ip_mark_disk(redisContext *c) {
+    for (int i = 0; i < ip.next; i++)
+        ip.disk[i] = (char)(ip.gen[i] && ip_offloaded(c, i));
+}
+
+/* Disk objects the offloaded keys of ip.disk make: a value each, an expiry for a TTL. */
+static long long ip_disk_objects(void) {
+    long long n = 0;
+    for (int i = 0; i < ip.next; i++)
+        n += ip.disk[i] ? 1 + (ip.ttl[i] > 0) : 0;
+    return n;
+}
+
+/* Asserts r is key i's value of generation gen, byte for byte. */
+static void ip_assert_val(redisReply *r, int i, int gen, const char *what) {
+    static char want[IP_VMAX];
+    size_t n = off_value_bytes(i, gen, ip_len(i), want);
+    cr_assert(r && r->type == REDIS_REPLY_STRING, "%s (key %d): reply type %d", what, i,
+              r ? r->type : -1);
+    cr_assert_eq(r->len, n, "%s (key %d): %zu bytes, want %zu", what, i, r->len, n);
+    cr_assert(memcmp(r->str, want, n) == 0, "%s (key %d): bytes differ", what, i);
+}
+
+/* Asserts the TTL of key is ttl seconds (within 10,000 below), or -1 for ttl -1. */
+static void ip_assert_ttl(redisContext *c, const char *key, int ttl) {
+    redisReply *r = it_cmd(c, "TTL %s", key);
+    cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "TTL %s", key);
+    if (ttl < 0)
+        cr_assert_eq(r->integer, -1, "TTL %s = %lld, want none", key, r->integer);
+    else
+        cr_assert(r->integer > ttl - 10000 && r->integer <= ttl, "TTL %s = %lld, want %d", key,
+                  r->integer, ttl);
+}
+
+/*
+ * Brings the writer to hold a batch of fresh evictions: waits until nothing is queued, SETs new
+ * keys (with IP_TTL) until one evicts, waits until the writer took the evicted values, and
+ * checks, before and after listing them, that every value evicted since is in that batch
+ * (taken, none queued behind, none written yet). Fills out[] (max entries) with those keys and
+ * returns how many; the writer holds them for the rest of IP_STALL. Retries (10 times) when
+ * a batch was not caught whole.
+ */
+static int ip_stall_batch(redisContext *c, int *out, int max) {
+    static const char *const f[] = {"offload_write_queue_writing", "offload_write_queue_keys",
+                                    "offload_writes"};
+    for (int attempt = 0; attempt < 10; attempt++) {
+        off_wait_queue(c);
+        ip_mark_disk(c);
+        long long w0 = off_info(c, "offload_writes");
+        while (off_info(c, "offload_write_queue_keys") == 0) {
+            cr_assert_lt(ip.next, IP_MAX, "an eviction within %d keys", IP_MAX);
+            ip_set(c, ip.next++, 1, IP_TTL);
+        }
+        long long v[3], deadline = it_now_ms() + 60000;
+        for (;;) {
+            off_info_many(c, f, v, 3);
+            if (v[0] > 0 || v[1] == 0 || it_now_ms() > deadline)
+                break;
+            it_sleep_ms(2);
+        }
+        if (v[0] == 0 || v[0] != v[1] || v[2] != w0)
+            continue; /* not caught whole: written already, or more queued behind it */
+        int n = 0, found = 0;
+        for (int i = 0; i < ip.next; i++) {
+            if (!ip.gen[i] || ip.disk[i] || !ip_offloaded(c, i))
+                continue;
+            if (n < max)
+                out[n++] = i;
+            found++;
+        }
+        long long v2[3];
+        off_info_many(c, f, v2, 3);
+        if (found == v[0] && v2[0] == v[0] && v2[2] == w0)
+            return n;
+    }
+    cr_assert_fail("no batch of writes caught in progress in 10 tries");
+    return 0;
+}
+
+/* The counters that tell a write in progress (waited for) from a queued one (cancelled). */
+static void ip_waits(redisContext *c, long long *waited, long long *cancelled) {
+    static const char *const f[] = {"offload_waited_writes", "offload_cancelled_writes"};
+    long long v[2];
+    off_info_many(c, f, v, 2);
+    *waited = v[0];
+    *cancelled = v[1];
+}
+
+/* Stops it_srv with SIGKILL (no clean shutdown); keeps the tier. */
+static void stop_kill(void) {
+    it_close(it_c);
+    it_c = NULL;
+    kill(it_srv.pid, SIGKILL);
+    waitpid(it_srv.pid, NULL, 0);
+    it_srv.pid = 0;
+    it_server_stop(&it_srv); /* removes the working directory only */
+}
+
+/*
+ * After a restart: every key offloaded at the stop (ip.disk) is back with its value and TTL, a
+ * deleted one never, one in memory at the stop is gone (as without the tier). Returns the
+ * keys back.
+ */
+static long long ip_check_restored(redisContext *c) {
+    long long back = 0;
+    for (int i = 0; i < ip.next; i++) {
+        char key[32];
+        ip_key(i, key);
+        redisReply *r = redisCommand(c, "GET %s", key);
+        cr_assert_not_null(r, "GET: %s", c->errstr);
+        if (!ip.gen[i] || !ip.disk[i]) {
+            cr_assert_eq(r->type, REDIS_REPLY_NIL, "GET %s: %s key came back (type %d)", key,
+                         ip.gen[i] ? "a key in memory at the stop" : "a deleted", r->type);
+        } else {
+            ip_assert_val(r, i, ip.gen[i], key);
+            ip_assert_ttl(c, key, ip.ttl[i]);
+            back++;
+        }
+        freeReplyObject(r);
+    }
+    return back;
+}
+
+/* GET and MGET of values whose write is in progress: byte-exact, copied from the writer's job. */
+Test(offload_wq, reads_while_writes_are_in_progress) {
+    ip_start(IP_STALL);
+    memset(&ip, 0, sizeof(ip));
+    int b[32];
+    ip_stall_batch(it_c, b, 32);
+    long long qr = off_info(it_c, "offload_queue_reads");
+    char key[32];
+    ip_key(b[0], key);
+    redisReply *r = redisCommand(it_c, "GET %s", key);
+    ip_assert_val(r, b[0], 1, "GET of a key being written");
+    freeReplyObject(r);
+    cr_assert_eq(off_info(it_c, "offload_queue_reads"), qr + 1, "GET %s read the job", key);
+
+    /* MGET: every key of a held batch, a key in memory and a missing one. */
+    int n = ip_stall_batch(it_c, b, 30), mem = -1;
+    for (int i = ip.next - 1; i >= 0 && mem < 0; i--)
+        if (ip.gen[i] && !ip_offloaded(it_c, i))
+            mem = i;
+    cr_assert_geq(mem, 0, "a key in memory");
+    const char *argv[33];
+    size_t lens[33];
+    char keys[32][32];
+    argv[0] = "MGET";
+    for (int k = 0; k <= n; k++) {
+        ip_key(k < n ? b[k] : mem, keys[k]);
+        argv[k + 1] = keys[k];
+    }
+    argv[n + 2] = "wp:nosuch";
+    for (int k = 0; k < n + 3; k++)
+        lens[k] = strlen(argv[k]);
+    qr = off_info(it_c, "offload_queue_reads");
+    r = redisCommandArgv(it_c, n + 3, argv, lens);
+    cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == (size_t)n + 2, "MGET");
+    for (int k = 0; k < n; k++)
+        ip_assert_val(r->element[k], b[k], 1, "MGET of a key being written");
+    ip_assert_val(r->element[n], mem, 1, "MGET of a key in memory");
+    cr_assert_eq(r->element[n + 1]->type, REDIS_REPLY_NIL);
+    freeReplyObject(r);
+    cr_assert_eq(off_info(it_c, "offload_queue_reads"), qr + n, "MGET read the %d jobs", n);
+
+    /* Written since: the same keys again, now from the disk. */
+    off_wait_queue(it_c);
+    for (int k = 0; k < n; k++) {
+        ip_key(b[k], key);
+        r = redisCommand(it_c, "GET %s", key);
+        ip_assert_val(r, b[k], 1, "GET once written");
+        freeReplyObject(r);
+    }
+    cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
+    cr_assert_eq(off_info(it_c, "offload_write_failures"), 0);
+    cr_assert_eq(off_info(it_c, "evicted_keys"), 0);
+}
+
+/*
+ * DEL, SET (overwrite), EXPIRE and PERSIST, each of a key whose write is in progress (each
+ * waits for it, then removes or rewrites its disk copy), the overwritten value evicted too,
+ * then a stop with signal sig and a restart: the deleted key stays deleted, the overwritten
+ * one has its new value, the TTLs are the changed ones, the other keys of each batch are back.
+ */
+static void ip_changes_across_restart(int sig) {
+    ip_start(IP_STALL);
+    memset(&ip, 0, sizeof(ip));
+    static const char *const what[] = {"DEL", "SET", "EXPIRE", "PERSIST"};
+    long long waited[4], cancelled[4];
+    int changed[4], b[32];
+    for (int k = 0; k < 4; k++) {
+        ip_stall_batch(it_c, b, 32);
+        int i = changed[k] = b[0];
+        char key[32];
+        ip_key(i, key);
+        long long w, c;
+        ip_waits(it_c, &w, &c);
+        if (k == 0) {
+            IT_INT(1, it_c, "DEL %s", key);
+            ip.gen[i] = 0;
+        } else if (k == 1) {
+            ip_set(it_c, i, 2, -1);
+        } else if (k == 2) {
+            IT_INT(1, it_c, "EXPIRE %s %d", key, 2 * IP_TTL);
+            ip.ttl[i] = 2 * IP_TTL;
+        } else {
+            IT_INT(1, it_c, "PERSIST %s", key);
+            ip.ttl[i] = -1;
+        }
+        ip_waits(it_c, &waited[k], &cancelled[k]);
+        waited[k] -= w;
+        cancelled[k] -= c;
+    }
+    char key[32];
+    ip_key(changed[0], key);
+    IT_INT(0, it_c, "EXISTS %s", key);
+    for (int k = 1; k < 4; k++) {
+        ip_key(changed[k], key);
+        ip_assert_ttl(it_c, key, ip.ttl[changed[k]]);
+    }
+    /* New keys until the overwritten value is evicted too (its write queued, then done). */
+    while (!ip_offloaded(it_c, changed[1])) {
+        cr_assert_lt(ip.next, IP_MAX, "the new value is evicted within %d keys", IP_MAX);
+        ip_set(it_c, ip.next++, 1, IP_TTL);
+    }
+    off_wait_queue(it_c);
+    ip_mark_disk(it_c);
+    for (int k = 1; k < 4; k++)
+        cr_assert(ip.disk[changed[k]], "%s key %d offloaded at the stop", what[k], changed[k]);
+    long long objects = off_info(it_c, "offload_disk_objects");
+    if (sig == SIGTERM)
+        stop_clean();
+    else
+        stop_kill();
+    ip_start("0");
+    long long back = ip_check_restored(it_c);
+    cr_assert_gt(back, 4, "offloaded keys came back");
+    IT_INT(back, it_c, "DBSIZE");
+    cr_assert_eq(off_info(it_c, "offload_recovered_keys"), back);
+    cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
+    /* Each change met a write in progress (waited), not a queued one (cancelled). */
+    for (int k = 0; k < 4; k++) {
+        cr_assert_eq(waited[k], 1, "%s waited for the write in progress", what[k]);
+        cr_assert_eq(cancelled[k], 0, "%s met no queued write", what[k]);
+    }
+    cr_assert_eq(objects, ip_disk_objects(), "the disk held the offloaded keys only");
+}
+
+Test(offload_wq, changes_while_writing_win_across_sigterm) {
+    ip_changes_across_restart(SIGTERM);
+}
+
+Test(offload_wq, changes_while_writing_win_across_sigkill) {
+    ip_changes_across_restart(SIGKILL);
+}
+
+/* FLUSHALL while a write is in progress: it waits, then removes that copy too. */
+Test(offload_wq, flushall_while_a_write_is_in_progress) {
+    ip_start(IP_STALL);
+    memset(&ip, 0, sizeof(ip));
+    int b[32];
+    int n = ip_stall_batch(it_c, b, 32);
+    long long w, c, w2, c2;
+    ip_waits(it_c, &w, &c);
+    IT_OK(it_c, "FLUSHALL");
+    ip_waits(it_c, &w2, &c2);
+    IT_INT(0, it_c, "DBSIZE");
+    for (int k = 0; k < n; k++) {
+        char key[32];
+        ip_key(b[k], key);
+        IT_NIL(it_c, "GET %s", key);
+    }
+    off_wait_queue(it_c);
+    long long objects = off_info(it_c, "offload_disk_objects");
+    cr_assert_eq(off_info(it_c, "offloaded_keys"), 0);
+    for (int i = 0; i < ip.next; i++)
+        ip.gen[i] = 0;
+    stop_clean();
+    ip_start("0");
+    IT_INT(0, it_c, "DBSIZE");
+    cr_assert_eq(ip_check_restored(it_c), 0, "nothing came back");
+    cr_assert_eq(off_info(it_c, "offload_recovered_keys"), 0);
+    cr_assert_eq(w2 - w, 1, "FLUSHALL waited for the write in progress");
+    cr_assert_eq(c2 - c, 0, "FLUSHALL met no queued write");
+    cr_assert_eq(objects, 0, "FLUSHALL left nothing on disk");
+}
+
+/* RENAME of a key whose write is in progress: the value moves, the old name never returns. */
+Test(offload_wq, rename_of_a_key_being_written) {
+    ip_start(IP_STALL);
+    memset(&ip, 0, sizeof(ip));
+    int b[32];
+    ip_stall_batch(it_c, b, 32);
+    int i = b[0];
+    char key[32];
+    ip_key(i, key);
+    long long w, c, w2, c2;
+    ip_waits(it_c, &w, &c);
+    IT_OK(it_c, "RENAME %s %s", key, IP_DST);
+    ip_waits(it_c, &w2, &c2);
+    ip.gen[i] = 0;
+    IT_INT(0, it_c, "EXISTS %s", key);
+    ip_assert_ttl(it_c, IP_DST, IP_TTL);
+    redisReply *r = redisCommand(it_c, "GETRANGE %s 0 -1", IP_DST); /* a copy: stays on disk */
+    ip_assert_val(r, i, 1, "GETRANGE of the renamed key");
+    freeReplyObject(r);
+    off_wait_queue(it_c);
+    cr_assert(ip_offloaded_key(it_c, IP_DST), "%s offloaded at the stop", IP_DST);
+    ip_mark_disk(it_c);
+    long long objects = off_info(it_c, "offload_disk_objects");
+    stop_kill();
+    ip_start("0");
+    r = redisCommand(it_c, "GET %s", IP_DST);
+    ip_assert_val(r, i, 1, "GET of the renamed key after the restart");
+    freeReplyObject(r);
+    ip_assert_ttl(it_c, IP_DST, IP_TTL);
+    long long back = ip_check_restored(it_c); /* key i among them: deleted, never back */
+    IT_INT(back + 1, it_c, "DBSIZE");
+    cr_assert_eq(off_info(it_c, "offload_recovered_keys"), back + 1);
+    cr_assert_eq(w2 - w, 1, "RENAME waited for the write in progress");
+    cr_assert_eq(c2 - c, 0, "RENAME met no queued write");
+    cr_assert_eq(objects, ip_disk_objects() + 2, "the disk held the offloaded keys only");
 }
