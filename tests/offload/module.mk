@@ -3,7 +3,8 @@
 # --memory, a data set four times that); offload_cli.sh drives the same setup with redis-cli,
 # redis-benchmark and /metrics, and checks the start-up errors.
 # test_offload_wq: the background write queue of eviction (queued writes read, changed,
-# cancelled, failing, bounded, and waited for at shutdown).
+# cancelled, failing, bounded, and waited for at shutdown; writes in progress read, changed and
+# waited for, across restarts).
 # offload_util.c: the set-up the Criterion binaries share (a master on a temporary tier).
 OFF_UTIL_OBJS := $(call objs,tests/offload/offload_util.c)
 ALL_SRCS += tests/offload/offload_util.c

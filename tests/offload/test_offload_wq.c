@@ -5,7 +5,9 @@
  * makes the writer wait before each batch, so the writes are still queued while the tests
  * read every key back, delete, overwrite and re-expire keys, and stop the master; a restart then
  * shows which values reached the disk. Also the bound (a full queue writes synchronously) and a
- * disk quota that makes queued writes fail (the keys are dropped as evictions).
+ * disk quota that makes queued writes fail (the keys are dropped as evictions). The second knob,
+ * CRESCENT_TEST_OFFLOAD_WRITE_STALL_MS, makes the writer hold each batch it took before storing
+ * it, so the last section's tests read and change keys whose write is in progress.
  */
 #include "common/fmacros.h"
 
@@ -601,57 +603,74 @@ Test(offload_wq, reads_while_writes_are_in_progress) {
     cr_assert_eq(off_info(it_c, "evicted_keys"), 0);
 }
 
+/* Asserts that GETRANGE key i 0 -1 (a copy: an offloaded value stays on disk) is generation gen. */
+static void ip_assert_copy(redisContext *c, int i, int gen, const char *what) {
+    char key[32];
+    ip_key(i, key);
+    redisReply *r = redisCommand(c, "GETRANGE %s 0 -1", key);
+    ip_assert_val(r, i, gen, what);
+    freeReplyObject(r);
+}
+
+/* Applies change k of ip_changes_across_restart to key i (whose write is in progress). */
+static void ip_change(redisContext *c, int k, int i) {
+    char key[32];
+    ip_key(i, key);
+    if (k == 0) {
+        IT_INT(1, c, "DEL %s", key);
+        ip.gen[i] = 0;
+    } else if (k == 1 || k == 4) {
+        ip_set(c, i, 2, -1);
+    } else if (k == 2) {
+        IT_INT(1, c, "EXPIRE %s %d", key, 2 * IP_TTL);
+        ip.ttl[i] = 2 * IP_TTL;
+    } else {
+        IT_INT(1, c, "PERSIST %s", key);
+        ip.ttl[i] = -1;
+    }
+}
+
 /*
- * DEL, SET (overwrite), EXPIRE and PERSIST, each of a key whose write is in progress (each
- * waits for it, then removes or rewrites its disk copy), the overwritten value evicted too,
- * then a stop with signal sig and a restart: the deleted key stays deleted, the overwritten
- * one has its new value, the TTLs are the changed ones, the other keys of each batch are back.
+ * DEL, SET (overwrite), EXPIRE, PERSIST and another SET, each of a key whose write is in
+ * progress (each waits for it, then removes or rewrites its disk copy); the first overwritten
+ * value is evicted too, the second stays in memory; then a stop with signal sig and a restart:
+ * the deleted key stays deleted, the first overwritten key has its new value, the second none
+ * (never the old one), the TTLs are the changed ones, the other keys of each batch are back.
  */
 static void ip_changes_across_restart(int sig) {
     ip_start(IP_STALL);
     memset(&ip, 0, sizeof(ip));
-    static const char *const what[] = {"DEL", "SET", "EXPIRE", "PERSIST"};
-    long long waited[4], cancelled[4];
-    int changed[4], b[32];
-    for (int k = 0; k < 4; k++) {
+    static const char *const what[] = {"DEL", "SET", "EXPIRE", "PERSIST", "SET (kept in memory)"};
+    long long waited[5], cancelled[5];
+    int changed[5], b[32];
+    for (int k = 0; k < 5; k++) {
+        /* Before the last change, new keys until the first new value is evicted too. */
+        while (k == 4 && !ip_offloaded(it_c, changed[1])) {
+            cr_assert_lt(ip.next, IP_MAX, "the new value is evicted within %d keys", IP_MAX);
+            ip_set(it_c, ip.next++, 1, IP_TTL);
+        }
         ip_stall_batch(it_c, b, 32);
-        int i = changed[k] = b[0];
-        char key[32];
-        ip_key(i, key);
+        changed[k] = b[0];
         long long w, c;
         ip_waits(it_c, &w, &c);
-        if (k == 0) {
-            IT_INT(1, it_c, "DEL %s", key);
-            ip.gen[i] = 0;
-        } else if (k == 1) {
-            ip_set(it_c, i, 2, -1);
-        } else if (k == 2) {
-            IT_INT(1, it_c, "EXPIRE %s %d", key, 2 * IP_TTL);
-            ip.ttl[i] = 2 * IP_TTL;
-        } else {
-            IT_INT(1, it_c, "PERSIST %s", key);
-            ip.ttl[i] = -1;
-        }
+        ip_change(it_c, k, b[0]);
         ip_waits(it_c, &waited[k], &cancelled[k]);
         waited[k] -= w;
         cancelled[k] -= c;
-    }
-    char key[32];
-    ip_key(changed[0], key);
-    IT_INT(0, it_c, "EXISTS %s", key);
-    for (int k = 1; k < 4; k++) {
-        ip_key(changed[k], key);
-        ip_assert_ttl(it_c, key, ip.ttl[changed[k]]);
-    }
-    /* New keys until the overwritten value is evicted too (its write queued, then done). */
-    while (!ip_offloaded(it_c, changed[1])) {
-        cr_assert_lt(ip.next, IP_MAX, "the new value is evicted within %d keys", IP_MAX);
-        ip_set(it_c, ip.next++, 1, IP_TTL);
     }
     off_wait_queue(it_c);
     ip_mark_disk(it_c);
     for (int k = 1; k < 4; k++)
         cr_assert(ip.disk[changed[k]], "%s key %d offloaded at the stop", what[k], changed[k]);
+    cr_assert(!ip.disk[changed[4]], "%s key %d in memory at the stop", what[4], changed[4]);
+    char key[32];
+    ip_key(changed[0], key);
+    IT_INT(0, it_c, "EXISTS %s", key);
+    for (int k = 1; k < 5; k++) {
+        ip_key(changed[k], key);
+        ip_assert_ttl(it_c, key, ip.ttl[changed[k]]);
+        ip_assert_copy(it_c, changed[k], ip.gen[changed[k]], what[k]);
+    }
     long long objects = off_info(it_c, "offload_disk_objects");
     if (sig == SIGTERM)
         stop_clean();
@@ -664,7 +683,7 @@ static void ip_changes_across_restart(int sig) {
     cr_assert_eq(off_info(it_c, "offload_recovered_keys"), back);
     cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
     /* Each change met a write in progress (waited), not a queued one (cancelled). */
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 5; k++) {
         cr_assert_eq(waited[k], 1, "%s waited for the write in progress", what[k]);
         cr_assert_eq(cancelled[k], 0, "%s met no queued write", what[k]);
     }
