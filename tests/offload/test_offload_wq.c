@@ -537,8 +537,8 @@ static long long ip_check_restored(redisContext *c) {
         redisReply *r = redisCommand(c, "GET %s", key);
         cr_assert_not_null(r, "GET: %s", c->errstr);
         if (!ip.gen[i] || !ip.disk[i]) {
-            cr_assert_eq(r->type, REDIS_REPLY_NIL, "GET %s: %s key came back (type %d)", key,
-                         ip.gen[i] ? "a key in memory at the stop" : "a deleted", r->type);
+            cr_assert_eq(r->type, REDIS_REPLY_NIL, "GET %s: %s came back (type %d)", key,
+                         ip.gen[i] ? "a value in memory at the stop" : "a deleted key", r->type);
         } else {
             ip_assert_val(r, i, ip.gen[i], key);
             ip_assert_ttl(c, key, ip.ttl[i]);
@@ -678,7 +678,7 @@ static void ip_changes_across_restart(int sig) {
         stop_kill();
     ip_start("0");
     long long back = ip_check_restored(it_c);
-    cr_assert_gt(back, 4, "offloaded keys came back");
+    cr_assert_geq(back, 3, "the overwritten, EXPIRE and PERSIST keys came back");
     IT_INT(back, it_c, "DBSIZE");
     cr_assert_eq(off_info(it_c, "offload_recovered_keys"), back);
     cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
