@@ -765,3 +765,67 @@ Test(offload_wq, rename_of_a_key_being_written) {
     cr_assert_eq(c2 - c, 0, "RENAME met no queued write");
     cr_assert_eq(objects, ip_disk_objects() + 2, "the disk held the offloaded keys only");
 }
+
+/* The reply-with-the-value commands on keys being written (each its own held batch). */
+static void ip_value_change(redisContext *c, int k, int i) {
+    static char val[IP_VMAX];
+    char key[32];
+    ip_key(i, key);
+    redisReply *r;
+    if (k == 0) {
+        r = redisCommand(c, "GETDEL %s", key);
+        ip.gen[i] = 0;
+    } else if (k == 1) {
+        r = redisCommand(c, "GETEX %s PERSIST", key);
+        ip.ttl[i] = -1;
+    } else {
+        size_t n = off_value_bytes(i, 2, ip_len(i), val);
+        const char *argv[] = {k == 2 ? "SET" : "GETSET", key, val, "GET"};
+        size_t lens[] = {k == 2 ? 3 : 6, strlen(key), n, 3};
+        r = redisCommandArgv(c, k == 2 ? 4 : 3, argv, lens);
+        ip.gen[i] = 2;
+        ip.ttl[i] = -1;
+    }
+    ip_assert_val(r, i, 1, key);
+    freeReplyObject(r);
+}
+
+/*
+ * GETDEL, GETEX PERSIST, SET ... GET and GETSET of keys whose write is in progress: each replies
+ * the old value byte-exact and its change wins across a SIGKILL and a restart.
+ */
+Test(offload_wq, value_commands_on_keys_being_written) {
+    ip_start(IP_STALL);
+    memset(&ip, 0, sizeof(ip));
+    static const char *const what[] = {"GETDEL", "GETEX PERSIST", "SET GET", "GETSET"};
+    long long waited[4];
+    int changed[4], b[32];
+    for (int k = 0; k < 4; k++) {
+        ip_stall_batch(it_c, b, 32);
+        changed[k] = b[0];
+        long long w, c;
+        ip_waits(it_c, &w, &c);
+        ip_value_change(it_c, k, b[0]);
+        ip_waits(it_c, &waited[k], &c);
+        waited[k] -= w;
+    }
+    char key[32];
+    ip_key(changed[0], key);
+    IT_INT(0, it_c, "EXISTS %s", key);
+    for (int k = 1; k < 4; k++) {
+        ip_key(changed[k], key);
+        ip_assert_ttl(it_c, key, -1);
+        ip_assert_copy(it_c, changed[k], ip.gen[changed[k]], what[k]);
+    }
+    off_wait_queue(it_c);
+    ip_mark_disk(it_c);
+    long long objects = off_info(it_c, "offload_disk_objects");
+    stop_kill();
+    ip_start("0");
+    long long back = ip_check_restored(it_c);
+    IT_INT(back, it_c, "DBSIZE");
+    cr_assert_eq(off_info(it_c, "offload_read_failures"), 0);
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(waited[k], 1, "%s waited for the write in progress", what[k]);
+    cr_assert_eq(objects, ip_disk_objects(), "the disk held the offloaded keys only");
+}
