@@ -446,7 +446,12 @@ static void ip_assert_val(redisReply *r, int i, int gen, const char *what) {
     cr_assert(r && r->type == REDIS_REPLY_STRING, "%s (key %d): reply type %d", what, i,
               r ? r->type : -1);
     cr_assert_eq(r->len, n, "%s (key %d): %zu bytes, want %zu", what, i, r->len, n);
-    cr_assert(memcmp(r->str, want, n) == 0, "%s (key %d): bytes differ", what, i);
+    size_t at = 0, last = 0;
+    for (size_t k = 0; k < n; k++)
+        if (r->str[k] != want[k])
+            last = k, at = at ? at : k + 1;
+    cr_assert_eq(at, 0, "%s (key %d, %zu bytes): bytes %zu to %zu differ", what, i, n, at - 1,
+                 last);
 }
 
 /* Asserts the TTL of key is ttl seconds (within 10,000 below), or -1 for ttl -1. */
@@ -620,7 +625,7 @@ static void ip_change(redisContext *c, int k, int i) {
         IT_INT(1, c, "DEL %s", key);
         ip.gen[i] = 0;
     } else if (k == 1 || k == 4) {
-        ip_set(c, i, 2, -1);
+        ip_set(c, i, ip.gen[i] + 1, -1); /* a key can be in two batches: new value each time */
     } else if (k == 2) {
         IT_INT(1, c, "EXPIRE %s %d", key, 2 * IP_TTL);
         ip.ttl[i] = 2 * IP_TTL;
@@ -766,11 +771,15 @@ Test(offload_wq, rename_of_a_key_being_written) {
     cr_assert_eq(objects, ip_disk_objects() + 2, "the disk held the offloaded keys only");
 }
 
-/* The reply-with-the-value commands on keys being written (each its own held batch). */
-static void ip_value_change(redisContext *c, int k, int i) {
+/*
+ * Runs value command k of value_commands_on_keys_being_written (what) on key i, whose write is
+ * in progress, and asserts that it replies the value the key had.
+ */
+static void ip_value_change(redisContext *c, int k, int i, const char *what) {
     static char val[IP_VMAX];
     char key[32];
     ip_key(i, key);
+    int old = ip.gen[i]; /* 1, or more when an earlier change overwrote it */
     redisReply *r;
     if (k == 0) {
         r = redisCommand(c, "GETDEL %s", key);
@@ -779,14 +788,14 @@ static void ip_value_change(redisContext *c, int k, int i) {
         r = redisCommand(c, "GETEX %s PERSIST", key);
         ip.ttl[i] = -1;
     } else {
-        size_t n = off_value_bytes(i, 2, ip_len(i), val);
+        size_t n = off_value_bytes(i, old + 1, ip_len(i), val);
         const char *argv[] = {k == 2 ? "SET" : "GETSET", key, val, "GET"};
         size_t lens[] = {k == 2 ? 3 : 6, strlen(key), n, 3};
         r = redisCommandArgv(c, k == 2 ? 4 : 3, argv, lens);
-        ip.gen[i] = 2;
+        ip.gen[i] = (char)(old + 1);
         ip.ttl[i] = -1;
     }
-    ip_assert_val(r, i, 1, key);
+    ip_assert_val(r, i, old, what);
     freeReplyObject(r);
 }
 
@@ -805,7 +814,7 @@ Test(offload_wq, value_commands_on_keys_being_written) {
         changed[k] = b[0];
         long long w, c;
         ip_waits(it_c, &w, &c);
-        ip_value_change(it_c, k, b[0]);
+        ip_value_change(it_c, k, b[0], what[k]);
         ip_waits(it_c, &waited[k], &c);
         waited[k] -= w;
     }
