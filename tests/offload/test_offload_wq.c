@@ -469,9 +469,10 @@ static void ip_assert_ttl(redisContext *c, const char *key, int ttl) {
  * Brings the writer to hold a batch of fresh evictions: waits until nothing is queued, SETs new
  * keys (with IP_TTL) until one evicts, waits until the writer took the evicted values, and
  * checks, before and after listing them, that every value evicted since is in that batch
- * (taken, none queued behind, none written yet). Fills out[] (max entries) with those keys and
- * returns how many; the writer holds them for the rest of IP_STALL. Retries (10 times) when
- * a batch was not caught whole.
+ * (taken, none queued behind, none written yet). Fills out[] (max entries) with those of its
+ * keys that no test changed before (value generation 1, TTL IP_TTL) and returns how many; the
+ * writer holds them for the rest of IP_STALL. Retries (10 times) when a batch was not caught
+ * whole or holds no such key.
  */
 static int ip_stall_batch(redisContext *c, int *out, int max) {
     static const char *const f[] = {"offload_write_queue_writing", "offload_write_queue_keys",
@@ -497,13 +498,13 @@ static int ip_stall_batch(redisContext *c, int *out, int max) {
         for (int i = 0; i < ip.next; i++) {
             if (!ip.gen[i] || ip.disk[i] || !ip_offloaded(c, i))
                 continue;
-            if (n < max)
-                out[n++] = i;
+            if (n < max && ip.gen[i] == 1 && ip.ttl[i] == IP_TTL)
+                out[n++] = i; /* untouched so far (not a value overwritten before) */
             found++;
         }
         long long v2[3];
         off_info_many(c, f, v2, 3);
-        if (found == v[0] && v2[0] == v[0] && v2[2] == w0)
+        if (found == v[0] && v2[0] == v[0] && v2[2] == w0 && n > 0)
             return n;
     }
     cr_assert_fail("no batch of writes caught in progress in 10 tries");
@@ -779,7 +780,7 @@ static void ip_value_change(redisContext *c, int k, int i, const char *what) {
     static char val[IP_VMAX];
     char key[32];
     ip_key(i, key);
-    int old = ip.gen[i]; /* 1, or more when an earlier change overwrote it */
+    int old = ip.gen[i]; /* the value it has (1: ip_stall_batch picks untouched keys) */
     redisReply *r;
     if (k == 0) {
         r = redisCommand(c, "GETDEL %s", key);
