@@ -105,7 +105,7 @@ static int write_meta(struct sto *s, struct bucket *b) {
     }
     char name[64];
     name_of(name, sizeof(name), b->id, "meta");
-    int rc = sto__write_atomic(s, name, buf, len);
+    int rc = sto__write_atomic(s, name, buf, len, NULL);
     cm_free(buf);
     if (rc == 0)
         b->sealed = true;
