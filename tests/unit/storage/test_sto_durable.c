@@ -352,10 +352,10 @@ Test(sto_durable, offset_compaction_file_sync_fails, .timeout = 60) {
     s = sto_test_open(&cfg);
     check_all(s, seed, NKEYS + 1, "after a reopen");
     key_of(k, 2);
+    uint64_t c1 = compactions();
     cr_assert_eq(sto_remove(s, k, strlen(k)), 0);
     seed[2] = 0;
-    cr_assert_gt(compactions(), c0, "no compaction once syncs work");
-    cr_assert_neq(inode_of(dir, JOURNAL), ino, "the journal was not replaced");
+    cr_assert_eq(compactions(), c1 + 1, "no compaction once syncs work");
     sto_close(s);
     s = sto_test_open(&cfg);
     check_all(s, seed, NKEYS + 1, "after the second reopen");
