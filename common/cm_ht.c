@@ -8,6 +8,7 @@
 
 #include "common/cm_ht.h"
 
+#include "common/cm_atomic.h"
 #include "common/cm_hash.h"
 #include "common/cm_mem.h"
 
@@ -26,7 +27,7 @@ void cm_ht_init(struct cm_ht *t, size_t initial_buckets) {
     t->mask = n - 1;
     t->min_mask = n - 1;
     t->count = 0;
-    t->paused = 0;
+    atomic_init(&t->paused, 0);
 }
 
 void cm_ht_fini(struct cm_ht *t) {
@@ -34,6 +35,23 @@ void cm_ht_fini(struct cm_ht *t) {
     t->buckets = NULL;
     t->mask = 0;
     t->count = 0;
+}
+
+/*
+ * The resize pause. Relaxed is enough: the counter only has to add up when readers under a
+ * shared lock change it at once; a resize is decided under exclusive access, whose lock
+ * already orders it after every reader's cm_ht_resume().
+ */
+static inline void cm_ht_pause(struct cm_ht *t) {
+    cm_atomic_add_relaxed(&t->paused, 1u);
+}
+
+static inline void cm_ht_resume(struct cm_ht *t) {
+    cm_atomic_sub_relaxed(&t->paused, 1u);
+}
+
+static inline bool cm_ht_is_paused(const struct cm_ht *t) {
+    return cm_atomic_load_relaxed(&t->paused) != 0;
 }
 
 static void cm_ht_resize(struct cm_ht *t, size_t nbuckets) {
@@ -57,7 +75,7 @@ void cm_ht_reserve(struct cm_ht *t, size_t n) {
     size_t want = t->mask + 1;
     while (want < n && want < SIZE_MAX / 4)
         want *= 2;
-    if (want > t->mask + 1 && !t->paused)
+    if (want > t->mask + 1 && !cm_ht_is_paused(t))
         cm_ht_resize(t, want);
 }
 
@@ -70,7 +88,7 @@ struct cm_ht_node *cm_ht_find(const struct cm_ht *t, uint64_t hash, const void *
 }
 
 void cm_ht_insert(struct cm_ht *t, struct cm_ht_node *node) {
-    if (t->count >= t->mask + 1 && !t->paused && t->mask < SIZE_MAX / 4)
+    if (t->count >= t->mask + 1 && !cm_ht_is_paused(t) && t->mask < SIZE_MAX / 4)
         cm_ht_resize(t, (t->mask + 1) * 2);
     size_t b = node->hash & t->mask;
     node->next = t->buckets[b];
@@ -92,7 +110,7 @@ static bool cm_ht_unlink(struct cm_ht *t, struct cm_ht_node *node) {
 }
 
 static void cm_ht_maybe_shrink(struct cm_ht *t) {
-    if (!t->paused && t->mask > t->min_mask && t->count * 10 < t->mask + 1) {
+    if (!cm_ht_is_paused(t) && t->mask > t->min_mask && t->count * 10 < t->mask + 1) {
         size_t n = cm_ht_round_pow2(t->count);
         if (n < t->min_mask + 1)
             n = t->min_mask + 1;
@@ -114,16 +132,17 @@ static uint64_t cm_ht_rev(uint64_t v) {
 
 uint64_t cm_ht_scan(const struct cm_ht *t, uint64_t cursor, cm_ht_visit_cb *cb, void *arg) {
     /* The callback may modify the table through its own pointer; resizing is paused meanwhile
-     * so that the chain being walked stays intact. */
+     * so that the chain being walked stays intact. Only the counter is written, atomically:
+     * readers scanning at once under a shared lock must not lose each other's counts. */
     struct cm_ht *mt = (struct cm_ht *)t;
     uint64_t mask = t->mask;
     struct cm_ht_node *n = t->buckets[cursor & mask], *next;
-    mt->paused++;
+    cm_ht_pause(mt);
     for (; n; n = next) {
         next = n->next;
         cb(n, arg);
     }
-    mt->paused--;
+    cm_ht_resume(mt);
     /* Increment the reversed cursor over the bits covered by the mask at call time. */
     cursor |= ~mask;
     cursor = cm_ht_rev(cursor);
@@ -153,7 +172,7 @@ struct cm_ht_node *cm_ht_random(const struct cm_ht *t) {
 }
 
 void cm_ht_foreach(struct cm_ht *t, cm_ht_visit_cb *cb, void *arg) {
-    t->paused++; /* no resize while walking */
+    cm_ht_pause(t); /* no resize while walking */
     for (size_t i = 0; i <= t->mask; i++) {
         struct cm_ht_node *n = t->buckets[i], *next;
         for (; n; n = next) {
@@ -161,7 +180,7 @@ void cm_ht_foreach(struct cm_ht *t, cm_ht_visit_cb *cb, void *arg) {
             cb(n, arg);
         }
     }
-    t->paused--;
+    cm_ht_resume(t);
     cm_ht_maybe_shrink(t);
 }
 

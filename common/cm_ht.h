@@ -5,11 +5,17 @@
  * its bucket array; nodes belong to the caller. It grows by doubling at load factor 1.0 and
  * shrinks at load < 0.1 (never below the initial size), rehashing in one step.
  * cm_ht_scan() is a Redis-style reverse-binary cursor that survives resizes between calls.
- * Not thread-safe: callers lock.
+ *
+ * Threads: callers lock. Calls that change the table (insert, remove, reserve, clear, fini,
+ * foreach, a scan whose callback removes) need exclusive access; cm_ht_find(), cm_ht_random()
+ * and cm_ht_scan() with a callback that leaves the table alone may run on several threads at
+ * once under a shared (read) lock. Resizing happens only in the changing calls, so it never
+ * runs under such readers.
  */
 #ifndef CRESCENT_COMMON_CM_HT_H
 #define CRESCENT_COMMON_CM_HT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,7 +36,8 @@ struct cm_ht {
     size_t mask;                 /* bucket count - 1 (a power of two minus one) */
     size_t count;                /* nodes in the table */
     size_t min_mask;             /* mask of the initial size; shrinking stops there */
-    unsigned paused;             /* nonzero while a scan/walk runs callbacks: no resizing */
+    _Atomic unsigned paused;     /* scans/walks running callbacks (no resizing meanwhile); atomic
+                                  * because read-only scans under a shared lock count it at once */
 };
 
 /*
@@ -71,8 +78,10 @@ void cm_ht_remove(struct cm_ht *t, struct cm_ht_node *node);
  * Visits every node of the bucket selected by cursor (start with 0) and returns the next
  * cursor, 0 when the scan is complete. Every node present in the table for the whole scan is
  * visited at least once, even if the table grows or shrinks between calls; some may be
- * visited twice. The callback may remove the node it is given (and only that node); nodes
- * inserted during the scan may or may not be visited.
+ * visited twice. The callback may remove the node it is given (and only that node; the table
+ * does not resize while the callback runs); nodes inserted during the scan may or may not be
+ * visited. Several threads may scan one table at once under a shared lock when their callbacks
+ * do not change it (see the top of this file).
  */
 uint64_t cm_ht_scan(const struct cm_ht *t, uint64_t cursor, cm_ht_visit_cb *cb, void *arg);
 
@@ -90,7 +99,8 @@ void cm_ht_clear(struct cm_ht *t, cm_ht_visit_cb *destroy, void *arg);
 
 /*
  * Calls cb(node, arg) for every node, bucket by bucket. cb may remove the node it is given
- * but must not insert; the table does not resize during the walk.
+ * but must not insert; the table does not resize during the walk, but may shrink once it ends,
+ * so the caller needs exclusive access even when cb changes nothing.
  */
 void cm_ht_foreach(struct cm_ht *t, cm_ht_visit_cb *cb, void *arg);
 

@@ -105,7 +105,7 @@ static int write_meta(struct sto *s, struct bucket *b) {
     }
     char name[64];
     name_of(name, sizeof(name), b->id, "meta");
-    int rc = sto__write_atomic(s, name, buf, len);
+    int rc = sto__write_atomic(s, name, buf, len, NULL);
     cm_free(buf);
     if (rc == 0)
         b->sealed = true;
@@ -132,8 +132,11 @@ static void bucket_delete(struct sto *s, struct bk *k, struct bucket *b) {
     cm_free(b);
 }
 
+/* Writes the dirty buckets' meta files (deleting emptied buckets); one whose write fails stays
+ * dirty, so the next flush (or the close) writes it again. Returns 0 or the first error. */
 static int bk_flush(struct sto *s) {
     struct bk *k = s->be;
+    struct bucket *retry = NULL;
     int first = 0;
     while (k->dirty) {
         struct bucket *b = k->dirty;
@@ -144,10 +147,18 @@ static int bk_flush(struct sto *s) {
             continue;
         }
         int rc = write_meta(s, b);
-        if (rc && !first)
-            first = rc;
+        if (rc) {
+            first = first ? first : rc;
+            b->dnext = retry;
+            retry = b;
+        }
         if (k->open == b)
             k->open = NULL;
+    }
+    while (retry) {
+        struct bucket *b = retry;
+        retry = b->dnext;
+        mark_dirty(k, b);
     }
     return first;
 }
@@ -417,16 +428,20 @@ static int bk_commit(struct sto *s, struct sto_wr *w, struct sto_ent *e) {
     struct bucket *b = (struct bucket *)(uintptr_t)w->loc;
     b->pending--;
     bucket_link_ent(b, e);
-    if (b->sealed) /* sealed while this record was in flight: its meta must list it */
-        return write_meta(s, b);
-    if (b->pending == 0 &&
-        (b->nrec >= s->cfg.bucket_keys_limit || b->size >= s->cfg.bucket_size_limit)) {
-        int rc = write_meta(s, b);
+    int rc = 0;
+    if (b->sealed) { /* sealed while this record was in flight: its meta must list it */
+        rc = write_meta(s, b);
+    } else if (b->pending == 0 &&
+               (b->nrec >= s->cfg.bucket_keys_limit || b->size >= s->cfg.bucket_size_limit)) {
+        rc = write_meta(s, b);
         if (rc == 0 && k->open == b)
             k->open = NULL;
-        return rc;
     }
-    return 0;
+    if (rc) { /* the put fails: sto.c frees e and calls abort(), which ends the reservation */
+        bucket_unlink_ent(b, e);
+        b->pending++;
+    }
+    return rc;
 }
 
 static void bk_release(struct sto *s, struct sto_ent *e, bool replaced) {

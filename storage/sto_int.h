@@ -236,8 +236,17 @@ int sto__io_finish(struct sto *s, struct sto_slot *sl, struct sto_iov *v, unsign
 int sto__open_file(struct sto *s, const char *name, int flags, bool direct);
 /* Reads a whole small file (metadata) into a cm_malloc buffer; *len gets its size. */
 int sto__read_all(int fd, uint8_t **out, size_t *len);
-/* Writes data to name via a temporary file, fsync and rename (atomic replace). */
-int sto__write_atomic(struct sto *s, const char *name, const void *data, size_t len);
+/*
+ * Replaces name (relative to the store directory) with data, atomically and durably: writes
+ * "<name>.tmp", fdatasync()s it, renames it over name and fsync()s the directory. Once per file
+ * replacement, never per record. Returns 0 or -errno. An error before the rename leaves name
+ * as it was and removes the temporary; *replaced (may be NULL) says whether the rename
+ * happened, which is also the case when only the directory's fsync failed (name then holds
+ * the new, synced contents, but the rename may not survive a power loss). Callers hold s->mu
+ * or run in open/close.
+ */
+int sto__write_atomic(struct sto *s, const char *name, const void *data, size_t len,
+                      bool *replaced);
 
 /* put_fd of a backend whose read fds are long-lived (one file per bucket, one preallocated
  * file): keeps the fd open, does nothing. */

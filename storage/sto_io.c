@@ -303,7 +303,10 @@ int sto__read_all(int fd, uint8_t **out, size_t *len) {
     return 0;
 }
 
-int sto__write_atomic(struct sto *s, const char *name, const void *data, size_t len) {
+int sto__write_atomic(struct sto *s, const char *name, const void *data, size_t len,
+                      bool *replaced) {
+    if (replaced)
+        *replaced = false;
     char tmp[512];
     snprintf(tmp, sizeof(tmp), "%s.tmp", name);
     int fd = sto__open_file(s, tmp, O_WRONLY | O_CREAT | O_TRUNC, false);
@@ -321,10 +324,19 @@ int sto__write_atomic(struct sto *s, const char *name, const void *data, size_t 
         }
         done += (size_t)w;
     }
+    /* The contents reach the disk before the new name does: a rename that outlives a power
+     * loss never puts an empty or partial file in place of the old one. */
+    if (rc == 0 && fdatasync(fd) < 0)
+        rc = -errno;
     close(fd);
     if (rc == 0 && renameat(s->dirfd, tmp, s->dirfd, name) < 0)
         rc = -errno;
-    if (rc)
+    if (rc) {
         unlinkat(s->dirfd, tmp, 0);
-    return rc;
+        return rc;
+    }
+    if (replaced)
+        *replaced = true;
+    /* The rename itself is durable once the directory is. */
+    return fsync(s->dirfd) < 0 ? -errno : 0;
 }

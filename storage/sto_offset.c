@@ -44,7 +44,12 @@ static int ext_cmp(const void *a, const void *b) {
     return x->rec_off < y->rec_off ? -1 : x->rec_off > y->rec_off;
 }
 
-/* Rewrites the journal with one PUT entry per live object and reopens it. */
+/*
+ * Rewrites the journal with one PUT entry per live object (sto__write_atomic: synced before
+ * and after its rename) and reopens it. On an error before the rename the old journal stays in
+ * place, still open for appends, and the next flush tries again; once the rename is done the
+ * new journal is reopened even when the directory's fsync failed, whose error is returned.
+ */
 static int compact(struct sto *s) {
     struct ob *o = s->be;
     size_t len = 0, cap = 1 << 16;
@@ -61,16 +66,17 @@ static int compact(struct sto *s) {
             len += sto_ent_encode(&r, buf + len);
         }
     }
-    int rc = sto__write_atomic(s, JOURNAL_NAME, buf, len);
+    bool replaced;
+    int rc = sto__write_atomic(s, JOURNAL_NAME, buf, len, &replaced);
     cm_free(buf);
-    if (rc)
+    if (!replaced)
         return rc;
     __atomic_fetch_add(&sto__offset_compactions, 1, __ATOMIC_RELAXED);
     if (o->jfd >= 0)
         close(o->jfd);
     o->jfd = sto__open_file(s, JOURNAL_NAME, O_WRONLY | O_APPEND, false);
     o->journal_bytes = len;
-    return o->jfd < 0 ? o->jfd : 0;
+    return o->jfd < 0 ? o->jfd : rc;
 }
 
 /* Replays the journal into the index. */

@@ -333,7 +333,9 @@ static void *cli_roundtrip(redisContext **slot, const char *req, size_t flen,
     if (ok && fns == &cli__arena_fns) {
         ok = (r = cli_read_arena(*slot, poll_ns)) != NULL;
     } else if (ok && (ok = cli_flush(*slot))) {
-        cli_poll_spin(*slot, poll_ns);
+        if ((*slot)->reader->len == (*slot)->reader->pos) { /* nothing buffered to parse first */
+            cli_poll_spin(*slot, poll_ns);
+        }
         ok = redisGetReply(*slot, &r) == REDIS_OK && r != NULL;
     }
     cli_nopipe_end(&np);

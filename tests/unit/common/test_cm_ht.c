@@ -2,11 +2,13 @@
 /* Unit tests for cm_hash (distribution, determinism) and the intrusive hash table cm_ht. */
 #include "common/fmacros.h"
 
+#include "common/cm_atomic.h"
 #include "common/cm_hash.h"
 #include "common/cm_ht.h"
 #include "common/cm_mem.h"
 
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -258,6 +260,66 @@ Test(cm_ht, reserve_sizes_once_for_a_bulk_load) {
     for (size_t i = 0; i < 1000; i++)
         cr_assert_eq(cm_ht_find(&t, items[i].node.hash, items[i].key, items[i].klen, item_eq),
                      &items[i].node);
+    cm_ht_fini(&t);
+    cm_free(items);
+}
+
+/*
+ * Readers sharing a lock scan one table at once (storage/sto.c: sto_scan under a shard's read
+ * lock). The resize pause they take must come back to zero, or the table never resizes again.
+ */
+struct scan_reader {
+    const struct cm_ht *t;
+    size_t visited;
+};
+
+static void count_node(struct cm_ht_node *n, void *arg) {
+    (void)n;
+    ((struct scan_reader *)arg)->visited++;
+}
+
+static void *scan_reader_main(void *arg) {
+    struct scan_reader *r = arg;
+    for (int round = 0; round < 300; round++) {
+        uint64_t cur = 0;
+        do
+            cur = cm_ht_scan(r->t, cur, count_node, r);
+        while (cur != 0);
+    }
+    return NULL;
+}
+
+Test(cm_ht, concurrent_read_only_scans_leave_resizing_on) {
+    enum { N = 4096, LIVE = 256, THREADS = 4, ROUNDS = 8 };
+    struct item *items = make_items(N);
+    struct cm_ht t;
+    cm_ht_init(&t, 4);
+    for (size_t i = 0; i < LIVE; i++)
+        cm_ht_insert(&t, &items[i].node);
+    cr_assert_eq(cm_ht_buckets(&t), LIVE);
+    for (int round = 0; round < ROUNDS; round++) {
+        pthread_t th[THREADS];
+        struct scan_reader r[THREADS];
+        for (int k = 0; k < THREADS; k++) {
+            r[k] = (struct scan_reader){&t, 0};
+            cr_assert_eq(pthread_create(&th[k], NULL, scan_reader_main, &r[k]), 0);
+        }
+        for (int k = 0; k < THREADS; k++) {
+            pthread_join(th[k], NULL);
+            cr_assert_eq(r[k].visited, (size_t)300 * LIVE, "thread %d visited %zu", k,
+                         r[k].visited);
+        }
+        cr_assert_eq(cm_atomic_load_relaxed(&t.paused), 0, "round %d left the pause at %u", round,
+                     (unsigned)cm_atomic_load_relaxed(&t.paused));
+    }
+    /* Still resizes both ways: 4096 nodes grow it to 4096 buckets; removals shrink it below a
+     * load of 0.1 (to 512 buckets at 409 nodes, then to 64 at 51). */
+    for (size_t i = LIVE; i < N; i++)
+        cm_ht_insert(&t, &items[i].node);
+    cr_assert_eq(cm_ht_buckets(&t), N, "grew to %zu", cm_ht_buckets(&t));
+    for (size_t i = 16; i < N; i++)
+        cm_ht_remove(&t, &items[i].node);
+    cr_assert_eq(cm_ht_buckets(&t), 64, "shrunk to %zu", cm_ht_buckets(&t));
     cm_ht_fini(&t);
     cm_free(items);
 }
