@@ -60,7 +60,7 @@ static int cli_env_poll(struct crescent_store *st) {
     if (v != NULL) {
         errno = 0;
         us = strtoul(v, &end, 10);
-        if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || us > CLI_POLL_US_MAX) {
+        if (errno != 0 || v[0] < '0' || v[0] > '9' || *end != '\0' || us > CLI_POLL_US_MAX) {
             return cli_fail(EINVAL,
                             "CRESCENT_STORE_POLL_US: '%s' is not a number of microseconds "
                             "from 0 to %d",

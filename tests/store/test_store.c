@@ -937,7 +937,7 @@ static void *cont_later(void *arg) {
  * blocking read that follows the poll. With 0, calls block at once and still work. */
 Test(store, reply_polling_setting) {
     struct crescent_store *st = NULL;
-    const char *bad[] = {"abc", "-1", "12x", "", "1000001", "99999999999999999999999"};
+    const char *bad[] = {"abc", "-1", "12x", "", "1000001", "99999999999999999999999", " 5", "+5"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         setenv("CRESCENT_STORE_POLL_US", bad[i], 1);
         ERR(EINVAL, crescent_store_create(master.addr, NULL, &st));
