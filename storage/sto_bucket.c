@@ -90,8 +90,12 @@ static void mark_dirty(struct bk *k, struct bucket *b) {
     }
 }
 
-/* Writes b's meta file from its live entries; b is sealed afterwards. */
-static int write_meta(struct sto *s, struct bucket *b) {
+/*
+ * Writes b's meta file from its live entries. *replaced says whether the new meta file took
+ * the old one's place, which seals b: also on an error, when only the directory's sync failed
+ * (the caller then marks b dirty, so a later flush writes it and syncs the directory again).
+ */
+static int write_meta(struct sto *s, struct bucket *b, bool *replaced) {
     if (b->prealloc && ftruncate(b->fd, (off_t)b->size) == 0)
         b->prealloc = false;
     size_t len = 0;
@@ -105,9 +109,9 @@ static int write_meta(struct sto *s, struct bucket *b) {
     }
     char name[64];
     name_of(name, sizeof(name), b->id, "meta");
-    int rc = sto__write_atomic(s, name, buf, len, NULL);
+    int rc = sto__write_atomic(s, name, buf, len, replaced);
     cm_free(buf);
-    if (rc == 0)
+    if (*replaced)
         b->sealed = true;
     return rc;
 }
@@ -146,8 +150,9 @@ static int bk_flush(struct sto *s) {
             bucket_delete(s, k, b);
             continue;
         }
-        int rc = write_meta(s, b);
-        if (rc) {
+        bool replaced;
+        int rc = write_meta(s, b, &replaced);
+        if (rc) { /* not written, or its directory not synced: again at the next flush */
             first = first ? first : rc;
             b->dnext = retry;
             retry = b;
@@ -346,8 +351,9 @@ static void bk_close(struct sto *s) {
     struct bk *k = s->be;
     if (!k)
         return;
-    if (k->open && !k->open->sealed)
-        write_meta(s, k->open);
+    bool replaced;
+    if (k->open && !k->open->sealed && write_meta(s, k->open, &replaced) && replaced)
+        mark_dirty(k, k->open); /* the flush below syncs the directory once more */
     bk_flush(s);
     while (k->all) {
         struct bucket *b = k->all;
@@ -366,9 +372,12 @@ static int bk_alloc(struct sto *s, struct sto_wr *w) {
     if (b && (b->sealed || b->nrec >= s->cfg.bucket_keys_limit ||
               (b->nrec > 0 && b->size + w->rec.rec_len > s->cfg.bucket_size_limit))) {
         if (!b->sealed && b->pending == 0) {
-            int rc = write_meta(s, b);
-            if (rc)
+            bool replaced;
+            int rc = write_meta(s, b, &replaced);
+            if (rc && !replaced)
                 return rc;
+            if (rc) /* sealed, its directory not synced: this put goes on in a new bucket */
+                mark_dirty(k, b);
         }
         k->open = b = NULL;
     }
@@ -429,15 +438,26 @@ static int bk_commit(struct sto *s, struct sto_wr *w, struct sto_ent *e) {
     b->pending--;
     bucket_link_ent(b, e);
     int rc = 0;
+    bool replaced = false;
     if (b->sealed) { /* sealed while this record was in flight: its meta must list it */
-        rc = write_meta(s, b);
+        rc = write_meta(s, b, &replaced);
     } else if (b->pending == 0 &&
                (b->nrec >= s->cfg.bucket_keys_limit || b->size >= s->cfg.bucket_size_limit)) {
-        rc = write_meta(s, b);
-        if (rc == 0 && k->open == b)
+        rc = write_meta(s, b, &replaced);
+        if (replaced && k->open == b)
             k->open = NULL;
     }
-    if (rc) { /* the put fails: sto.c frees e and calls abort(), which ends the reservation */
+    /*
+     * Only the directory's sync failed: the meta file in place lists e, so the put is stored
+     * and succeeds (failing it would leave a "failed" value that a reopen serves). The bucket
+     * turns dirty: a later flush, or the close, writes its meta and syncs the directory again.
+     */
+    if (rc && replaced) {
+        mark_dirty(k, b);
+        rc = 0;
+    }
+    if (rc) { /* nothing renamed: the put fails; sto.c frees e and calls abort(), which ends
+               * the reservation */
         bucket_unlink_ent(b, e);
         b->pending++;
     }

@@ -4,8 +4,10 @@
  * layout's meta files): the new file is synced before its rename and the directory after it,
  * seen in the real system calls (a child run under strace), and a failed sync fails the
  * replacement cleanly: the error is returned, the old file stays in place, every stored value
- * reads back, also after a reopen. The syncs are made to fail through link-time wrappers
- * (-Wl,--wrap=fsync,--wrap=fdatasync, tests/unit/storage/module.mk).
+ * reads back, also after a reopen. When only the directory's sync fails, the new file is in
+ * place: a bucket-layout put whose record it lists succeeds, and its value is there at once,
+ * after a crash (a copy of the directory) and after a reopen. The syncs are made to fail
+ * through link-time wrappers (-Wl,--wrap=fsync,--wrap=fdatasync, tests/unit/storage/module.mk).
  */
 #include "common/fmacros.h"
 
@@ -37,7 +39,9 @@ enum fail_what {
 };
 
 static enum fail_what fail_what;
+static int n_pass;   /* syncs of the fail_what kind still let through before the failures */
 static int n_failed; /* syncs failed so far */
+static int n_dir_ok; /* directory syncs run so far */
 
 int __real_fsync(int fd);
 int __real_fdatasync(int fd);
@@ -51,13 +55,22 @@ static bool injected(int fd) {
         return false;
     if ((S_ISDIR(st.st_mode) ? FAIL_DIR : FAIL_FILE) != fail_what)
         return false;
+    if (n_pass > 0) {
+        n_pass--;
+        return false;
+    }
     n_failed++;
     errno = EIO;
     return true;
 }
 
 int __wrap_fsync(int fd) {
-    return injected(fd) ? -1 : __real_fsync(fd);
+    if (injected(fd))
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+        n_dir_ok++;
+    return __real_fsync(fd);
 }
 
 int __wrap_fdatasync(int fd) {
@@ -490,5 +503,202 @@ Test(sto_durable, bucket_meta_sync_fails, .timeout = 60) {
     check_all(s, seed, 32, "after a reopen");
     sto_close(s);
     free(m0);
+    sto_test_rmdir(dir);
+}
+
+/*
+ * Copies the store's files (not its lock) from dir into a new directory and returns it: what a
+ * crash right now would leave behind, to be opened beside the running store.
+ */
+static char *crash_copy(const char *dir) {
+    char *copy = sto_test_mkdir();
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    struct dirent *de;
+    static uint8_t buf[1 << 16];
+    while ((de = readdir(d)) != NULL) {
+        char from[4200], to[4200];
+        snprintf(from, sizeof(from), "%s/%s", dir, de->d_name);
+        struct stat st;
+        if (stat(from, &st) < 0 || !S_ISREG(st.st_mode) || strcmp(de->d_name, "sto.lock") == 0)
+            continue;
+        snprintf(to, sizeof(to), "%s/%s", copy, de->d_name);
+        int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        cr_assert(in >= 0 && out >= 0, "copy %s: %s", from, strerror(errno));
+        ssize_t n;
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+            cr_assert_eq(write(out, buf, (size_t)n), n);
+        close(in);
+        close(out);
+    }
+    closedir(d);
+    return copy;
+}
+
+/* Checks key k: absent when want is NULL, else holding want's len bytes. */
+static void check_val(struct sto *s, const char *k, const uint8_t *want, size_t len,
+                      const char *when) {
+    static uint8_t got[MAXV];
+    ssize_t n = sto_get(s, k, strlen(k), got, sizeof(got));
+    if (!want) {
+        cr_assert_eq(n, -CM_EOBJECT_NOT_FOUND, "%s: %s: get returns %zd, want not found", when, k,
+                     n);
+        return;
+    }
+    cr_assert_eq(n, (ssize_t)len, "%s: %s: get returns %zd, want %zu", when, k, n, len);
+    cr_assert_eq(memcmp(want, got, len), 0, "%s: %s: bytes differ", when, k);
+}
+
+/*
+ * Bucket layout, a commit into a sealed bucket whose meta rewrite's directory sync fails (the
+ * review's case): a batch overwrites k0 (its flush seals the open bucket, syncs pass) and puts
+ * "new", still in flight in that bucket, whose meta rewrite then renames but cannot sync the
+ * directory. The new meta lists "new", so the put succeeds: it reads back at once, in a copy
+ * of the directory taken right away (a crash), and after a close and reopen; the bucket was
+ * left dirty, so the close writes its meta again and syncs the directory.
+ */
+Test(sto_durable, bucket_sealed_commit_dir_sync_fails, .timeout = 60) {
+    char *dir = sto_test_mkdir();
+    struct sto_config cfg;
+    sto_test_config(&cfg, dir, STO_BACKEND_BUCKET, 0);
+    cfg.bucket_keys_limit = 16;
+    struct sto *s = sto_test_open(&cfg);
+    static uint8_t v[5][4096], v0[4096], vn[4096];
+    const char *keys[5] = {"k0", "k1", "k2", "k3", "k4"};
+    for (int i = 0; i < 5; i++) {
+        sto_test_fill(v[i], sizeof(v[i]), 100 + (uint64_t)i);
+        cr_assert_eq(sto_put_buf(s, keys[i], 2, v[i], sizeof(v[i])), 0);
+    }
+    sto_test_fill(v0, sizeof(v0), 900);
+    sto_test_fill(vn, sizeof(vn), 901);
+    struct sto_put_item it[2] = {{"k0", 2, v0, sizeof(v0), 1}, {"new", 3, vn, sizeof(vn), 1}};
+    fail_what = FAIL_DIR;
+    n_pass = 1; /* the flush after k0's overwrite seals the bucket; the next one fails */
+    n_failed = 0;
+    sto_batch_put(s, it, 2);
+    fail_what = FAIL_NONE;
+    n_pass = 0;
+    cr_assert_geq(n_failed, 1, "no directory sync failed");
+    cr_assert_eq(it[0].result, 0, "overwrite of k0: %d", it[0].result);
+    cr_assert_eq(it[1].result, 0, "put whose meta is in place (directory sync failed): %d",
+                 it[1].result);
+
+    char *copy = crash_copy(dir);
+    struct sto_config ccfg;
+    sto_test_config(&ccfg, copy, STO_BACKEND_BUCKET, 0);
+    ccfg.bucket_keys_limit = 16;
+    for (int round = 0; round < 3; round++) {
+        const char *when = round == 0 ? "right after" : round == 1 ? "after a crash" : "reopened";
+        struct sto *t = round == 1 ? sto_test_open(&ccfg) : s;
+        check_val(t, "k0", v0, sizeof(v0), when);
+        check_val(t, "new", vn, sizeof(vn), when);
+        for (int i = 1; i < 5; i++)
+            check_val(t, keys[i], v[i], sizeof(v[i]), when);
+        if (round == 1) { /* then a clean close and a reopen of the store itself */
+            sto_close(t);
+            n_dir_ok = 0;
+            sto_close(s);
+            cr_assert_eq(n_dir_ok, 1, "the close synced the directory %d times, want once",
+                         n_dir_ok);
+            s = sto_test_open(&cfg);
+        }
+    }
+    sto_close(s);
+    sto_test_rmdir(copy);
+    sto_test_rmdir(dir);
+}
+
+/*
+ * Bucket layout, the put that fills the open bucket seals it and only the directory sync of
+ * the new meta fails: the meta listing the put's record is in place, so the put returns 0 and
+ * the bucket is sealed (the next put opens another). Its value reads back at once, in a copy of
+ * the directory taken right away (a crash), and after a close and reopen.
+ */
+Test(sto_durable, bucket_seal_dir_sync_fails, .timeout = 60) {
+    char *dir = sto_test_mkdir();
+    struct sto_config cfg;
+    sto_test_config(&cfg, dir, STO_BACKEND_BUCKET, 0);
+    cfg.bucket_keys_limit = 16;
+    struct sto *s = sto_test_open(&cfg);
+    uint64_t seed[18] = {0};
+    for (int i = 0; i < 15; i++) {
+        seed[i] = 700 + (uint64_t)i;
+        cr_assert_eq(put_key(s, i, seed[i]), 0);
+    }
+    fail_what = FAIL_DIR;
+    n_failed = 0;
+    seed[15] = 715;
+    int rc = put_key(s, 15, seed[15]); /* the 16th record seals the bucket */
+    fail_what = FAIL_NONE;
+    cr_assert_eq(n_failed, 1, "directory syncs failed: %d", n_failed);
+    cr_assert_eq(rc, 0, "put whose meta is in place (directory sync failed): %d", rc);
+    char meta[300];
+    only_meta(dir, meta, sizeof(meta));
+    check_all(s, seed, 16, "right after");
+
+    char *copy = crash_copy(dir);
+    struct sto_config ccfg;
+    sto_test_config(&ccfg, copy, STO_BACKEND_BUCKET, 0);
+    ccfg.bucket_keys_limit = 16;
+    struct sto *t = sto_test_open(&ccfg);
+    check_all(t, seed, 16, "after a crash");
+    sto_close(t);
+
+    seed[16] = 716; /* the sealed bucket takes no more: a second bucket file appears */
+    cr_assert_eq(put_key(s, 16, seed[16]), 0);
+    cr_assert(exists(dir, "000000000001.bucket"), "the bucket was not sealed");
+    check_all(s, seed, 17, "after the next put");
+    sto_close(s);
+    s = sto_test_open(&cfg);
+    check_all(s, seed, 17, "after a reopen");
+    sto_close(s);
+    sto_test_rmdir(copy);
+    sto_test_rmdir(dir);
+}
+
+/*
+ * Bucket layout, a put whose record does not fit the open bucket seals it first (before its
+ * own record is written) and only that meta's directory sync fails: the meta is in place, so
+ * the bucket is sealed and the put goes on in a new bucket and returns 0. Every value reads
+ * back at once, in a copy of the directory taken right away (a crash), and after a reopen.
+ */
+Test(sto_durable, bucket_alloc_seal_dir_sync_fails, .timeout = 60) {
+    char *dir = sto_test_mkdir();
+    struct sto_config cfg;
+    sto_test_config(&cfg, dir, STO_BACKEND_BUCKET, 0);
+    /* records of 3,000-byte values take 3 to 4 KiB (aligned): two fit, a third does not */
+    cfg.bucket_size_limit = 9000;
+    struct sto *s = sto_test_open(&cfg);
+    static uint8_t v[3][3000];
+    const char *keys[3] = {"a0", "a1", "a2"};
+    for (int i = 0; i < 3; i++)
+        sto_test_fill(v[i], sizeof(v[i]), 300 + (uint64_t)i);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(sto_put_buf(s, keys[i], 2, v[i], sizeof(v[i])), 0);
+    cr_assert(!exists(dir, "000000000000.meta"), "the first bucket was sealed early");
+    fail_what = FAIL_DIR;
+    n_failed = 0;
+    int rc = sto_put_buf(s, keys[2], 2, v[2], sizeof(v[2]));
+    fail_what = FAIL_NONE;
+    cr_assert_eq(n_failed, 1, "directory syncs failed: %d", n_failed);
+    cr_assert_eq(rc, 0, "put after a seal whose directory sync failed: %d", rc);
+    cr_assert(exists(dir, "000000000000.meta"), "the first bucket has no meta file");
+    cr_assert(exists(dir, "000000000001.bucket"), "the put did not go to a new bucket");
+
+    char *copy = crash_copy(dir);
+    struct sto_config ccfg = cfg;
+    snprintf(ccfg.path, sizeof(ccfg.path), "%s", copy);
+    struct sto *t = sto_test_open(&ccfg);
+    for (int i = 0; i < 3; i++) {
+        check_val(s, keys[i], v[i], sizeof(v[i]), "right after");
+        check_val(t, keys[i], v[i], sizeof(v[i]), "after a crash");
+    }
+    sto_close(t);
+    sto_close(s);
+    s = sto_test_open(&cfg);
+    for (int i = 0; i < 3; i++)
+        check_val(s, keys[i], v[i], sizeof(v[i]), "after a reopen");
+    sto_close(s);
+    sto_test_rmdir(copy);
     sto_test_rmdir(dir);
 }
