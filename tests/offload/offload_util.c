@@ -7,10 +7,12 @@
 #include "tests/integration/harness.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 /*
  * 1 when it_c talks to it_srv's own process (INFO server's process_id). The harness picks a
@@ -111,4 +113,14 @@ void off_wait_queue(redisContext *c) {
     while ((n = off_info(c, "offload_write_queue_keys")) != 0 && it_now_ms() < deadline)
         it_sleep_ms(20);
     cr_assert_eq(n, 0, "the offload write queue drains (%lld left)", n);
+}
+
+/* SIGKILL of it_server; see offload_util.h. */
+void off_kill_hard(void) {
+    it_close(it_c);
+    it_c = NULL;
+    kill(it_srv.pid, SIGKILL);
+    waitpid(it_srv.pid, NULL, 0);
+    it_srv.pid = 0;
+    it_server_stop(&it_srv); /* removes the working directory only */
 }

@@ -24,6 +24,10 @@ void off_server_start(char *dir, size_t dirlen, const char *tmpl, const char *me
 /* it_teardown(), then removes the tier directory dir (when set) and empties dir. */
 void off_teardown(char *dir);
 
+/* Stops it_srv with SIGKILL (no clean shutdown), closes it_c and keeps the tier's directory
+ * (it_server_stop then removes only the server's working directory). */
+void off_kill_hard(void);
+
 /* One numeric field of INFO everything (fails the test when it is missing). */
 long long off_info(redisContext *c, const char *field);
 

@@ -326,16 +326,6 @@ Test(offload, commands_on_offloaded_values) {
     cr_assert_eq(off_info(it_c, "evicted_keys"), 0);
 }
 
-/* Stops it_srv with SIGKILL (no clean shutdown) and keeps its working directory. */
-static void kill_hard(void) {
-    it_close(it_c);
-    it_c = NULL;
-    kill(it_srv.pid, SIGKILL);
-    waitpid(it_srv.pid, NULL, 0);
-    it_srv.pid = 0;
-    it_server_stop(&it_srv); /* removes the working directory only */
-}
-
 Test(offload, restart_brings_offloaded_keys_back_with_ttls) {
     fill(it_c, 1);
     /* Every third key gets a long TTL, every third + 1 a short one just before the stop. */
@@ -383,7 +373,7 @@ Test(offload, restart_brings_offloaded_keys_back_with_ttls) {
     fill(it_c, 2);
     nd = disk_keys(it_c, where);
     cr_assert_gt(nd, 0);
-    kill_hard();
+    off_kill_hard();
     start_offload(MEMORY);
     cr_assert_eq(run(it_c, "DBSIZE"), nd);
     for (int i = 0; i < NKEYS; i++) {

@@ -520,16 +520,6 @@ static void ip_waits(redisContext *c, long long *waited, long long *cancelled) {
     *cancelled = v[1];
 }
 
-/* Stops it_srv with SIGKILL (no clean shutdown); keeps the tier. */
-static void stop_kill(void) {
-    it_close(it_c);
-    it_c = NULL;
-    kill(it_srv.pid, SIGKILL);
-    waitpid(it_srv.pid, NULL, 0);
-    it_srv.pid = 0;
-    it_server_stop(&it_srv); /* removes the working directory only */
-}
-
 /*
  * After a restart: every key offloaded at the stop (ip.disk) is back with its value and TTL, a
  * deleted one never, one in memory at the stop is gone (as without the tier). Returns the
@@ -681,7 +671,7 @@ static void ip_changes_across_restart(int sig) {
     if (sig == SIGTERM)
         stop_clean();
     else
-        stop_kill();
+        off_kill_hard();
     ip_start("0");
     long long back = ip_check_restored(it_c);
     cr_assert_geq(back, 3, "the overwritten, EXPIRE and PERSIST keys came back");
@@ -758,7 +748,7 @@ Test(offload_wq, rename_of_a_key_being_written) {
     cr_assert(ip_offloaded_key(it_c, IP_DST), "%s offloaded at the stop", IP_DST);
     ip_mark_disk(it_c);
     long long objects = off_info(it_c, "offload_disk_objects");
-    stop_kill();
+    off_kill_hard();
     ip_start("0");
     r = redisCommand(it_c, "GET %s", IP_DST);
     ip_assert_val(r, i, 1, "GET of the renamed key after the restart");
@@ -830,7 +820,7 @@ Test(offload_wq, value_commands_on_keys_being_written) {
     off_wait_queue(it_c);
     ip_mark_disk(it_c);
     long long objects = off_info(it_c, "offload_disk_objects");
-    stop_kill();
+    off_kill_hard();
     ip_start("0");
     long long back = ip_check_restored(it_c);
     IT_INT(back, it_c, "DBSIZE");

@@ -330,6 +330,20 @@ static struct sto *open_offset(struct sto_config *cfg, const char *dir) {
     return sto_test_open(cfg);
 }
 
+/* A new offset-layout store in a new *dir that compacts at every flush, holding keys
+ * 0..NKEYS-1 with the values of seeds base, base + 1, ... (recorded in seed[]). */
+static struct sto *open_offset_filled(struct sto_config *cfg, char **dir, uint64_t *seed,
+                                      uint64_t base) {
+    compact_every_flush();
+    *dir = sto_test_mkdir();
+    struct sto *s = open_offset(cfg, *dir);
+    for (int i = 0; i < NKEYS; i++) {
+        seed[i] = base + (uint64_t)i;
+        cr_assert_eq(put_key(s, i, seed[i]), 0);
+    }
+    return s;
+}
+
 #define JOURNAL "kv_cache.journal"
 
 /*
@@ -339,15 +353,10 @@ static struct sto *open_offset(struct sto_config *cfg, const char *dir) {
  * fails too) and a reopen lose nothing; once syncs work again compactions do too.
  */
 Test(sto_durable, offset_compaction_file_sync_fails, .timeout = 60) {
-    compact_every_flush();
-    char *dir = sto_test_mkdir();
+    char *dir;
     struct sto_config cfg;
-    struct sto *s = open_offset(&cfg, dir);
     uint64_t seed[NKEYS + 1] = {0};
-    for (int i = 0; i < NKEYS; i++) {
-        seed[i] = 100 + (uint64_t)i;
-        cr_assert_eq(put_key(s, i, seed[i]), 0);
-    }
+    struct sto *s = open_offset_filled(&cfg, &dir, seed, 100);
     ino_t ino = inode_of(dir, JOURNAL);
     uint64_t c0 = compactions();
 
@@ -394,15 +403,10 @@ Test(sto_durable, offset_compaction_file_sync_fails, .timeout = 60) {
  * later put survives a reopen.
  */
 Test(sto_durable, offset_compaction_dir_sync_fails, .timeout = 60) {
-    compact_every_flush();
-    char *dir = sto_test_mkdir();
+    char *dir;
     struct sto_config cfg;
-    struct sto *s = open_offset(&cfg, dir);
     uint64_t seed[NKEYS + 1] = {0};
-    for (int i = 0; i < NKEYS; i++) {
-        seed[i] = 300 + (uint64_t)i;
-        cr_assert_eq(put_key(s, i, seed[i]), 0);
-    }
+    struct sto *s = open_offset_filled(&cfg, &dir, seed, 300);
     ino_t ino = inode_of(dir, JOURNAL);
     uint64_t c0 = compactions();
 
