@@ -49,7 +49,6 @@ static struct {
     _Atomic uint64_t promotions, buffered_reads, removes, recovered;
     _Atomic uint64_t queued_writes, sync_writes, cancelled_writes, queue_reads;
     _Atomic uint64_t queue_keys, queue_bytes; /* gauges: values in the write queue's table */
-    _Atomic uint64_t queue_writing;           /* gauge: jobs the writer took, not yet finished */
     _Atomic uint64_t waited_writes;           /* changes that waited for a write in progress */
     _Atomic uint64_t last_log_ms;
 } srv_off;
@@ -687,7 +686,6 @@ static unsigned srv_wq_take(struct srv_wq_job **jobs) {
         jobs[n++] = j;
     }
     srv_wq.busy = n;
-    cm_atomic_store_relaxed(&srv_off.queue_writing, n);
     return n;
 }
 
@@ -706,7 +704,6 @@ static void srv_wq_finish(struct srv_wq_job **jobs, unsigned n) {
             jobs[nf++] = j;
         }
     }
-    cm_atomic_store_relaxed(&srv_off.queue_writing, 0);
     pthread_cond_broadcast(&srv_wq.done); /* nothing is WRITING now */
     if (nf == 0)
         return;
@@ -999,6 +996,9 @@ void srv_offload_info(struct cm_buf *b) {
     }
     struct sto_stats st;
     sto_stats(srv_off_store, &st);
+    pthread_mutex_lock(&srv_wq.mu); /* never held across I/O */
+    unsigned long long writing = srv_wq.busy;
+    pthread_mutex_unlock(&srv_wq.mu);
 #define U(x) (unsigned long long)cm_atomic_load_relaxed(&srv_off.x)
     cm_buf_appendf(b,
                    "offload_path:%s\r\noffload_backend:%s\r\noffload_io:%s\r\n"
@@ -1021,10 +1021,10 @@ void srv_offload_info(struct cm_buf *b) {
                    U(writes), U(write_bytes), U(write_failures), U(reads), U(read_bytes),
                    U(read_failures), U(promotions), U(buffered_reads), U(removes), U(recovered),
                    (unsigned long long)(srv_wq.started ? srv_wq.limit : 0), U(queue_keys),
-                   U(queue_bytes), U(queue_writing), U(queued_writes), U(sync_writes),
-                   U(cancelled_writes), U(waited_writes), U(queue_reads),
-                   (unsigned long long)st.keys, (unsigned long long)st.disk_bytes,
-                   (unsigned long long)st.quota_bytes, (unsigned long long)st.corrupt);
+                   U(queue_bytes), writing, U(queued_writes), U(sync_writes), U(cancelled_writes),
+                   U(waited_writes), U(queue_reads), (unsigned long long)st.keys,
+                   (unsigned long long)st.disk_bytes, (unsigned long long)st.quota_bytes,
+                   (unsigned long long)st.corrupt);
 #undef U
 }
 
